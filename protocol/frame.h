@@ -1,0 +1,57 @@
+/*
+ * Framing (DESIGN.md §6): each message is a 4-byte big-endian length N, then N bytes holding
+ * exactly one msgpack map, with 1 <= N <= max_frame.
+ *
+ * The reader accepts bytes in chunks of any size (one byte at a time works) and checks the length
+ * against max_frame as soon as the prefix is complete, before anything is buffered. The payload
+ * buffer grows with the bytes that really arrive, so a peer that announces a large frame and then
+ * stalls holds only what it sent.
+ *
+ * Thread-safety: a reader belongs to one connection and one thread.
+ */
+#ifndef VY_PROTOCOL_FRAME_H
+#define VY_PROTOCOL_FRAME_H
+
+#include <msgpack.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define VY_FRAME_HEADER 4
+#define VY_FRAME_DEFAULT_MAX ((size_t)256 * 1024 * 1024)
+
+struct vy_frame_reader {
+	size_t max_frame;
+	uint8_t header[VY_FRAME_HEADER];
+	unsigned header_have;
+	uint8_t *buf; /* owned */
+	size_t cap;
+	size_t len;  /* announced payload length, valid once the header is complete */
+	size_t have; /* payload bytes received */
+};
+
+void vy_frame_reader_init(struct vy_frame_reader *r, size_t max_frame);
+void vy_frame_reader_finish(struct vy_frame_reader *r);
+
+/*
+ * Consume bytes from `data`. Returns 1 when a whole frame is ready (take it with
+ * vy_frame_reader_take before feeding more; *consumed says how much of `data` was used), 0 when
+ * every byte was consumed and the frame is still incomplete, or VY_E_BAD_FRAME (length 0 or above
+ * max_frame); after an error the connection must be closed.
+ */
+int vy_frame_reader_feed(struct vy_frame_reader *r, const void *data, size_t n, size_t *consumed,
+	struct vy_err *err);
+
+/* The completed payload, malloc'd, now owned by the caller; the reader starts the next frame. */
+uint8_t *vy_frame_reader_take(struct vy_frame_reader *r, size_t *len);
+
+/* Bytes of the frame in progress buffered so far (header included). */
+size_t vy_frame_reader_pending(const struct vy_frame_reader *r);
+
+/* Start a frame in `sb`: reserve the length prefix. Returns the offset to pass to _end. */
+size_t vy_frame_begin(msgpack_sbuffer *sb);
+/* Patch the length prefix of the frame started at `offset`. */
+void vy_frame_end(msgpack_sbuffer *sb, size_t offset);
+
+#endif

@@ -1,0 +1,114 @@
+/* The streaming frame reader and the frame writer. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frame.h"
+
+static size_t make_frames(msgpack_sbuffer *sb, int n)
+{
+	msgpack_sbuffer_init(sb);
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+	for (int i = 0; i < n; i++) {
+		size_t off = vy_frame_begin(sb);
+		msgpack_pack_map(&pk, 1);
+		msgpack_pack_str(&pk, 2);
+		msgpack_pack_str_body(&pk, "id", 2);
+		msgpack_pack_uint32(&pk, (uint32_t)i * 1000u);
+		vy_frame_end(sb, off);
+	}
+	return sb->size;
+}
+
+static int feed_all(struct vy_frame_reader *r, const uint8_t *data, size_t len, size_t chunk,
+	uint8_t **frames, size_t *lens, int max)
+{
+	int got = 0;
+	size_t pos = 0;
+	while (pos < len) {
+		size_t n = len - pos < chunk ? len - pos : chunk;
+		size_t used = 0;
+		int rc = vy_frame_reader_feed(r, data + pos, n, &used, NULL);
+		cr_assert_geq(rc, 0);
+		pos += used;
+		if (rc == 1) {
+			cr_assert_lt(got, max);
+			frames[got] = vy_frame_reader_take(r, &lens[got]);
+			got++;
+		} else {
+			cr_assert_eq(used, n, "an incomplete frame must consume everything");
+		}
+	}
+	return got;
+}
+
+Test(frame, frames_arrive_whole_at_every_chunk_size)
+{
+	msgpack_sbuffer sb;
+	size_t len = make_frames(&sb, 5);
+	for (size_t chunk = 1; chunk <= len; chunk++) {
+		struct vy_frame_reader r;
+		vy_frame_reader_init(&r, 0);
+		uint8_t *frames[5];
+		size_t lens[5];
+		int got = feed_all(&r, (const uint8_t *)sb.data, len, chunk, frames, lens, 5);
+		cr_assert_eq(got, 5, "chunk %zu: %d frames", chunk, got);
+		size_t off = 0;
+		for (int i = 0; i < 5; i++) {
+			cr_assert(memcmp(frames[i], sb.data + off + 4, lens[i]) == 0);
+			off += 4 + lens[i];
+			free(frames[i]);
+		}
+		cr_assert_eq(vy_frame_reader_pending(&r), 0);
+		vy_frame_reader_finish(&r);
+	}
+	msgpack_sbuffer_destroy(&sb);
+}
+
+Test(frame, writer_prefixes_big_endian_length)
+{
+	msgpack_sbuffer sb;
+	make_frames(&sb, 1);
+	const uint8_t *h = (const uint8_t *)sb.data;
+	uint32_t len = (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3];
+	cr_assert_eq(len, sb.size - 4);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+Test(frame, length_zero_and_above_max_are_bad_frames)
+{
+	struct vy_frame_reader r;
+	vy_frame_reader_init(&r, 1024);
+	struct vy_err err;
+	size_t used;
+	const uint8_t zero[4] = {0, 0, 0, 0};
+	cr_assert_eq(vy_frame_reader_feed(&r, zero, 4, &used, &err), VY_E_BAD_FRAME);
+	cr_assert(strstr(err.message, "length 0"));
+	vy_frame_reader_finish(&r);
+
+	vy_frame_reader_init(&r, 1024);
+	const uint8_t big[5] = {0, 0, 4, 1, 0xaa};
+	cr_assert_eq(vy_frame_reader_feed(&r, big, 5, &used, &err), VY_E_BAD_FRAME);
+	cr_assert_eq(used, 4, "nothing past the prefix is consumed");
+	cr_assert(strstr(err.message, "1025 bytes, more than max_frame (1024)"), "%s",
+		err.message);
+	cr_assert(strstr(err.fix, "max_frame"));
+	cr_assert_eq(vy_frame_reader_pending(&r), 4);
+	vy_frame_reader_finish(&r);
+}
+
+Test(frame, frame_of_exactly_max_is_accepted)
+{
+	struct vy_frame_reader r;
+	vy_frame_reader_init(&r, 8);
+	const uint8_t f[12] = {0, 0, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8};
+	size_t used;
+	cr_assert_eq(vy_frame_reader_feed(&r, f, sizeof(f), &used, NULL), 1);
+	size_t len;
+	uint8_t *payload = vy_frame_reader_take(&r, &len);
+	cr_assert_eq(len, 8);
+	cr_assert_eq(payload[7], 8);
+	free(payload);
+	vy_frame_reader_finish(&r);
+}
