@@ -680,7 +680,8 @@ static int rd_hints(struct dec *d, struct vy_hints *h)
 			h->locality = (enum vy_locality)t;
 		} else {
 			rc = fail(d, "use only the hint fields alignment, coalesce_axis and locality",
-				"unknown hints field");
+				"unknown hints field \"%.*s\"", (int)(key.len > 64 ? 64 : key.len),
+				(const char *)key.data);
 		}
 		if (rc == 0) {
 			pop(d, mark);

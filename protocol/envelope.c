@@ -59,7 +59,7 @@ static bool word_in(const char *list, const char *key, size_t len)
 	return false;
 }
 
-void vy_dispatch_config_init(struct vy_dispatch_config *config)
+void vy_request_config_init(struct vy_request_config *config)
 {
 	memset(config, 0, sizeof(*config));
 	config->device = -1;
@@ -251,7 +251,7 @@ static int get_outputs_to(struct rdec *d)
 	return 0;
 }
 
-static int get_spec(struct rdec *d, struct vy_dispatch_config *c)
+static int get_spec(struct rdec *d, struct vy_request_config *c)
 {
 	struct vy_mp_obj o;
 	int rc = get(d, &o, VY_MP_MAP, "config.spec");
@@ -300,7 +300,7 @@ static int get_spec(struct rdec *d, struct vy_dispatch_config *c)
 	return 0;
 }
 
-static int get_config_field(struct rdec *d, struct vy_dispatch_config *c,
+static int get_config_field(struct rdec *d, struct vy_request_config *c,
 	const struct vy_mp_obj *key)
 {
 	if (vy_mp_str_eq(key, "grid")) {
@@ -495,7 +495,7 @@ int vy_request_decode(const uint8_t *frame, size_t len, struct vy_request *req,
 	struct vy_err *err)
 {
 	memset(req, 0, sizeof(*req));
-	vy_dispatch_config_init(&req->config);
+	vy_request_config_init(&req->config);
 	bool has_id = false;
 	bool has_op = false;
 	int rc = scan_envelope(frame, len, req, err, &has_id, &has_op);
@@ -607,7 +607,7 @@ static void pack_triple(msgpack_packer *pk, const char *key, const uint32_t v[3]
 	}
 }
 
-void vy_dispatch_config_pack(msgpack_packer *pk, const struct vy_dispatch_config *c)
+void vy_request_config_pack(msgpack_packer *pk, const struct vy_request_config *c)
 {
 	uint32_t n = (uint32_t)c->has_grid + c->has_workgroup_size + (c->n_spec > 0) +
 		(c->max_loop_iterations > 0) + (c->timeout_ms > 0) + (c->label != NULL) +

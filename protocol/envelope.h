@@ -85,8 +85,8 @@ enum vy_backend_choice { VY_BACKEND_ANY, VY_BACKEND_VULKAN, VY_BACKEND_REFERENCE
 #define VY_MAX_SPEC_SETTINGS 64
 #define VY_MAX_LABEL 128
 
-/* `config` of compile and dispatch. Absent fields keep the values of vy_dispatch_config_init. */
-struct vy_dispatch_config {
+/* `config` of compile and dispatch. Absent fields keep the values of vy_request_config_init. */
+struct vy_request_config {
 	bool has_grid;
 	uint32_t grid[3];
 	bool has_workgroup_size;
@@ -101,7 +101,7 @@ struct vy_dispatch_config {
 	bool timing;
 };
 
-void vy_dispatch_config_init(struct vy_dispatch_config *config);
+void vy_request_config_init(struct vy_request_config *config);
 
 struct vy_request {
 	struct vy_arena *arena; /* owned */
@@ -114,7 +114,7 @@ struct vy_request {
 	struct vy_program *program; /* owned; NULL when absent */
 	bool has_program_id;
 	struct vy_program_id program_id;
-	struct vy_dispatch_config config;
+	struct vy_request_config config;
 	uint32_t n_inputs;
 	struct vy_input *inputs;
 	bool has_outputs_to;
@@ -149,7 +149,7 @@ void vy_request_finish(struct vy_request *req);
 /* Request writing (clients): a map of `nfields` fields plus id and op. */
 void vy_request_pack_head(msgpack_packer *pk, uint64_t id, enum vy_op op, uint32_t nfields);
 /* The config map; fields at their defaults are left out. */
-void vy_dispatch_config_pack(msgpack_packer *pk, const struct vy_dispatch_config *config);
+void vy_request_config_pack(msgpack_packer *pk, const struct vy_request_config *config);
 void vy_pack_cstr(msgpack_packer *pk, const char *s);
 
 /* Response writing: a success map of `nfields` result fields plus id and ok. */

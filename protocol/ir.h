@@ -344,10 +344,11 @@ struct vy_block vy_ir_seqv(struct vy_program *p, struct vy_node *const *nodes, u
 /* Set the entry block. */
 void vy_program_set_entry(struct vy_program *p, struct vy_block entry);
 
-/* Deep copy of `src` into a new program with its own arena. */
+/* Deep copy of `src` into a new program with its own arena. Recursion follows the program's
+ * nesting: call it on decoded or validated programs, whose depth the IR limits bound. */
 struct vy_program *vy_program_clone(const struct vy_program *src);
 
-/* Count of nodes in a block, recursively (used by limits and statistics). */
+/* Count of nodes in a block, recursively, for decoded or validated programs (see clone). */
 uint32_t vy_block_count_nodes(const struct vy_block *block);
 
 #endif

@@ -121,6 +121,7 @@ struct entry {
 	uint32_t bits;  /* spec default */
 	uint32_t graph; /* uniformity node of a variable */
 	bool loop;      /* loop variables are read-only */
+	bool cut;       /* declared before a grid_sync barrier: gone after it */
 };
 
 /*
@@ -392,6 +393,16 @@ static void report_arg(
 	path_pop(st, mark);
 }
 
+/* Use of a variable declared before a grid_sync barrier, after it. */
+static void report_cut(struct state *st, const char *name)
+{
+	report(st, VY_E_INVALID_PROGRAM,
+		"recompute the value after the grid_sync barrier, or pass it through a buffer",
+		"variable \"%.64s\" was declared before a grid_sync barrier and is used after it; "
+		"each side of the barrier runs as its own launch",
+		name);
+}
+
 static const char *tname(enum vy_type t)
 {
 	return t < VY_TYPE_COUNT ? vy_type_name(t) : "an unknown type";
@@ -421,7 +432,8 @@ static const char *mask_text(struct state *st, unsigned mask)
 	st->allowed[0] = '\0';
 	for (unsigned i = 0; i < n && used < sizeof(st->allowed); i++) {
 		const char *sep = i == 0 ? "" : i + 1 == n ? " or " : ", ";
-		int w = snprintf(st->allowed + used, sizeof(st->allowed) - used, "%s%s", sep, parts[i]);
+		int w = snprintf(
+			st->allowed + used, sizeof(st->allowed) - used, "%s%s", sep, parts[i]);
 		used += w > 0 ? (size_t)w : 0;
 	}
 	return st->allowed;
@@ -697,10 +709,12 @@ static enum vy_type walk_binary(
 			report_domain(st, on, "b", r->mask, tb);
 		} else if (a_ok) {
 			report_arg(st, on, "b",
-				fixf(st, "cast b to %s with [\"cast\", \"%s\", ...]; vyre never "
-					 "promotes implicitly",
+				fixf(st,
+					"cast b to %s with [\"cast\", \"%s\", ...]; vyre never "
+					"promotes implicitly",
 					tname(ta), tname(ta)),
-				"%s operands differ in type: a is %s, b is %s", on, tname(ta), tname(tb));
+				"%s operands differ in type: a is %s, b is %s", on, tname(ta),
+				tname(tb));
 		}
 	}
 	if (!ok) {
@@ -742,17 +756,18 @@ static enum vy_type walk_atomic(
 	const struct vy_buffer *b = named_buffer(st, e->name, "atomic");
 	if (b && type_ok(b->type) && b->type != VY_TYPE_U32) {
 		report(st, VY_E_INVALID_PROGRAM,
-			fixf(st, "declare buffer %.64s with type u32 and cast the values, or avoid "
-				 "atomics on it",
+			fixf(st,
+				"declare buffer %.64s with type u32 and cast the values, or avoid "
+				"atomics on it",
 				b->name),
 			"atomic on buffer \"%.64s\" of type %s; atomics take u32 buffers only",
 			b->name, tname(b->type));
 	}
-	if (b && b->access != VY_ACCESS_READ_WRITE && b->access != VY_ACCESS_WORKGROUP) {
+	if (b && b->access != VY_ACCESS_READ_WRITE) {
 		report(st, VY_E_INVALID_PROGRAM,
 			fixf(st, "declare buffer %.64s read_write to use atomics on it", b->name),
-			"atomic on buffer \"%.64s\", which is %s; only read_write and workgroup "
-			"buffers take atomics",
+			"atomic on buffer \"%.64s\", which is %s; only read_write buffers take "
+			"atomics",
 			b->name,
 			b->access < VY_ACCESS_COUNT ? vy_access_name(b->access) : "invalid");
 	}
@@ -794,13 +809,16 @@ static enum vy_type walk_spec(struct state *st, struct vy_expr *e)
 			(struct entry){.name = e->name, .type = e->type, .bits = e->bits});
 	} else if (prev->type != e->type || prev->bits != e->bits) {
 		report(st, VY_E_INVALID_PROGRAM,
-			fixf(st, "give every use of spec constant %.64s the same type and default, "
-				 "or rename one",
+			fixf(st,
+				"give every use of spec constant %.64s the same type and default, "
+				"or rename one",
 				e->name),
 			"spec constant \"%.64s\" is %s with default %s here but %s with default "
 			"%s earlier",
-			e->name, tname(e->type), value_text(e->type, e->bits, st->values[0], sizeof(st->values[0])),
-			tname(prev->type), value_text(prev->type, prev->bits, st->values[1], sizeof(st->values[1])));
+			e->name, tname(e->type),
+			value_text(e->type, e->bits, st->values[0], sizeof(st->values[0])),
+			tname(prev->type),
+			value_text(prev->type, prev->bits, st->values[1], sizeof(st->values[1])));
 	}
 	return e->type;
 }
@@ -871,16 +889,18 @@ static enum vy_type walk_kind(struct state *st, struct vy_expr *e, uint32_t dept
 				"variable \"%.64s\" is not defined here", e->name ? e->name : "");
 			return VY_TYPE_NONE;
 		}
+		if (v->cut) {
+			report_cut(st, e->name);
+		}
 		graph_edge(st, v->graph, target);
 		return v->type;
 	case VY_EXPR_LOAD:
 		graph_mark(st, target);
 		b = named_buffer(st, e->name, "load");
 		if (b && b->access == VY_ACCESS_WRITE_ONLY) {
-			char fix[VY_ERR_FIX_MAX];
-			snprintf(fix, sizeof(fix),
-				"declare buffer %.64s read_write to load from it", b->name);
-			report(st, VY_E_INVALID_PROGRAM, fix,
+			report(st, VY_E_INVALID_PROGRAM,
+				fixf(st, "declare buffer %.64s read_write to load from it",
+					b->name),
 				"load from buffer \"%.64s\", which is write_only", b->name);
 		}
 		check_index(st, operand(st, e, 0, "load", "index", depth, target), "load", "index");
@@ -910,10 +930,8 @@ static enum vy_type walk_kind(struct state *st, struct vy_expr *e, uint32_t dept
 		ta = operand(st, e, 1, "select", "a", depth, target);
 		tb = operand(st, e, 2, "select", "b", depth, target);
 		if (type_ok(ta) && type_ok(tb) && ta != tb) {
-			char fix[VY_ERR_FIX_MAX];
-			snprintf(fix, sizeof(fix), "cast b to %s so both arms have one type",
-				tname(ta));
-			report_arg(st, "select", "b", fix,
+			report_arg(st, "select", "b",
+				fixf(st, "cast b to %s so both arms have one type", tname(ta)),
 				"select arms differ in type: a is %s, b is %s", tname(ta),
 				tname(tb));
 			return VY_TYPE_NONE;
@@ -1030,11 +1048,12 @@ static void walk_assign(struct state *st, struct vy_node *n, uint32_t ctx)
 	struct entry *v = n->name ? table_find(&st->vars, n->name) : NULL;
 	uint32_t target = NO_TARGET;
 	if (!v) {
-		char fix[VY_ERR_FIX_MAX];
-		snprintf(fix, sizeof(fix), "declare %.64s with a let before assigning to it",
-			n->name ? n->name : "the variable");
-		report(st, VY_E_INVALID_PROGRAM, fix,
+		report(st, VY_E_INVALID_PROGRAM,
+			fixf(st, "declare %.64s with a let before assigning to it",
+				n->name ? n->name : "the variable"),
 			"assign to \"%.64s\", which is not defined here", n->name ? n->name : "");
+	} else if (v->cut) {
+		report_cut(st, n->name);
 	} else if (v->loop) {
 		report(st, VY_E_INVALID_PROGRAM,
 			"copy the loop variable into a new variable with let and assign to that",
@@ -1045,11 +1064,10 @@ static void walk_assign(struct state *st, struct vy_node *n, uint32_t ctx)
 	}
 	enum vy_type t = slot(st, n->args[0], "value", target);
 	if (target != NO_TARGET && type_ok(t) && type_ok(v->type) && t != v->type) {
-		char fix[VY_ERR_FIX_MAX];
-		snprintf(fix, sizeof(fix), "cast the value to %s, or declare %.64s as %s",
-			tname(v->type), n->name, tname(t));
 		size_t mark = path_push(st, "value", NULL);
-		report(st, VY_E_INVALID_PROGRAM, fix,
+		report(st, VY_E_INVALID_PROGRAM,
+			fixf(st, "cast the value to %s, or declare %.64s as %s", tname(v->type),
+				n->name, tname(t)),
 			"assign gives \"%.64s\" a %s value, but its let made it %s", n->name,
 			tname(t), tname(v->type));
 		path_pop(st, mark);
@@ -1060,13 +1078,13 @@ static void walk_store(struct state *st, struct vy_node *n)
 {
 	const struct vy_buffer *b = named_buffer(st, n->name, "store");
 	if (b && (b->access == VY_ACCESS_READ_ONLY || b->access == VY_ACCESS_UNIFORM)) {
-		char fix[VY_ERR_FIX_MAX];
-		snprintf(fix, sizeof(fix),
-			"declare buffer %.64s read_write (or write_only if the program never "
-			"loads it)",
-			b->name);
-		report(st, VY_E_INVALID_PROGRAM, fix, "store into buffer \"%.64s\", which is %s",
-			b->name, vy_access_name(b->access));
+		report(st, VY_E_INVALID_PROGRAM,
+			fixf(st,
+				"declare buffer %.64s read_write (or write_only if the program "
+				"never loads it)",
+				b->name),
+			"store into buffer \"%.64s\", which is %s", b->name,
+			vy_access_name(b->access));
 	}
 	enum vy_type ti = slot(st, n->args[0], "index", NO_TARGET);
 	if (type_ok(ti) && ti != VY_TYPE_U32) {
@@ -1078,11 +1096,10 @@ static void walk_store(struct state *st, struct vy_node *n)
 	}
 	enum vy_type tv = slot(st, n->args[1], "value", NO_TARGET);
 	if (b && type_ok(b->type) && type_ok(tv) && tv != b->type) {
-		char fix[VY_ERR_FIX_MAX];
-		snprintf(fix, sizeof(fix), "cast the value to %s with [\"cast\", \"%s\", ...]",
-			tname(b->type), tname(b->type));
 		size_t mark = path_push(st, "value", NULL);
-		report(st, VY_E_INVALID_PROGRAM, fix,
+		report(st, VY_E_INVALID_PROGRAM,
+			fixf(st, "cast the value to %s with [\"cast\", \"%s\", ...]",
+				tname(b->type), tname(b->type)),
 			"store of a %s value into buffer \"%.64s\" of type %s", tname(tv), b->name,
 			tname(b->type));
 		path_pop(st, mark);
@@ -1146,10 +1163,17 @@ static void walk_barrier(
 	}
 	if (n->order == VY_ORDER_GRID_SYNC && !grid_ok) {
 		report(st, VY_E_INVALID_PROGRAM,
-			"move the grid_sync barrier to the top level of the entry or of a "
-			"top-level block or region",
+			"move the grid_sync barrier to the top level of the entry, or of a region "
+			"that is the entry's only node",
 			"grid_sync barrier is nested; it splits the dispatch, so it may only "
-			"stand at the top level of the entry or of a top-level block or region");
+			"stand at the top level of the entry or of a region that wraps the whole "
+			"entry");
+	}
+	if (n->order == VY_ORDER_GRID_SYNC) {
+		/* each side of the barrier runs as its own launch: no variable survives it */
+		for (size_t i = 0; i < st->vars.len; i++) {
+			st->vars.items[i].cut = true;
+		}
 	}
 	if (st->pass != 2) {
 		return;
@@ -1216,7 +1240,6 @@ static void walk_node(
 		path_pop(st, mark);
 		return;
 	}
-	uint32_t c;
 	switch (n->kind) {
 	case VY_NODE_LET:
 		walk_let(st, n);
@@ -1228,7 +1251,7 @@ static void walk_node(
 		walk_store(st, n);
 		break;
 	case VY_NODE_IF: {
-		c = graph_ctx(st, ctx);
+		uint32_t c = graph_ctx(st, ctx);
 		enum vy_type t = slot(st, n->args[0], "cond", c);
 		if (type_ok(t) && t != VY_TYPE_U32 && t != VY_TYPE_BOOL) {
 			size_t m = path_push(st, "cond", NULL);
@@ -1261,10 +1284,11 @@ static void walk_node(
 				"region generator name is %s",
 				n->name && n->name[0] ? "longer than 64 bytes" : "empty");
 		}
-		walk_block(st, &n->body, ".body", depth + 1, ctx, depth == 1);
+		walk_block(st, &n->body, ".body", depth + 1, ctx,
+			depth == 1 && st->p->entry.len == 1);
 		break;
 	case VY_NODE_BLOCK:
-		walk_block(st, &n->body, ".body", depth + 1, ctx, depth == 1);
+		walk_block(st, &n->body, ".body", depth + 1, ctx, false);
 		break;
 	case VY_NODE_BARRIER:
 		walk_barrier(st, n, ctx, grid_ok, pos);
@@ -1303,20 +1327,19 @@ static void check_workgroup_size(struct state *st)
 				"set every workgroup_size axis to 1 or more",
 				"workgroup_size[%u] is 0; every axis must be at least 1", i);
 		} else if (caps && caps->max_workgroup_size[i] && w > caps->max_workgroup_size[i]) {
-			char fix[VY_ERR_FIX_MAX];
-			snprintf(fix, sizeof(fix), "set workgroup_size[%u] to %u or less", i,
-				caps->max_workgroup_size[i]);
-			report_at(st, at, VY_E_UNSUPPORTED_FEATURE, fix,
+			report_at(st, at, VY_E_UNSUPPORTED_FEATURE,
+				fixf(st, "set workgroup_size[%u] to %u or less", i,
+					caps->max_workgroup_size[i]),
 				"workgroup_size[%u] is %u, above this device's limit of %u", i, w,
 				caps->max_workgroup_size[i]);
 		}
 	}
 	if (caps && caps->max_workgroup_invocations && total > caps->max_workgroup_invocations) {
-		char fix[VY_ERR_FIX_MAX];
-		snprintf(fix, sizeof(fix),
-			"shrink workgroup_size so that the product of its axes is %u or less",
-			caps->max_workgroup_invocations);
-		report_at(st, "workgroup_size", VY_E_UNSUPPORTED_FEATURE, fix,
+		report_at(st, "workgroup_size", VY_E_UNSUPPORTED_FEATURE,
+			fixf(st,
+				"shrink workgroup_size so that the product of its axes is %u or "
+				"less",
+				caps->max_workgroup_invocations),
 			"workgroup_size %ux%ux%u is %llu invocations, above this device's limit "
 			"of %u",
 			p->workgroup_size[0], p->workgroup_size[1], p->workgroup_size[2],
@@ -1328,7 +1351,6 @@ static void check_buffer(struct state *st, uint32_t i)
 {
 	const struct vy_buffer *b = &st->p->buffers[i];
 	char at[64];
-	char fix[VY_ERR_FIX_MAX];
 	size_t mark = path_push_index(st, "buffers", i);
 	path_push(st, "name", NULL);
 	if (check_ident(st, b->name, "buffer")) {
@@ -1370,12 +1392,21 @@ static void check_buffer(struct state *st, uint32_t i)
 		}
 	} else if (b->count == 0) {
 		snprintf(at, sizeof(at), "buffers[%u].count", i);
-		snprintf(fix, sizeof(fix),
-			"give workgroup buffer %.64s a count > 0; workgroup buffers have no input "
-			"to size them",
-			bn);
-		report_at(st, at, VY_E_INVALID_PROGRAM, fix,
+		report_at(st, at, VY_E_INVALID_PROGRAM,
+			fixf(st,
+				"give workgroup buffer %.64s a count > 0; workgroup buffers have "
+				"no input to size them",
+				bn),
 			"workgroup buffer \"%.64s\" has count 0", bn);
+	}
+	if (b->count == 0 && (b->output || b->access == VY_ACCESS_WRITE_ONLY)) {
+		snprintf(at, sizeof(at), "buffers[%u].count", i);
+		report_at(st, at, VY_E_INVALID_PROGRAM,
+			fixf(st,
+				"give %.64s a count > 0; an output buffer is allocated by the "
+				"backend and has no input to size it",
+				bn),
+			"output buffer \"%.64s\" has count 0", bn);
 	}
 	if (!b->has_hints) {
 		return;
@@ -1436,14 +1467,13 @@ static void check_header(struct state *st)
 		if (st->caps && st->caps->max_shared_bytes && shared > st->caps->max_shared_bytes &&
 			!shared_reported) {
 			char at[48];
-			char fix[VY_ERR_FIX_MAX];
 			shared_reported = true;
 			snprintf(at, sizeof(at), "buffers[%u].count", i);
-			snprintf(fix, sizeof(fix),
-				"shrink the workgroup buffers to %u bytes in all, or run on a "
-				"device with more shared memory",
-				st->caps->max_shared_bytes);
-			report_at(st, at, VY_E_UNSUPPORTED_FEATURE, fix,
+			report_at(st, at, VY_E_UNSUPPORTED_FEATURE,
+				fixf(st,
+					"shrink the workgroup buffers to %u bytes in all, or run "
+					"on a device with more shared memory",
+					st->caps->max_shared_bytes),
 				"workgroup buffers up to \"%.64s\" take %llu bytes, above this "
 				"device's %u bytes of shared memory",
 				b->name ? b->name : "", (unsigned long long)shared,
@@ -1544,7 +1574,8 @@ int vy_validate_first(struct vy_program *p, const struct vy_caps *caps, struct v
 			int n = snprintf(prefix, sizeof(prefix), "%zu errors; first: ", total);
 			size_t plen = n > 0 ? (size_t)n : 0;
 			size_t room = sizeof(err->message) - 1 - plen;
-			size_t mlen = strnlen(list.items[0].message, room);
+			size_t mlen = strlen(list.items[0].message);
+			mlen = mlen < room ? mlen : room;
 			memcpy(err->message, prefix, plen);
 			memcpy(err->message + plen, list.items[0].message, mlen);
 			err->message[plen + mlen] = '\0';

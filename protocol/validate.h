@@ -16,8 +16,13 @@
  * Decisions where DESIGN.md leaves room:
  * - Buffer access: read_only and uniform buffers are loaded only; write_only buffers are stored
  *   only; read_write buffers take loads, stores and atomics; workgroup buffers (shared memory of
- *   one workgroup) also take loads, stores and atomics. `len` of a workgroup buffer is its
- *   declared count.
+ *   one workgroup) take loads and stores (atomics only on read_write buffers, as DESIGN.md §3
+ *   says). `len` of a workgroup buffer is its declared count. write_only and output buffers need
+ *   a count > 0: the backend allocates them, and no input sizes them.
+ * - grid_sync: only at the top level of the entry, or at the top level of a region that is the
+ *   entry's only node (the wrapped form the split of planner/grid_sync.h peels). Each side of a
+ *   grid_sync barrier runs as its own launch, so a variable declared before one cannot be used
+ *   or assigned after it.
  * - Types: add sub mul div mod min max on u32, i32, f32; bit_and bit_or bit_xor mul_high on u32
  *   and i32; abs_diff and sat_* on u32 only; shl shr rotl rotr take a u32 or i32 value and a u32
  *   count; eq and ne compare any two values of one type, lt le gt ge compare u32, i32 or f32 (not

@@ -32,14 +32,14 @@ static void finding(const char *what)
  * The oracle: where the next frame of `s` starting at `pos` ends. Returns 1 with the payload
  * bounds when a whole frame is there, 0 when the stream ends first, -1 for a bad length.
  */
-static int expect_frame(const uint8_t *s, size_t n, size_t pos, size_t max_frame, size_t *start,
-	size_t *len)
+static int expect_frame(
+	const uint8_t *s, size_t n, size_t pos, size_t max_frame, size_t *start, size_t *len)
 {
 	if (n - pos < VY_FRAME_HEADER) {
 		return 0;
 	}
 	uint32_t l = (uint32_t)s[pos] << 24 | (uint32_t)s[pos + 1] << 16 |
-		(uint32_t)s[pos + 2] << 8 | s[pos + 3];
+		     (uint32_t)s[pos + 2] << 8 | s[pos + 3];
 	if (l == 0 || l > max_frame) {
 		return -1;
 	}
@@ -84,7 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t chunk_no = 0;
 	bool failed = false;
 	while (pos < n && !failed) {
-		/* chunk sizes 1..256, with the larger ones scaled up to reach past one 64 KiB step */
+		/* chunk sizes 1..256, with the larger ones scaled up to reach past one 64 KiB step
+		 */
 		size_t chunk = (size_t)sizes[chunk_no++ % n_sizes] + 1;
 		if (chunk > 200) {
 			chunk *= 512;
@@ -107,7 +108,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (rc < 0) {
 				if (rc != VY_E_BAD_FRAME || err.code != rc || want != -1 ||
 					pos + off != frame_pos + VY_FRAME_HEADER) {
-					finding("the reader failed where the stream holds no bad length");
+					finding("the reader failed where the stream holds no bad "
+						"length");
 				}
 				failed = true;
 				break;
@@ -117,7 +119,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			if (rc == 0) {
 				if (off != chunk) {
-					finding("the reader stopped early without completing a frame");
+					finding("the reader stopped early without completing a "
+						"frame");
 				}
 				continue;
 			}

@@ -53,9 +53,11 @@ static void validate(struct vy_program *p)
 		struct vy_err_list errs;
 		vy_err_list_init(&errs);
 		int rc = vy_validate(p, caps[c], &errs);
-		bool known = rc == 0 || rc == VY_E_INVALID_PROGRAM || rc == VY_E_UNSUPPORTED_FEATURE;
+		bool known =
+			rc == 0 || rc == VY_E_INVALID_PROGRAM || rc == VY_E_UNSUPPORTED_FEATURE;
 		if (!known || (rc == 0) != (errs.len == 0)) {
-			finding("vy_validate returned a code that disagrees with its error list", NULL);
+			finding("vy_validate returned a code that disagrees with its error list",
+				NULL);
 		}
 		for (size_t i = 0; i < errs.len; i++) {
 			check_err(&errs.items[i], errs.items[i].code);
@@ -71,7 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc = vy_program_decode(data, size, &p, &err);
 	if (rc != 0) {
 		if (rc != VY_E_INVALID_PROGRAM || p != NULL) {
-			finding("vy_program_decode failed with a code other than INVALID_PROGRAM", &err);
+			finding("vy_program_decode failed with a code other than INVALID_PROGRAM",
+				&err);
 		}
 		check_err(&err, rc);
 		return 0;

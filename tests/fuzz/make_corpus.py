@@ -95,7 +95,8 @@ def valid_programs():
         ["store", "out", gid0(),
          ["load", "tile", ["sub", u32(63), ["lid", 0]]]],
         ["store", "out", ["wgid", 0], ["load", "tile", u32(0)]],
-    ], [buf("inp", 0, "read_only", "u32", 256), buf("out", 1, "write_only", "u32", 256, output=True),
+    ], [buf("inp", 0, "read_only", "u32", 256),
+        buf("out", 1, "write_only", "u32", 256, output=True),
         buf("tile", 2, "workgroup", "u32", 64)])
     progs["subgroups"] = program([
         ["let", "v", ["load", "a", gid0()]],
@@ -119,7 +120,8 @@ def valid_programs():
         ["let", "b", ["spec", "si", "i32", ["i32", -2147483648]]],
         ["let", "c", ["spec", "sf", "f32", ["f32", -0.0]]],
         ["let", "d", ["spec", "sb", "bool", ["bool", True]]],
-        ["store", "o", u32(0), ["select", ["var", "d"], ["var", "a"], ["cast", "u32", ["var", "b"]]]],
+        ["store", "o", u32(0),
+         ["select", ["var", "d"], ["var", "a"], ["cast", "u32", ["var", "b"]]]],
         ["store", "o", u32(1), ["cast", "u32", ["var", "c"]]],
     ], [buf("o", 0, "write_only", "u32", 2, output=True)], wg=(1, 1, 1))
     progs["hints"] = program([["store", "o", gid0(), ["load", "i", gid0()]]], [

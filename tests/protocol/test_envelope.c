@@ -60,8 +60,8 @@ Test(envelope, dispatch_request_decodes_every_field)
 	msgpack_pack_uint32(&d.pk, 64);
 	msgpack_pack_uint32(&d.pk, 128);
 	key(&d, "config");
-	struct vy_dispatch_config c;
-	vy_dispatch_config_init(&c);
+	struct vy_request_config c;
+	vy_request_config_init(&c);
 	c.has_grid = true;
 	c.grid[0] = 3;
 	c.grid[1] = 2;
@@ -78,7 +78,7 @@ Test(envelope, dispatch_request_decodes_every_field)
 	c.device = 1;
 	c.backend = VY_BACKEND_REFERENCE;
 	c.timing = true;
-	vy_dispatch_config_pack(&d.pk, &c);
+	vy_request_config_pack(&d.pk, &c);
 	key(&d, "outputs_to");
 	msgpack_pack_array(&d.pk, 2);
 	msgpack_pack_nil(&d.pk);

@@ -36,7 +36,7 @@ static struct vy_program *base(void)
 	vy_program_add_buffer(p, "out", 1, VY_ACCESS_READ_WRITE, VY_TYPE_U32, 0);
 	vy_program_add_buffer(p, "fo", 2, VY_ACCESS_READ_WRITE, VY_TYPE_F32, 0);
 	vy_program_add_buffer(p, "io", 3, VY_ACCESS_READ_WRITE, VY_TYPE_I32, 0);
-	vy_program_add_buffer(p, "wo", 4, VY_ACCESS_WRITE_ONLY, VY_TYPE_I32, 0);
+	vy_program_add_buffer(p, "wo", 4, VY_ACCESS_WRITE_ONLY, VY_TYPE_I32, 8);
 	vy_program_add_buffer(p, "uni", 5, VY_ACCESS_UNIFORM, VY_TYPE_U32, 4);
 	vy_program_add_buffer(p, "sh", 0, VY_ACCESS_WORKGROUP, VY_TYPE_U32, 64);
 	vy_program_add_buffer(p, "bo", 6, VY_ACCESS_READ_WRITE, VY_TYPE_BOOL, 0);
@@ -179,27 +179,35 @@ struct typed {
 	enum vy_type want;
 };
 
-/* Count the expressions of a tree and those left without a type. */
-static void count_exprs(const struct vy_expr *e, size_t *total, size_t *untyped)
+struct census {
+	size_t exprs;
+	size_t untyped;
+	uint32_t expr_kinds; /* bit per enum vy_expr_kind seen */
+	uint32_t node_kinds; /* bit per enum vy_node_kind seen */
+};
+
+static void census_expr(const struct vy_expr *e, struct census *c)
 {
 	if (!e) {
 		return;
 	}
-	(*total)++;
-	*untyped += e->type >= VY_TYPE_COUNT ? 1 : 0;
+	c->exprs++;
+	c->untyped += e->type >= VY_TYPE_COUNT ? 1 : 0;
+	c->expr_kinds |= 1u << e->kind;
 	for (unsigned i = 0; i < 3; i++) {
-		count_exprs(e->args[i], total, untyped);
+		census_expr(e->args[i], c);
 	}
 }
 
-static void count_block(const struct vy_block *b, size_t *total, size_t *untyped)
+static void census_block(const struct vy_block *b, struct census *c)
 {
 	for (uint32_t i = 0; i < b->len; i++) {
 		const struct vy_node *node = b->items[i];
-		count_exprs(node->args[0], total, untyped);
-		count_exprs(node->args[1], total, untyped);
-		count_block(&node->body, total, untyped);
-		count_block(&node->orelse, total, untyped);
+		c->node_kinds |= 1u << node->kind;
+		census_expr(node->args[0], c);
+		census_expr(node->args[1], c);
+		census_block(&node->body, c);
+		census_block(&node->orelse, c);
 	}
 }
 
@@ -212,6 +220,7 @@ Test(validate, valid_program_with_every_node_and_expression_types_every_expressi
 	hinted->hints.coalesce_axis = 0;
 	hinted->hints.locality = VY_LOCALITY_STREAMING;
 	hinted->output = true;
+	hinted->count = 64;
 
 	struct vy_node *nodes[1024];
 	struct typed checks[1024];
@@ -251,7 +260,7 @@ Test(validate, valid_program_with_every_node_and_expression_types_every_expressi
 	}
 	for (unsigned op = 0; op < VY_ATOMIC_COMPARE_EXCHANGE; op++) {
 		struct vy_expr *e = vy_ir_atomic(
-			p, op, op % 2 ? "out" : "sh", vy_ir_gid(p, 0), vy_ir_u32(p, op));
+			p, op, "out", vy_ir_gid(p, 0), vy_ir_u32(p, op));
 		snprintf(name, sizeof(name), "a%u", op);
 		nodes[n++] = vy_ir_let(p, name, e);
 		checks[nc++] = (struct typed){e, VY_TYPE_U32};
@@ -314,9 +323,9 @@ Test(validate, valid_program_with_every_node_and_expression_types_every_expressi
 		vy_ir_seq(p, vy_ir_barrier(p, VY_ORDER_ACQ_REL),
 			vy_ir_store(p, "out", vy_ir_var(p, "i"), vy_ir_var(p, "acc")), NULL));
 	nodes[n++] = vy_ir_barrier(p, VY_ORDER_GRID_SYNC);
-	nodes[n++] = vy_ir_block(p, vy_ir_seq(p, vy_ir_barrier(p, VY_ORDER_GRID_SYNC), NULL));
+	nodes[n++] = vy_ir_block(p, vy_ir_seq(p, vy_ir_barrier(p, VY_ORDER_SEQ_CST), NULL));
 	nodes[n++] = vy_ir_region(p, "vyre::ops::demo",
-		vy_ir_seq(p, vy_ir_barrier(p, VY_ORDER_GRID_SYNC),
+		vy_ir_seq(p, vy_ir_barrier(p, VY_ORDER_ACQUIRE),
 			vy_ir_barrier(p, VY_ORDER_SEQ_CST), NULL));
 	nodes[n++] = vy_ir_if(p, vy_ir_binary(p, VY_BIN_GE, vy_ir_gid(p, 0), vy_ir_len(p, "out")),
 		vy_ir_seq(p, vy_ir_return(p), NULL), vy_ir_seq(p, NULL));
@@ -336,10 +345,13 @@ Test(validate, valid_program_with_every_node_and_expression_types_every_expressi
 		cr_assert_eq(more[i].e->type, more[i].want, "%s gives %s",
 			vy_expr_kind_name(more[i].e->kind), vy_type_name(more[i].e->type));
 	}
-	size_t total = 0, untyped = 0;
-	count_block(&p->entry, &total, &untyped);
-	cr_assert_eq(untyped, 0);
-	cr_assert_gt(total, 400);
+	struct census c = {0};
+	census_block(&p->entry, &c);
+	cr_assert_eq(c.untyped, 0, "%zu of %zu expressions have no type", c.untyped, c.exprs);
+	cr_assert_gt(c.exprs, 400);
+	cr_assert_eq(
+		c.expr_kinds, (1u << VY_EXPR_KIND_COUNT) - 1, "expression kinds %#x", c.expr_kinds);
+	cr_assert_eq(c.node_kinds, (1u << VY_NODE_KIND_COUNT) - 1, "node kinds %#x", c.node_kinds);
 	vy_program_destroy(p);
 }
 
@@ -836,7 +848,7 @@ Test(validate, stores_need_a_writable_buffer)
 	expect_valid(p, NULL);
 }
 
-Test(validate, atomics_need_read_write_or_workgroup_buffers)
+Test(validate, atomics_need_read_write_buffers)
 {
 	struct vy_program *p = base();
 	one(p, vy_ir_let(p, "x",
@@ -853,7 +865,7 @@ Test(validate, atomics_need_read_write_or_workgroup_buffers)
 	one(p, vy_ir_let(p, "x",
 		       vy_ir_atomic(
 			       p, VY_ATOMIC_EXCHANGE, "sh", vy_ir_u32(p, 0), vy_ir_u32(p, 1))));
-	expect_valid(p, NULL);
+	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[0].let.value", "declare buffer sh read_write");
 }
 
 Test(validate, write_only_buffers_cannot_be_loaded)
@@ -1012,6 +1024,55 @@ Test(validate, grid_sync_only_at_the_top_level)
 	one(p, vy_ir_loop(p, "i", vy_ir_u32(p, 0), vy_ir_u32(p, 2),
 		       vy_ir_seq(p, vy_ir_barrier(p, VY_ORDER_GRID_SYNC), NULL)));
 	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[0].loop.body[0].barrier", "top level");
+	vy_err_list_finish(&errs);
+	p = base();
+	vy_program_set_entry(p,
+		vy_ir_seq(p, vy_ir_let(p, "x", vy_ir_u32(p, 1)),
+			vy_ir_region(p, "two_regions",
+				vy_ir_seq(p, vy_ir_barrier(p, VY_ORDER_GRID_SYNC), NULL)),
+			NULL));
+	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[1].region.body[0].barrier",
+		"region that is the entry's only node");
+}
+
+Test(validate, grid_sync_inside_the_region_that_wraps_the_entry_is_accepted)
+{
+	struct vy_program *p = base();
+	one(p, vy_ir_region(p, "wrapped",
+		       vy_ir_seq(p, vy_ir_store(p, "out", vy_ir_u32(p, 0), vy_ir_u32(p, 1)),
+			       vy_ir_barrier(p, VY_ORDER_GRID_SYNC),
+			       vy_ir_store(p, "out", vy_ir_u32(p, 1), vy_ir_u32(p, 2)), NULL)));
+	expect_valid(p, NULL);
+}
+
+Test(validate, variables_do_not_survive_a_grid_sync_barrier)
+{
+	struct vy_program *p = base();
+	vy_program_set_entry(p,
+		vy_ir_seq(p, vy_ir_let(p, "i", vy_ir_gid(p, 0)), vy_ir_barrier(p, VY_ORDER_GRID_SYNC),
+			vy_ir_store(p, "out", vy_ir_var(p, "i"), vy_ir_u32(p, 1)), NULL));
+	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[2].store.index",
+		"recompute the value after the grid_sync barrier");
+	vy_err_list_finish(&errs);
+	p = base();
+	vy_program_set_entry(p,
+		vy_ir_seq(p, vy_ir_let(p, "i", vy_ir_gid(p, 0)), vy_ir_barrier(p, VY_ORDER_GRID_SYNC),
+			vy_ir_assign(p, "i", vy_ir_u32(p, 1)), NULL));
+	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[2].assign",
+		"recompute the value after the grid_sync barrier");
+}
+
+Test(validate, output_buffers_need_a_count)
+{
+	struct vy_program *p = base();
+	vy_program_add_buffer(p, "res", 9, VY_ACCESS_READ_WRITE, VY_TYPE_U32, 0)->output = true;
+	one(p, vy_ir_store(p, "res", vy_ir_u32(p, 0), vy_ir_u32(p, 1)));
+	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "buffers[8].count", "give res a count > 0");
+	vy_err_list_finish(&errs);
+	p = vy_program_create(NULL, 1, 1, 1);
+	vy_program_add_buffer(p, "w", 0, VY_ACCESS_WRITE_ONLY, VY_TYPE_F32, 0);
+	one(p, vy_ir_return(p));
+	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "buffers[0].count", "give w a count > 0");
 }
 
 static struct vy_program *nested_blocks(uint32_t levels)

@@ -1,0 +1,132 @@
+/*
+ * The code generator of the Vulkan backend (DESIGN.md §4, §8): a validated, math-lowered vyre
+ * program becomes the text of one GLSL 450 compute shader whose results are bit-identical to the
+ * reference interpreter's, plus the interface the runtime needs to run it (bindings, push
+ * constants, specialization constants, the trap sidecar).
+ *
+ * The interface of a generated shader:
+ *   set 0, binding k       the k-th non-workgroup buffer in binding-plan order (binding number,
+ *                          ties in program order), a std430 storage buffer holding one 32-bit
+ *                          word per element. Uniform buffers are storage buffers too. The runtime
+ *                          binds each with its exact byte range: `len` and every bounds check
+ *                          read the array's length.
+ *   set 0, trap_binding    the trap sidecar, trap_bytes long, zero-filled before each dispatch:
+ *                          word 0 is ~vy_trap_key(node, kind) of the lowest trap site raised
+ *                          (atomicMax of the complement, so 0 means no trap), word 1 counts the
+ *                          invocations that trapped. vy_vk_trap_decode reads it.
+ *   push constants         struct vy_vk_push, 32 bytes.
+ *   spec constant 0..2     the workgroup size (local_size_{x,y,z}_id).
+ *   spec constant 3..      one per distinct `spec` name, sorted by name (strcmp), each a 32-bit
+ *                          word: u32 as is, i32 as two's complement, f32 as its bits, bool as
+ *                          0 or 1. The shader canonicalizes an f32 value itself.
+ *
+ * Device features the shader may need: shaderFloat64 when layout.uses_f64 (the exact fma
+ * emulation of devices without a fused fma), and the subgroup operations of
+ * layout.subgroup_features in the compute stage. Nothing else beyond Vulkan 1.2 core.
+ *
+ * Thread-safety: vy_vk_codegen only reads the program (which must not change meanwhile) and
+ * keeps no state; calls may run concurrently.
+ */
+#ifndef VY_BACKEND_VULKAN_VK_CODEGEN_H
+#define VY_BACKEND_VULKAN_VK_CODEGEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "ir.h"
+
+/* What the device's probe found (DESIGN.md §4.4). */
+struct vy_vk_math {
+	bool fma_fused;  /* GLSL fma() is a true fused multiply-add */
+	bool div_exact;  /* f32 '/' is correctly rounded */
+	bool sqrt_exact; /* f32 sqrt() is correctly rounded */
+	bool has_f64;    /* shaderFloat64 is enabled (usable for exact emulations) */
+};
+
+struct vy_vk_codegen_options {
+	struct vy_vk_math math;
+	bool subgroups;         /* subgroup operations allowed (GL_KHR_shader_subgroup_*) */
+	uint32_t subgroup_size; /* informational: the shader reads gl_SubgroupSize */
+};
+
+enum { VY_VK_MAX_SPEC = 64 };
+
+/* Bits of vy_vk_shader_layout.subgroup_features, as VkSubgroupFeatureFlagBits numbers them. */
+enum {
+	VY_VK_SUBGROUP_BASIC = 1u << 0,
+	VY_VK_SUBGROUP_ARITHMETIC = 1u << 2,
+	VY_VK_SUBGROUP_BALLOT = 1u << 3,
+	VY_VK_SUBGROUP_SHUFFLE = 1u << 4,
+};
+
+struct vy_vk_binding {
+	uint32_t vk_binding;   /* binding number in set 0 */
+	uint32_t buffer_index; /* index in program->buffers */
+	bool read_only;        /* read_only or uniform: declared readonly */
+};
+
+struct vy_vk_spec {
+	const char *name; /* borrowed from the program */
+	uint32_t constant_id;
+	enum vy_type type;
+	uint32_t default_bits; /* the program's default, as the 32-bit word the shader reads */
+};
+
+struct vy_vk_shader_layout {
+	uint32_t n_bindings; /* descriptor set 0, storage buffers */
+	/* One per non-workgroup buffer, in binding-plan order, vk_binding 0..n-1. */
+	struct vy_vk_binding bindings[VY_IR_MAX_BUFFERS];
+	uint32_t trap_binding;        /* the hidden sidecar storage buffer (= n_bindings) */
+	uint32_t trap_bytes;          /* its size */
+	uint32_t push_constant_bytes; /* sizeof(struct vy_vk_push) */
+	uint32_t n_spec;
+	struct vy_vk_spec spec[VY_VK_MAX_SPEC]; /* constant ids 3.. (0..2 are the workgroup size) */
+	bool uses_f64;              /* the shader needs shaderFloat64 */
+	uint32_t subgroup_features; /* VY_VK_SUBGROUP_* the shader needs in the compute stage */
+};
+
+/* Push constants, std430, filled per dispatch by the runtime. */
+struct vy_vk_push {
+	uint32_t logical_workgroups[3]; /* the grid the program sees (wgid range) */
+	uint32_t dispatch_x;            /* workgroups launched on x (for folding: DESIGN.md §5) */
+	uint32_t dispatch_y;            /* workgroups launched on y */
+	uint32_t loop_limit_lo;         /* max_loop_iterations per invocation, low word */
+	uint32_t loop_limit_hi;         /* high word */
+	uint32_t pad;
+};
+
+/* Size of the trap sidecar: the trap key word and the trap count word. */
+#define VY_VK_TRAP_BYTES 8u
+
+/*
+ * Generate the GLSL of `program`, which must have passed vy_validate and vy_vmath_lower (no
+ * inverse_sqrt, reciprocal or transcendental remains) and must hold no grid_sync barrier (the
+ * runtime dispatches the segments of vy_grid_sync_split). On success *glsl is a malloc'd,
+ * NUL-terminated text the caller frees, and *layout describes its interface; on failure *glsl is
+ * NULL.
+ *
+ * The folding rule of planner/launch.h is applied in the shader: when logical_workgroups has
+ * y = z = 1, the launched workgroup id is linearized with dispatch_x and dispatch_y and
+ * workgroups past logical_workgroups[0] do nothing; otherwise gl_WorkGroupID is the workgroup id.
+ *
+ * Errors: UNSUPPORTED_FEATURE naming the feature and the node (`at`): subgroup expressions when
+ * opts->subgroups is false, fma when the device has neither a fused fma nor shaderFloat64, a
+ * grid_sync barrier the split did not remove, more than VY_VK_MAX_SPEC spec constants; INTERNAL
+ * for an operation that vy_vmath_lower should have removed.
+ */
+int vy_vk_codegen(const struct vy_program *program, const struct vy_vk_codegen_options *opts,
+	char **glsl, struct vy_vk_shader_layout *layout, struct vy_err *err);
+
+/*
+ * Decode the trap sidecar (`len` bytes, at least VY_VK_TRAP_BYTES) after a dispatch of the shader
+ * generated for `program` (the same program: node numbers are its preorder numbers, see
+ * planner/node_path.h). Returns 0 when nothing trapped, else VY_E_TRAP naming the trap kind, the
+ * node path (also in `at`) and the number of invocations that trapped. A sidecar that is too
+ * short or names no node of the program gives VY_E_INTERNAL.
+ */
+int vy_vk_trap_decode(const struct vy_program *program, const void *sidecar, size_t len,
+	struct vy_err *err);
+
+#endif

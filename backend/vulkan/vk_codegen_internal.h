@@ -1,0 +1,152 @@
+/*
+ * Internals of the code generator, shared by vk_codegen.c (program, statements, interface),
+ * vk_codegen_expr.c (expressions) and vk_codegen_lib.c (the GLSL helper library). Nothing outside
+ * these files includes this header.
+ *
+ * Values in generated code: u32, i32 and f32 are all GLSL `uint` holding the value's 32 bits
+ * (f32 always canonical), bool is GLSL `bool`. Every f32 operation is a helper function of the
+ * library working on bits, so float arithmetic only happens inside helpers, on `precise`
+ * variables, and nothing outside them can reorder, contract or reinterpret it.
+ */
+#ifndef VY_BACKEND_VULKAN_VK_CODEGEN_INTERNAL_H
+#define VY_BACKEND_VULKAN_VK_CODEGEN_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "ir.h"
+#include "vk_codegen.h"
+
+/* A growable text; running out of memory aborts. A zeroed struct is an empty text. */
+struct vy__vk_str {
+	char *data; /* owned, NUL-terminated when len > 0 */
+	size_t len;
+	size_t cap;
+};
+
+void vy__vk_str_add(struct vy__vk_str *s, const char *text);
+void vy__vk_str_addf(struct vy__vk_str *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void vy__vk_str_finish(struct vy__vk_str *s);
+
+/* The helpers of the GLSL library; a program's shader holds the ones it uses and their deps. */
+#define VY__VK_LIB_MAP(X)                                                                          \
+	X(CANON)                                                                                   \
+	X(ISNAN)                                                                                   \
+	X(ROUND_PACK)                                                                              \
+	X(FADD)                                                                                    \
+	X(FSUB)                                                                                    \
+	X(FMUL)                                                                                    \
+	X(FDIV)                                                                                    \
+	X(FMOD)                                                                                    \
+	X(FSQRT)                                                                                   \
+	X(FFMA)                                                                                    \
+	X(FMIN)                                                                                    \
+	X(FMAX)                                                                                    \
+	X(FCMP)                                                                                    \
+	X(FTRUNC)                                                                                  \
+	X(FFLOOR)                                                                                  \
+	X(FCEIL)                                                                                   \
+	X(FROUND)                                                                                  \
+	X(FSIGN)                                                                                   \
+	X(U2F)                                                                                     \
+	X(I2F)                                                                                     \
+	X(F2U)                                                                                     \
+	X(F2I)                                                                                     \
+	X(SDIV)                                                                                    \
+	X(SMOD)                                                                                    \
+	X(ROT)                                                                                     \
+	X(BITS)                                                                                    \
+	X(WIDE)                                                                                    \
+	X(TRAP)                                                                                    \
+	X(SG_SHUFFLE)                                                                              \
+	X(SG_FADD)                                                                                 \
+	X(SG_FMUL)                                                                                 \
+	X(SG_FMINMAX)
+
+#define VY__VK_LIB_ENUM(name) VY__VK_LIB_##name,
+enum vy__vk_lib { VY__VK_LIB_MAP(VY__VK_LIB_ENUM) VY__VK_LIB_COUNT };
+#undef VY__VK_LIB_ENUM
+
+#define VY__VK_USE(name) (UINT64_C(1) << VY__VK_LIB_##name)
+
+/* Add the dependencies of every helper in `uses`, transitively. */
+uint64_t vy__vk_lib_close(uint64_t uses);
+
+/* Append the helpers of `uses` (closed), in dependency order, chosen for the device's math. */
+void vy__vk_lib_emit(struct vy__vk_str *out, uint64_t uses, const struct vy_vk_math *math);
+
+/* Whether the fma helper needs doubles on this device. */
+bool vy__vk_lib_fma_needs_f64(const struct vy_vk_math *math);
+
+/* An operand: a temporary, a variable, a literal or a builtin, as GLSL text. */
+struct vy__vk_val {
+	enum vy_type type;
+	char text[96];
+};
+
+/* A variable in scope: its IR name and its GLSL identifier number. */
+struct vy__vk_var {
+	const char *name; /* borrowed from the program */
+	uint32_t id;
+};
+
+struct vy__vk_gen {
+	const struct vy_program *p;
+	const struct vy_vk_codegen_options *opts;
+	struct vy_vk_shader_layout *layout;
+	struct vy_err *err;
+	int rc; /* the first error; generation stops emitting once it is set */
+
+	struct vy__vk_str body; /* the statements of main() */
+	uint32_t indent;
+	uint64_t uses; /* VY__VK_USE bits */
+	uint32_t next_temp;
+	uint32_t next_var;
+	uint32_t node; /* preorder number of the node being generated */
+
+	struct vy__vk_var *vars; /* owned: the scope stack */
+	uint32_t n_vars;
+	uint32_t cap_vars;
+
+	bool has_barrier;
+	bool has_loop;
+	uint32_t subgroup_features; /* VY_VK_SUBGROUP_* */
+};
+
+/* Append one indented line of main()'s body. */
+void vy__vk_line(struct vy__vk_gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Record the first error, located at the current node; returns the code. */
+int vy__vk_fail(struct vy__vk_gen *g, int code, const char *fix, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* The GLSL identifier of a variable in scope; the program is validated, so it is there. */
+void vy__vk_var_ident(const struct vy__vk_gen *g, const char *name, char *buf, size_t size);
+
+/* The GLSL identifiers of a buffer (array expression without index) and the text of its length. */
+void vy__vk_buffer_array(const struct vy__vk_gen *g, uint32_t buffer, char *buf, size_t size);
+void vy__vk_buffer_len(const struct vy__vk_gen *g, uint32_t buffer, char *buf, size_t size);
+/* Index of a buffer in program->buffers; the program is validated, so it is there. */
+uint32_t vy__vk_buffer_find(const struct vy__vk_gen *g, const char *name);
+
+/* The GLSL identifier of a spec constant (by name) as given in the layout. */
+void vy__vk_spec_ident(const struct vy__vk_gen *g, const char *name, char *buf, size_t size);
+
+/* Emit the statements computing `e` into temporaries, in evaluation order; `out` receives the
+ * operand holding its value. After an error `out` holds a placeholder of the right type. */
+void vy__vk_expr(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_val *out);
+
+/* A condition operand (u32 or bool) as a GLSL bool expression. */
+void vy__vk_cond_text(const struct vy__vk_val *v, char *buf, size_t size);
+
+/* The GLSL type of a value. */
+const char *vy__vk_glsl_type(enum vy_type t);
+
+/* Emit the code that raises trap `kind` at the current node and ends the invocation, guarded by
+ * the GLSL condition `cond`. */
+void vy__vk_trap_if(struct vy__vk_gen *g, const char *cond, unsigned kind);
+
+#endif

@@ -1,0 +1,90 @@
+/*
+ * The disk cache of the Vulkan backend (DESIGN.md §7.3): compiled SPIR-V modules by key, and the
+ * VkPipelineCache blob, under one directory.
+ *
+ *   <cache_dir>/pipeline-cache-<vendor>-<device>.bin   the VkPipelineCache data
+ *   <cache_dir>/spirv/<32 hex digits>.spv              one SPIR-V module per key
+ *
+ * Every file starts with an 80-byte little-endian header: magic "VYREDVK\0", format version,
+ * kind (1 SPIR-V, 2 pipeline cache), vendor id, device id, driver version, a reserved word, the
+ * device's pipelineCacheUUID, the key (zero for the pipeline cache), the payload length and the
+ * XXH3-64 of the payload. A file that fails any check (short, truncated, damaged, another
+ * device's or driver's, another key's) is counted as rejected and never handed to the driver; the
+ * next write replaces it. Writes are atomic: a temporary file in the same directory, fsync,
+ * rename, fsync of the directory.
+ *
+ * Ownership: struct vy_vk_disk is embedded in the backend (open/close). Payloads read are
+ * malloc'd and freed by the caller.
+ * Thread-safety: reads and writes may run from several threads and processes at once (each write
+ * has its own temporary file; rename is atomic).
+ */
+#ifndef VY_BACKEND_VULKAN_VK_DISK_H
+#define VY_BACKEND_VULKAN_VK_DISK_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define VY_VK_DISK_MAGIC "VYREDVK"
+#define VY_VK_DISK_FORMAT 1
+#define VY_VK_DISK_HEADER_BYTES 80
+
+enum vy_vk_disk_kind {
+	VY_VK_DISK_SPIRV = 1,
+	VY_VK_DISK_PIPELINE_CACHE = 2,
+};
+
+/* What a file must match to be read. */
+struct vy_vk_disk_identity {
+	uint32_t vendor_id;
+	uint32_t device_id;
+	uint32_t driver_version;
+	uint8_t cache_uuid[16];
+};
+
+struct vy_vk_disk {
+	char *dir; /* owned; NULL when the disk cache is off */
+	struct vy_vk_disk_identity id;
+	_Atomic uint64_t spirv_hits;
+	_Atomic uint64_t spirv_misses;
+	_Atomic uint64_t writes;
+	_Atomic uint64_t rejected;
+	_Atomic uint64_t write_errors;
+};
+
+/*
+ * Open the cache under `dir` (created, with its spirv/ folder, when missing). `dir` NULL turns the
+ * cache off: reads find nothing and writes do nothing. Errors: DISPATCH_FAILED naming the folder
+ * and errno when it cannot be created.
+ */
+int vy__vk_disk_open(struct vy_vk_disk *disk, const char *dir,
+	const struct vy_vk_disk_identity *id, struct vy_err *err);
+void vy__vk_disk_close(struct vy_vk_disk *disk);
+
+/* Path of the pipeline-cache blob or of the SPIR-V file of `key`, into buf; false when off. */
+bool vy__vk_disk_path(const struct vy_vk_disk *disk, enum vy_vk_disk_kind kind,
+	const uint8_t key[16], char *buf, size_t size);
+
+/*
+ * Read the payload of a file. Returns true and stores a malloc'd copy in *data (and its length)
+ * when the file exists and passes every check; false otherwise (counted as rejected when the file
+ * exists but fails a check). `key` is NULL for the pipeline cache.
+ */
+bool vy__vk_disk_read(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const uint8_t key[16],
+	void **data, size_t *len);
+
+/*
+ * Write a file atomically. Failures are counted in write_errors and returned (DISPATCH_FAILED
+ * naming the path and errno); the cache stays usable.
+ */
+int vy__vk_disk_write(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const uint8_t key[16],
+	const void *data, size_t len, struct vy_err *err);
+
+/* Build the 80-byte header of a payload (also used by tests to forge files). */
+void vy__vk_disk_header(const struct vy_vk_disk_identity *id, enum vy_vk_disk_kind kind,
+	const uint8_t key[16], const void *data, size_t len, uint8_t out[VY_VK_DISK_HEADER_BYTES]);
+
+#endif

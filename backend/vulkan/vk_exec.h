@@ -1,0 +1,155 @@
+/*
+ * Submission and completion (DESIGN.md §7.1, §8): every job of the Vulkan backend runs in an
+ * execution context, which holds a pre-allocated command buffer, a timestamp query pair, a
+ * descriptor pool where push descriptors are missing, and the buffer slices the job uses.
+ * Contexts are reused, so a warm job allocates no Vulkan object.
+ *
+ * One timeline semaphore orders everything: a job's context gets the next value when it is
+ * recorded and signals it when done. Recorded jobs wait in a batch and go to the queue together,
+ * several per vkQueueSubmit: when a job asks to be submitted at once, when the batch is full, and
+ * whenever somebody waits on or polls a job still in the batch. Waiting spins briefly on the
+ * semaphore's counter (a tiny dispatch finishes within microseconds on a GPU) and then sleeps in
+ * vkWaitSemaphores, up to the job's timeout.
+ *
+ * Life of a context: acquire -> attach slices and fill staging (no lock held) -> submit (records
+ * under the queue lock) -> wait -> read results -> release. A waiter that gives up (timeout)
+ * abandons the context instead: it is released once the device is done with it.
+ *
+ * Ownership: struct vy_vk_exec is embedded in the backend (init/finish). Contexts belong to it;
+ * a caller holds one from acquire to release or abandon.
+ * Thread-safety: every function may be called from several threads; one context is used by one
+ * thread at a time.
+ */
+#ifndef VY_BACKEND_VULKAN_VK_EXEC_H
+#define VY_BACKEND_VULKAN_VK_EXEC_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <volk.h>
+
+#include "err.h"
+#include "vk_device.h"
+#include "vk_memory.h"
+
+#define VY_VK_CTX_MAX_HOLDS 4
+
+struct vy_vk_ctx;
+
+/* Records a job's commands into `cmd`; called with the queue lock held. */
+typedef int (*vy_vk_record_fn)(
+	struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, struct vy_err *err);
+
+struct vy_vk_hold {
+	void (*release)(void *arg);
+	void *arg;
+};
+
+struct vy_vk_ctx {
+	VkCommandBuffer cmd;
+	VkQueryPool queries;          /* two timestamps; VK_NULL_HANDLE without timestamp support */
+	VkDescriptorPool descriptors; /* without push descriptors: the sets of this job */
+	uint32_t descriptor_capacity; /* sets the pool holds */
+	uint64_t value;               /* timeline value signalled when the job is done; 0: none */
+	bool timed;                   /* the job writes its timestamps */
+	bool submitted;               /* handed to the queue (not only in the batch) */
+	bool abandoned;
+	int failed; /* error code that ended the job before it ran, or 0 */
+	struct vy_vk_slice *slices;   /* owned: released with the context */
+	size_t n_slices;
+	size_t cap_slices;
+	struct vy_vk_hold holds[VY_VK_CTX_MAX_HOLDS];
+	uint32_t n_holds;
+	struct vy_vk_ctx *next; /* free list or abandoned list */
+};
+
+struct vy_vk_exec {
+	struct vy_vk_device *dev; /* borrowed */
+	struct vy_vk_memory *mem; /* borrowed */
+	pthread_mutex_t lock;     /* command pool, contexts, batch, queue */
+	VkCommandPool pool;
+	VkSemaphore timeline;
+	uint64_t last_value; /* the last value handed to a job */
+	struct vy_vk_ctx **all; /* owned */
+	size_t n_all;
+	size_t cap_all;
+	struct vy_vk_ctx *free_list;
+	struct vy_vk_ctx *abandoned;
+	struct vy_vk_ctx **batch; /* recorded, not yet submitted, in value order */
+	size_t n_batch;
+	size_t cap_batch;
+	uint32_t batch_limit;
+	uint32_t spin_ns; /* busy-wait before sleeping */
+	bool lost;
+	uint64_t submits; /* vkQueueSubmit calls, for tests and stats */
+	uint64_t jobs;    /* jobs submitted */
+};
+
+int vy__vk_exec_init(
+	struct vy_vk_exec *x, struct vy_vk_device *dev, struct vy_vk_memory *mem, struct vy_err *err);
+/*
+ * Release every context and the Vulkan objects. The device must be idle (or lost). Accepts a
+ * zeroed struct.
+ */
+void vy__vk_exec_finish(struct vy_vk_exec *x);
+
+/* A free context (created when none is free). Errors: OUT_OF_MEMORY, DEVICE_LOST. */
+int vy__vk_ctx_acquire(struct vy_vk_exec *x, struct vy_vk_ctx **out, struct vy_err *err);
+
+/* A slice from pool `kind`, owned by the context from now on. Errors: OUT_OF_MEMORY. */
+int vy__vk_ctx_slice(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, enum vy_vk_pool_kind kind,
+	uint64_t size, struct vy_vk_slice *out, struct vy_err *err);
+
+/* Call release(arg) when the context is released (at most VY_VK_CTX_MAX_HOLDS, asserted). */
+void vy__vk_ctx_hold(struct vy_vk_ctx *ctx, void (*release)(void *arg), void *arg);
+
+/*
+ * Record the job with `record` and queue it; `now` submits the batch at once. `timed` makes
+ * vy__vk_ctx_stamp write timestamps (where the device has them). `sets` is the number of
+ * descriptor sets `record` takes with vy__vk_ctx_descriptor_set (0 with push descriptors).
+ * Errors: those of `record` and of recording, DEVICE_LOST. On error the context is still the
+ * caller's, to release.
+ */
+int vy__vk_ctx_submit(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, bool timed, bool now,
+	uint32_t sets, vy_vk_record_fn record, void *arg, struct vy_err *err);
+
+/* Timestamp `which` (0 at the start of the work, 1 at its end) of a timed context, recorded into
+ * its command buffer; call from the record function. */
+void vy__vk_ctx_stamp(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, int which);
+
+/*
+ * Without push descriptors: a descriptor set of `layout` from the context's pool; call from the
+ * record function. Errors: OUT_OF_MEMORY.
+ */
+int vy__vk_ctx_descriptor_set(struct vy_vk_exec *x, struct vy_vk_ctx *ctx,
+	VkDescriptorSetLayout layout, VkDescriptorSet *out, struct vy_err *err);
+
+/* Whether the job is done (submitting the batch when it is still there). */
+bool vy__vk_ctx_ready(struct vy_vk_exec *x, struct vy_vk_ctx *ctx);
+
+/*
+ * Wait for the job, at most `timeout_ns` (UINT64_MAX: no limit). Errors: TIMEOUT (the job still
+ * runs; abandon the context), DEVICE_LOST, and the job's own failure.
+ */
+int vy__vk_ctx_wait(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t timeout_ns,
+	struct vy_err *err);
+
+/* GPU time between the context's timestamps, or UINT64_MAX when not measured. */
+uint64_t vy__vk_ctx_device_ns(struct vy_vk_exec *x, struct vy_vk_ctx *ctx);
+
+/* Give the context back: its slices return to their pools and its holds are released. The job
+ * must be done or never submitted. */
+void vy__vk_ctx_release(struct vy_vk_exec *x, struct vy_vk_ctx *ctx);
+
+/* Give the context back while its job may still run: released once the job is done. */
+void vy__vk_ctx_abandon(struct vy_vk_exec *x, struct vy_vk_ctx *ctx);
+
+/* Submit whatever waits in the batch. Errors: DEVICE_LOST and other submit failures. */
+int vy__vk_exec_flush(struct vy_vk_exec *x, struct vy_err *err);
+
+/* Submit the batch and wait for every job submitted so far; then release abandoned contexts. */
+int vy__vk_exec_drain(struct vy_vk_exec *x, struct vy_err *err);
+
+#endif

@@ -1,0 +1,153 @@
+/*
+ * The shaderc front end of the Vulkan backend. Compile errors carry shaderc's log, and because a
+ * log line such as "kernel.comp:12: error: ..." means little without the code, the message also
+ * quotes the source line it names.
+ */
+#include "vk_shader.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <shaderc/shaderc.h>
+#include <spirv-tools/libspirv.h>
+
+struct vy_vk_compiler {
+	shaderc_compiler_t compiler;
+	shaderc_compile_options_t options;
+};
+
+struct vy_vk_compiler *vy__vk_compiler_create(void)
+{
+	struct vy_vk_compiler *c = calloc(1, sizeof(*c));
+	if (!c) {
+		fprintf(stderr, "vyred: out of memory creating the shader compiler\n");
+		abort();
+	}
+	c->compiler = shaderc_compiler_initialize();
+	c->options = shaderc_compile_options_initialize();
+	if (!c->compiler || !c->options) {
+		fprintf(stderr, "vyred: shaderc failed to initialize\n");
+		abort();
+	}
+	shaderc_compile_options_set_target_env(
+		c->options, shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_2);
+	shaderc_compile_options_set_target_spirv(c->options, shaderc_spirv_version_1_5);
+	shaderc_compile_options_set_optimization_level(
+		c->options, shaderc_optimization_level_performance);
+	shaderc_compile_options_set_source_language(c->options, shaderc_source_language_glsl);
+	return c;
+}
+
+void vy__vk_compiler_destroy(struct vy_vk_compiler *c)
+{
+	if (!c) {
+		return;
+	}
+	shaderc_compile_options_release(c->options);
+	shaderc_compiler_release(c->compiler);
+	free(c);
+}
+
+/* The first "name:LINE:" in the log, or 0. */
+static unsigned long failing_line(const char *log, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *s = strstr(log, name); s; s = strstr(s + 1, name)) {
+		if (s[n] == ':' && isdigit((unsigned char)s[n + 1])) {
+			return strtoul(s + n + 1, NULL, 10);
+		}
+	}
+	return 0;
+}
+
+/* Copy line `line` (from 1) of `src` into buf, trimmed of leading blanks. */
+static void source_line(const char *src, size_t len, unsigned long line, char *buf, size_t size)
+{
+	const char *s = src;
+	const char *end = src + len;
+	for (unsigned long i = 1; i < line && s < end; i++) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		s = nl ? nl + 1 : end;
+	}
+	while (s < end && (*s == ' ' || *s == '\t')) {
+		s++;
+	}
+	const char *nl = memchr(s, '\n', (size_t)(end - s));
+	size_t n = (size_t)((nl ? nl : end) - s);
+	snprintf(buf, size, "%.*s", (int)n, s);
+}
+
+int vy__vk_compile_glsl(struct vy_vk_compiler *c, const char *glsl, size_t len, const char *name,
+	uint32_t **words, size_t *n_words, struct vy_err *err)
+{
+	*words = NULL;
+	*n_words = 0;
+	shaderc_compilation_result_t res = shaderc_compile_into_spv(
+		c->compiler, glsl, len, shaderc_compute_shader, name, "main", c->options);
+	if (!res) {
+		fprintf(stderr, "vyred: shaderc returned no result\n");
+		abort();
+	}
+	int rc = 0;
+	if (shaderc_result_get_compilation_status(res) != shaderc_compilation_status_success) {
+		const char *log = shaderc_result_get_error_message(res);
+		log = log ? log : "";
+		unsigned long line = failing_line(log, name);
+		char text[160] = "";
+		if (line > 0) {
+			source_line(glsl, len, line, text, sizeof(text));
+		}
+		/* The log's last newline only ends it; keep messages on one line each. */
+		size_t log_len = strlen(log);
+		while (log_len > 0 && (log[log_len - 1] == '\n' || log[log_len - 1] == ' ')) {
+			log_len--;
+		}
+		if (line > 0) {
+			rc = vy_err_set(err, VY_E_KERNEL_COMPILE_FAILED, NULL,
+				"report the program and this log: the generated shader should always "
+				"compile",
+				"shader compile failed at line %lu (`%s`): %.*s", line, text,
+				(int)log_len, log);
+		} else {
+			rc = vy_err_set(err, VY_E_KERNEL_COMPILE_FAILED, NULL,
+				"report the program and this log: the generated shader should always "
+				"compile",
+				"shader compile failed: %.*s", (int)log_len, log);
+		}
+		shaderc_result_release(res);
+		return rc;
+	}
+	size_t bytes = shaderc_result_get_length(res);
+	uint32_t *out = malloc(bytes ? bytes : 4);
+	if (!out) {
+		fprintf(stderr, "vyred: out of memory for a %zu-byte shader module\n", bytes);
+		abort();
+	}
+	memcpy(out, shaderc_result_get_bytes(res), bytes);
+	shaderc_result_release(res);
+	*words = out;
+	*n_words = bytes / 4;
+	return 0;
+}
+
+int vy__vk_validate_spirv(const uint32_t *words, size_t n_words, struct vy_err *err)
+{
+	spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_2);
+	spv_validator_options opts = spvValidatorOptionsCreate();
+	spv_const_binary_t bin = {words, n_words};
+	spv_diagnostic diag = NULL;
+	spv_result_t res = spvValidateWithOptions(ctx, opts, &bin, &diag);
+	int rc = 0;
+	if (res != SPV_SUCCESS) {
+		rc = vy_err_set(err, VY_E_INTERNAL, NULL,
+			"report the program: the generated module must pass spirv-val",
+			"spirv-val rejected the module: %s",
+			diag && diag->error ? diag->error : "no diagnostic");
+	}
+	spvDiagnosticDestroy(diag);
+	spvValidatorOptionsDestroy(opts);
+	spvContextDestroy(ctx);
+	return rc;
+}

@@ -1,0 +1,473 @@
+/*
+ * The math-library lowering (DESIGN.md §4.4): the walk that finds the operations to expand, binds
+ * operands and effects to fresh lets in evaluation order, and the emitter primitives the
+ * expansions (vmath_exp.c, vmath_log.c, vmath_trig.c) build on.
+ *
+ * The rewrite is copy-on-write: a statement, block or expression is copied when something below it
+ * changes and reused otherwise, so a subexpression shared by two statements (possible in programs
+ * built in C) is never edited under the other one, and a failed lowering leaves the program as it
+ * was.
+ */
+#include "vmath.h"
+
+#include "arena.h"
+#include "vmath_emit.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint32_t vy__vm_f32_bits(float v)
+{
+	uint32_t bits;
+	memcpy(&bits, &v, sizeof(bits));
+	return bits;
+}
+
+static bool is_lowered_op(enum vy_unop op)
+{
+	switch (op) {
+	case VY_UN_INVERSE_SQRT:
+	case VY_UN_RECIPROCAL:
+	case VY_UN_EXP:
+	case VY_UN_EXP2:
+	case VY_UN_LOG:
+	case VY_UN_LOG2:
+	case VY_UN_SIN:
+	case VY_UN_COS:
+	case VY_UN_TAN:
+	case VY_UN_ASIN:
+	case VY_UN_ACOS:
+	case VY_UN_ATAN:
+	case VY_UN_SINH:
+	case VY_UN_COSH:
+	case VY_UN_TANH:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool is_lowered(const struct vy_expr *e)
+{
+	return e->kind == VY_EXPR_UNARY && is_lowered_op((enum vy_unop)e->op);
+}
+
+/*
+ * Expressions whose evaluation must keep its place among the others: loads and atomics (memory),
+ * and i32 division and remainder, which may trap (DESIGN.md §4.5).
+ */
+static bool has_effect(const struct vy_expr *e)
+{
+	if (e->kind == VY_EXPR_LOAD || e->kind == VY_EXPR_ATOMIC) {
+		return true;
+	}
+	return e->kind == VY_EXPR_BINARY && (e->op == VY_BIN_DIV || e->op == VY_BIN_MOD) &&
+	       e->args[0]->type == VY_TYPE_I32;
+}
+
+static bool expr_needs(const struct vy_expr *e)
+{
+	if (is_lowered(e)) {
+		return true;
+	}
+	for (uint32_t i = 0; i < e->nargs; i++) {
+		if (expr_needs(e->args[i])) {
+			return true;
+		}
+	}
+	return false;
+}
+
+static uint32_t node_slots(const struct vy_node *n)
+{
+	switch (n->kind) {
+	case VY_NODE_LET:
+	case VY_NODE_ASSIGN:
+	case VY_NODE_IF:
+		return 1;
+	case VY_NODE_STORE:
+	case VY_NODE_LOOP:
+		return 2;
+	default:
+		return 0;
+	}
+}
+
+static bool node_slots_need(const struct vy_node *n)
+{
+	for (uint32_t i = 0; i < node_slots(n); i++) {
+		if (expr_needs(n->args[i])) {
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool block_needs(const struct vy_block *b);
+
+static bool node_needs(const struct vy_node *n)
+{
+	return node_slots_need(n) || block_needs(&n->body) || block_needs(&n->orelse);
+}
+
+static bool block_needs(const struct vy_block *b)
+{
+	for (uint32_t i = 0; i < b->len; i++) {
+		if (node_needs(b->items[i])) {
+			return true;
+		}
+	}
+	return false;
+}
+
+bool vy_vmath_needed(const struct vy_program *p)
+{
+	return block_needs(&p->entry);
+}
+
+/* Emitter primitives. */
+
+static struct vy_expr *new_expr(struct vy__vm *m, const struct vy_expr *like)
+{
+	struct vy_expr *e = vy_arena_alloc(m->p->arena, sizeof(*e));
+	*e = *like;
+	return e;
+}
+
+struct vy_expr *vy__vm_lit(struct vy__vm *m, enum vy_type type, uint32_t bits)
+{
+	return vy_ir_lit(m->p, type, bits);
+}
+
+struct vy_expr *vy__vm_cp(struct vy__vm *m, const struct vy_expr *leaf)
+{
+	assert(leaf->kind == VY_EXPR_VAR || leaf->kind == VY_EXPR_LIT);
+	return new_expr(m, leaf);
+}
+
+struct vy_expr *vy__vm_bind(struct vy__vm *m, struct vy_expr *value)
+{
+	char name[VY_IR_MAX_NAME + 1];
+	int len = snprintf(name, sizeof(name), "%s%u", m->prefix, m->counter++);
+	assert(len > 0 && len <= VY_IR_MAX_NAME);
+	(void)len;
+	if (m->n_lets == m->cap_lets) {
+		m->cap_lets = m->cap_lets ? 2 * m->cap_lets : 64;
+		m->lets = realloc(m->lets, m->cap_lets * sizeof(*m->lets));
+		if (!m->lets) {
+			fprintf(stderr, "vyred: out of memory in the math-library lowering\n");
+			abort();
+		}
+	}
+	m->lets[m->n_lets++] = vy_ir_let(m->p, name, value);
+	struct vy_expr *var = vy_ir_var(m->p, name);
+	var->type = value->type;
+	return var;
+}
+
+static bool is_comparison(enum vy_binop op)
+{
+	return op == VY_BIN_EQ || op == VY_BIN_NE || op == VY_BIN_LT || op == VY_BIN_LE ||
+	       op == VY_BIN_GT || op == VY_BIN_GE;
+}
+
+struct vy_expr *vy__vm_bin(struct vy__vm *m, enum vy_binop op, struct vy_expr *a,
+	struct vy_expr *b)
+{
+	bool shift = op == VY_BIN_SHL || op == VY_BIN_SHR;
+	assert(shift ? b->type == VY_TYPE_U32 : a->type == b->type);
+	(void)shift;
+	struct vy_expr *e = vy_ir_binary(m->p, op, a, b);
+	e->type = is_comparison(op) ? VY_TYPE_BOOL : a->type;
+	return e;
+}
+
+struct vy_expr *vy__vm_un(struct vy__vm *m, enum vy_unop op, struct vy_expr *a)
+{
+	assert(!is_lowered_op(op));
+	struct vy_expr *e = vy_ir_unary(m->p, op, a);
+	e->type = a->type;
+	return e;
+}
+
+struct vy_expr *vy__vm_sel(struct vy__vm *m, struct vy_expr *cond, struct vy_expr *a,
+	struct vy_expr *b)
+{
+	assert(cond->type == VY_TYPE_BOOL && a->type == b->type);
+	struct vy_expr *e = vy_ir_select(m->p, cond, a, b);
+	e->type = a->type;
+	return e;
+}
+
+struct vy_expr *vy__vm_cast(struct vy__vm *m, enum vy_type type, struct vy_expr *a)
+{
+	return vy_ir_cast(m->p, type, a);
+}
+
+struct vy_expr *vy__vm_fma(struct vy__vm *m, struct vy_expr *a, struct vy_expr *b,
+	struct vy_expr *c)
+{
+	assert(a->type == VY_TYPE_F32 && b->type == VY_TYPE_F32 && c->type == VY_TYPE_F32);
+	struct vy_expr *e = vy_ir_fma(m->p, a, b, c);
+	e->type = VY_TYPE_F32;
+	return e;
+}
+
+struct vy_expr *vy__vm_horner(struct vy__vm *m, const float *c, uint32_t n,
+	const struct vy_expr *z)
+{
+	assert(n > 0);
+	struct vy_expr *acc = fl(m, c[n - 1]);
+	for (uint32_t k = n - 1; k-- > 0;) {
+		acc = fma3(m, acc, cp(m, z), fl(m, c[k]));
+	}
+	return acc;
+}
+
+/*
+ * 2^n is built without touching float bits: A = 2^h for h = n >> 1 comes from an integer power of
+ * two converted to f32 (exact), raised to the fourth power, and inverted by a correctly rounded
+ * (hence exact) division when h < 0; then p * 2^n = ((p or 2p) * A) * A. Every intermediate stays
+ * within [2^-81, 2^146] or is the final product, so only the last multiplication rounds, exactly
+ * as an ldexp would, overflowing to infinity or flushing to zero.
+ */
+struct vy_expr *vy__vm_scale2(struct vy__vm *m, struct vy_expr *p, const struct vy_expr *n)
+{
+	struct vy_expr *h = bind(m, shr(m, cp(m, n), ul(m, 1)));
+	struct vy_expr *a = bind(m, absv(m, cp(m, h)));
+	struct vy_expr *t = bind(m, to_f32(m, shl(m, il(m, 1), to_u32(m, shr(m, cp(m, a), ul(m, 2))))));
+	struct vy_expr *v = to_f32(m, shl(m, il(m, 1), to_u32(m, band(m, cp(m, a), il(m, 3)))));
+	struct vy_expr *t2 = bind(m, mul(m, cp(m, t), cp(m, t)));
+	struct vy_expr *s = bind(m, mul(m, mul(m, cp(m, t2), cp(m, t2)), v));
+	struct vy_expr *big =
+		bind(m, sel(m, lt(m, cp(m, h), il(m, 0)), divide(m, fl(m, 1.0f), cp(m, s)), cp(m, s)));
+	struct vy_expr *pb = bind(m, p);
+	struct vy_expr *odd = ne(m, band(m, cp(m, n), il(m, 1)), il(m, 0));
+	struct vy_expr *p2 = sel(m, odd, mul(m, cp(m, pb), fl(m, 2.0f)), cp(m, pb));
+	return mul(m, mul(m, p2, cp(m, big)), cp(m, big));
+}
+
+static struct vy_expr *expand(struct vy__vm *m, enum vy_unop op, const struct vy_expr *x)
+{
+	switch (op) {
+	case VY_UN_INVERSE_SQRT:
+		return divide(m, fl(m, 1.0f), sqrtv(m, cp(m, x)));
+	case VY_UN_EXP:
+		return vy__vm_exp(m, x);
+	case VY_UN_EXP2:
+		return vy__vm_exp2(m, x);
+	case VY_UN_LOG:
+		return vy__vm_log(m, x);
+	case VY_UN_LOG2:
+		return vy__vm_log2(m, x);
+	case VY_UN_SIN:
+		return vy__vm_sin(m, x);
+	case VY_UN_COS:
+		return vy__vm_cos(m, x);
+	case VY_UN_TAN:
+		return vy__vm_tan(m, x);
+	case VY_UN_ASIN:
+		return vy__vm_asin(m, x);
+	case VY_UN_ACOS:
+		return vy__vm_acos(m, x);
+	case VY_UN_ATAN:
+		return vy__vm_atan(m, x);
+	case VY_UN_SINH:
+		return vy__vm_sinh(m, x);
+	case VY_UN_COSH:
+		return vy__vm_cosh(m, x);
+	case VY_UN_TANH:
+		return vy__vm_tanh(m, x);
+	default:
+		assert(!"not a lowered operation");
+		return NULL;
+	}
+}
+
+static bool is_leaf(const struct vy_expr *e)
+{
+	return e->kind == VY_EXPR_VAR || e->kind == VY_EXPR_LIT;
+}
+
+/*
+ * Rewrite one expression of a statement that needs lowering: operands first, left to right; then a
+ * lowered operation becomes its expansion (bound, so the statement's expression gets no deeper),
+ * and an expression with an effect is bound where it stands in the evaluation order.
+ */
+static struct vy_expr *rewrite(struct vy__vm *m, struct vy_expr *e)
+{
+	struct vy_expr *args[3] = {NULL, NULL, NULL};
+	bool changed = false;
+	for (uint32_t i = 0; i < e->nargs; i++) {
+		args[i] = rewrite(m, e->args[i]);
+		changed |= args[i] != e->args[i];
+	}
+	if (is_lowered(e)) {
+		if (e->op == VY_UN_RECIPROCAL) {
+			return divide(m, fl(m, 1.0f), args[0]);
+		}
+		struct vy_expr *x = is_leaf(args[0]) ? args[0] : bind(m, args[0]);
+		return bind(m, expand(m, (enum vy_unop)e->op, x));
+	}
+	struct vy_expr *out = e;
+	if (changed) {
+		out = new_expr(m, e);
+		memcpy(out->args, args, sizeof(args));
+	}
+	return has_effect(e) ? bind(m, out) : out;
+}
+
+struct built {
+	struct vy_node **items; /* owned (malloc) */
+	uint32_t len;
+	uint32_t cap;
+};
+
+static void built_push(struct built *b, struct vy_node *n)
+{
+	if (b->len == b->cap) {
+		b->cap = b->cap ? 2 * b->cap : 16;
+		b->items = realloc(b->items, b->cap * sizeof(*b->items));
+		if (!b->items) {
+			fprintf(stderr, "vyred: out of memory in the math-library lowering\n");
+			abort();
+		}
+	}
+	b->items[b->len++] = n;
+}
+
+static struct vy_block lower_block(struct vy__vm *m, const struct vy_block *in);
+
+static void lower_node(struct vy__vm *m, struct vy_node *n, struct built *out)
+{
+	if (!node_needs(n)) {
+		built_push(out, n);
+		return;
+	}
+	struct vy_node *copy = vy_arena_alloc(m->p->arena, sizeof(*copy));
+	*copy = *n;
+	if (node_slots_need(n)) {
+		m->n_lets = 0;
+		for (uint32_t i = 0; i < node_slots(n); i++) {
+			copy->args[i] = rewrite(m, n->args[i]);
+		}
+		for (uint32_t i = 0; i < m->n_lets; i++) {
+			built_push(out, m->lets[i]);
+		}
+		m->n_lets = 0;
+	}
+	copy->body = lower_block(m, &n->body);
+	copy->orelse = lower_block(m, &n->orelse);
+	built_push(out, copy);
+}
+
+static struct vy_block lower_block(struct vy__vm *m, const struct vy_block *in)
+{
+	if (!block_needs(in)) {
+		return *in;
+	}
+	struct built out = {NULL, 0, 0};
+	for (uint32_t i = 0; i < in->len; i++) {
+		lower_node(m, in->items[i], &out);
+	}
+	struct vy_block b = vy_ir_seqv(m->p, out.items, out.len);
+	free(out.items);
+	return b;
+}
+
+/* Every name the program uses: buffers, variables, loop counters and specialization constants. */
+struct names {
+	const char **items; /* owned (malloc); the strings belong to the program */
+	size_t len;
+	size_t cap;
+};
+
+static void names_push(struct names *names, const char *name)
+{
+	if (!name) {
+		return;
+	}
+	if (names->len == names->cap) {
+		names->cap = names->cap ? 2 * names->cap : 64;
+		names->items = realloc(names->items, names->cap * sizeof(*names->items));
+		if (!names->items) {
+			fprintf(stderr, "vyred: out of memory in the math-library lowering\n");
+			abort();
+		}
+	}
+	names->items[names->len++] = name;
+}
+
+static void names_expr(struct names *names, const struct vy_expr *e)
+{
+	if (e->kind == VY_EXPR_VAR || e->kind == VY_EXPR_SPEC) {
+		names_push(names, e->name);
+	}
+	for (uint32_t i = 0; i < e->nargs; i++) {
+		names_expr(names, e->args[i]);
+	}
+}
+
+static void names_block(struct names *names, const struct vy_block *b)
+{
+	for (uint32_t i = 0; i < b->len; i++) {
+		const struct vy_node *n = b->items[i];
+		if (n->kind == VY_NODE_LET || n->kind == VY_NODE_ASSIGN || n->kind == VY_NODE_LOOP) {
+			names_push(names, n->name);
+		}
+		for (uint32_t s = 0; s < node_slots(n); s++) {
+			names_expr(names, n->args[s]);
+		}
+		names_block(names, &n->body);
+		names_block(names, &n->orelse);
+	}
+}
+
+static bool prefix_used(const struct names *names, const char *prefix)
+{
+	size_t len = strlen(prefix);
+	for (size_t i = 0; i < names->len; i++) {
+		if (strncmp(names->items[i], prefix, len) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* "_vm", or "_vm<k>_" for the first k that no name of the program starts with. */
+static const char *choose_prefix(struct vy_program *p)
+{
+	struct names names = {NULL, 0, 0};
+	for (uint32_t i = 0; i < p->n_buffers; i++) {
+		names_push(&names, p->buffers[i].name);
+	}
+	names_block(&names, &p->entry);
+	char prefix[24] = "_vm";
+	for (uint32_t k = 0; prefix_used(&names, prefix); k++) {
+		snprintf(prefix, sizeof(prefix), "_vm%u_", k);
+	}
+	free(names.items);
+	return vy_arena_strdup(p->arena, prefix);
+}
+
+int vy_vmath_lower(struct vy_program *p, struct vy_err *err)
+{
+	if (!vy_vmath_needed(p)) {
+		return 0;
+	}
+	struct vy__vm m = {.p = p, .prefix = choose_prefix(p)};
+	struct vy_block entry = lower_block(&m, &p->entry);
+	free(m.lets);
+	uint32_t nodes = vy_block_count_nodes(&entry);
+	if (nodes > VY_IR_MAX_NODES) {
+		return vy_err_set(err, VY_E_UNSUPPORTED_FEATURE, "entry",
+			"use fewer math functions in the program, or split it into several dispatches",
+			"expanding the math functions (exp, sin, ...) would make the program %u nodes "
+			"long, above the limit of %u",
+			nodes, (unsigned)VY_IR_MAX_NODES);
+	}
+	p->entry = entry;
+	return 0;
+}

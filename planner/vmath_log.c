@@ -1,0 +1,94 @@
+/*
+ * Expansions of log and log2 (DESIGN.md §4.4; docs/semantics.md gives their domain and error).
+ *
+ * x = 2^e * m with m in [sqrt(2)/2, sqrt(2)), found without reading float bits: five exact
+ * multiplications by 2^+-32 or 2^+-64, each under a comparison, bring x into [1, 2^32); there the
+ * f32 -> u32 conversion is exact, and clz of it gives the remaining power of two, which an exact
+ * division removes. Then with f = m - 1 and s = f / (2 + f),
+ *   log(1 + f) = f - (f^2/2 - s (f^2/2 + R(s^2))),   R(z) = z T(z),   2 atanh(s) = 2 s + s R,
+ * where T is a minimax polynomial, so that the rounding errors of s and R land in a small
+ * correction of f; and log x = e ln 2 + log(1 + f) with ln 2 in two parts (e ln2_hi is exact).
+ * log2 divides log(1 + f) by ln 2 with 1/ln 2 in two parts and adds e last.
+ *
+ * Special values: log(+-0) = -inf, log of a negative number = NaN, log(+inf) = +inf, NaN stays NaN.
+ */
+#include "vmath_emit.h"
+
+/* (2 atanh(s) / s - 2) / s^2 for s^2 in [0, 0.02944] (|s| <= (sqrt 2 - 1) / (sqrt 2 + 1)). */
+static const float log_t[] = {0.666666687f, 0.400001228f, 0.285507977f, 0.23330994f};
+
+#define LN2_HI 0.693147182f       /* 0x3F317218 */
+#define LN2_LO -1.90465421e-09f   /* 0xB102E308 */
+#define IVLN2_HI 1.44269502f      /* 0x3FB8AA3B: 1 / ln 2 */
+#define IVLN2_LO 1.92596303e-08f  /* 0x32A57060 */
+#define SQRT2_BELOW 1.41421354f   /* 0x3FB504F3, the f32 just below sqrt(2) */
+#define TWO_P32 4294967296.0f
+#define TWO_M32 2.3283064365386963e-10f
+#define TWO_P64 1.8446744073709552e19f
+#define TWO_M64 5.421010862427522e-20f
+
+struct log_parts {
+	struct vy_expr *ef; /* e as f32 */
+	struct vy_expr *f;  /* m - 1, exact */
+	struct vy_expr *t;  /* log(1 + f) - f */
+};
+
+/* One scaling step: when `cond` holds, y *= factor and e += delta. */
+static void step(struct vy__vm *m, struct vy_expr **y, struct vy_expr **e, struct vy_expr *cond,
+	float factor, int32_t delta)
+{
+	struct vy_expr *c = bind(m, cond);
+	*y = bind(m, sel(m, cp(m, c), mul(m, cp(m, *y), fl(m, factor)), cp(m, *y)));
+	*e = add(m, *e, sel(m, cp(m, c), il(m, delta), il(m, 0)));
+}
+
+static struct log_parts reduce(struct vy__vm *m, const struct vy_expr *x)
+{
+	struct vy_expr *y = cp(m, x);
+	struct vy_expr *e = il(m, 0);
+	step(m, &y, &e, ge(m, cp(m, y), fl(m, TWO_P64)), TWO_M64, 64);
+	step(m, &y, &e, ge(m, cp(m, y), fl(m, TWO_P32)), TWO_M32, 32);
+	step(m, &y, &e, lt(m, cp(m, y), fl(m, TWO_M64)), TWO_P64, -64);
+	step(m, &y, &e, lt(m, cp(m, y), fl(m, TWO_M32)), TWO_P32, -32);
+	step(m, &y, &e, lt(m, cp(m, y), fl(m, 1.0f)), TWO_P32, -32);
+	struct vy_expr *top = bind(m, sub(m, il(m, 31), to_i32(m, clz(m, to_u32(m, cp(m, y))))));
+	struct vy_expr *pow = to_f32(m, shl(m, ul(m, 1), to_u32(m, cp(m, top))));
+	struct vy_expr *mant = bind(m, divide(m, cp(m, y), pow));
+	struct vy_expr *big = bind(m, gt(m, cp(m, mant), fl(m, SQRT2_BELOW)));
+	struct vy_expr *mr = sel(m, cp(m, big), mul(m, cp(m, mant), fl(m, 0.5f)), cp(m, mant));
+	e = add(m, add(m, e, cp(m, top)), sel(m, cp(m, big), il(m, 1), il(m, 0)));
+
+	struct log_parts out;
+	out.ef = bind(m, to_f32(m, e));
+	out.f = bind(m, sub(m, mr, fl(m, 1.0f)));
+	struct vy_expr *s = bind(m, divide(m, cp(m, out.f), add(m, cp(m, out.f), fl(m, 2.0f))));
+	struct vy_expr *z = bind(m, mul(m, cp(m, s), cp(m, s)));
+	struct vy_expr *hf = bind(m, mul(m, mul(m, cp(m, out.f), cp(m, out.f)), fl(m, 0.5f)));
+	struct vy_expr *r = mul(m, cp(m, z), VY__VM_HORNER(m, log_t, z));
+	out.t = bind(m, fma3(m, cp(m, s), add(m, cp(m, hf), r), neg(m, cp(m, hf))));
+	return out;
+}
+
+static struct vy_expr *specials(struct vy__vm *m, const struct vy_expr *x, struct vy_expr *res)
+{
+	res = sel(m, ne(m, cp(m, x), cp(m, x)), cp(m, x), res);
+	res = sel(m, eq(m, cp(m, x), fbits(m, VY__VM_INF)), fbits(m, VY__VM_INF), res);
+	res = sel(m, lt(m, cp(m, x), fl(m, 0.0f)), fbits(m, VY__VM_NAN), res);
+	return sel(m, eq(m, cp(m, x), fl(m, 0.0f)), fbits(m, VY__VM_NINF), res);
+}
+
+struct vy_expr *vy__vm_log(struct vy__vm *m, const struct vy_expr *x)
+{
+	struct log_parts l = reduce(m, x);
+	struct vy_expr *low = fma3(m, cp(m, l.ef), fl(m, LN2_LO), cp(m, l.t));
+	struct vy_expr *res = fma3(m, cp(m, l.ef), fl(m, LN2_HI), add(m, cp(m, l.f), low));
+	return specials(m, x, res);
+}
+
+struct vy_expr *vy__vm_log2(struct vy__vm *m, const struct vy_expr *x)
+{
+	struct log_parts l = reduce(m, x);
+	struct vy_expr *low = fma3(m, cp(m, l.f), fl(m, IVLN2_LO), mul(m, cp(m, l.t), fl(m, IVLN2_HI)));
+	struct vy_expr *frac = fma3(m, cp(m, l.f), fl(m, IVLN2_HI), low);
+	return specials(m, x, add(m, cp(m, l.ef), frac));
+}
