@@ -1,20 +1,20 @@
 /*
  * The table of compiled-in backends and the ways to open them (registry.h). The table is the only
- * place that knows which backends this build holds: each backend joins it with one line, under
- * the define that says it was built, and everything else (the daemon's choice of backend, the
- * conformance runner's list) reads the table.
+ * place that knows which backends this build holds: each backend joins it with one entry, under
+ * the define that says it was built, beside a small factory that maps the registry options onto
+ * the backend's own; everything else (the daemon's choice of backend, the conformance runner's
+ * list) reads the table.
  */
 #include "registry.h"
 
 #include <assert.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "reference/reference.h"
 
 #ifdef VY_HAVE_VULKAN
-#include "vulkan/vk_backend.h"
+#include "vulkan/vulkan.h"
 #endif
 
 static int open_reference(
@@ -24,9 +24,22 @@ static int open_reference(
 	return vy_reference_backend_create(&ref, out, err);
 }
 
+#ifdef VY_HAVE_VULKAN
+static int open_vulkan(
+	const struct vy_registry_options *opts, struct vy_backend **out, struct vy_err *err)
+{
+	struct vy_vulkan_options vk = {
+		.device_index = opts->device_index,
+		.cache_dir = opts->cache_dir,
+		.enable_validation = opts->enable_validation,
+	};
+	return vy_vulkan_backend_create(&vk, out, err);
+}
+#endif
+
 static const struct vy_registry_entry backends[] = {
 #ifdef VY_HAVE_VULKAN
-	{"vulkan", 10, vy_vulkan_backend_open},
+	{VY_VULKAN_BACKEND_ID, 10, open_vulkan},
 #endif
 	{VY_REFERENCE_ID, 100, open_reference},
 };
@@ -69,6 +82,18 @@ const struct vy_registry_entry *vy_registry_find(const char *id)
 	return NULL;
 }
 
+/* Append `s` to the NUL-terminated text in `buf` (`size` bytes), cutting what does not fit. */
+static void append(char *buf, size_t size, const char *s)
+{
+	size_t used = strlen(buf);
+	size_t n = strlen(s);
+	if (n > size - 1 - used) {
+		n = size - 1 - used;
+	}
+	memcpy(buf + used, s, n);
+	buf[used + n] = '\0';
+}
+
 /* Call the factory, holding the contract that *out is set exactly when it succeeds. */
 static int create(const struct vy_registry_entry *entry, const struct vy_registry_options *opts,
 	struct vy_backend **out, struct vy_err *err)
@@ -87,11 +112,9 @@ int vy_registry_open(const char *id, const struct vy_registry_options *opts,
 		const struct vy_registry_entry *order[N_BACKENDS];
 		sorted(order);
 		char names[128] = "";
-		size_t used = 0;
-		for (size_t i = 0; i < N_BACKENDS && used < sizeof(names); i++) {
-			int n = snprintf(names + used, sizeof(names) - used, "%s%s", i ? ", " : "",
-				order[i]->id);
-			used += n > 0 ? (size_t)n : 0;
+		for (size_t i = 0; i < N_BACKENDS; i++) {
+			append(names, sizeof(names), i ? ", " : "");
+			append(names, sizeof(names), order[i]->id);
 		}
 		*out = NULL;
 		return vy_err_set(err, VY_E_NOT_FOUND, NULL,
@@ -108,7 +131,6 @@ int vy_registry_open_first(
 	sorted(order);
 	struct vy_err first = {0};
 	char why[VY_ERR_MESSAGE_MAX] = "";
-	size_t used = 0;
 	for (size_t i = 0; i < N_BACKENDS; i++) {
 		struct vy_err e = {0};
 		if (create(order[i], opts, out, &e) == 0) {
@@ -118,14 +140,16 @@ int vy_registry_open_first(
 		if (i == 0) {
 			first = e;
 		}
-		if (used < sizeof(why)) {
-			int n = snprintf(why + used, sizeof(why) - used, "%s%s: %s", i ? "; " : "",
-				order[i]->id, e.message);
-			used += n > 0 ? (size_t)n : 0;
-		}
+		append(why, sizeof(why), i ? "; " : "");
+		append(why, sizeof(why), order[i]->id);
+		append(why, sizeof(why), ": ");
+		append(why, sizeof(why), e.message);
 	}
-	return vy_err_set(err, first.code, NULL, first.fix[0] ? first.fix : "check the backends' "
-		"requirements (vyred --check)", "no backend could be opened: %s", why);
+	return vy_err_set(err, first.code, NULL,
+		first.fix[0] ? first.fix
+			     : "check the backends' "
+			       "requirements (vyred --check)",
+		"no backend could be opened: %s", why);
 }
 
 size_t vy_registry_open_all(const struct vy_registry_options *opts, struct vy_registry_set *set)

@@ -7,9 +7,10 @@
  * Precedence: a smaller number is tried first. "Available" means the factory succeeded: a Vulkan
  * backend without a usable device fails to open, and the next backend is tried.
  *
- * Adding a backend: give it a factory with the signature of struct vy_registry_entry's `create`
- * and add one line to the table in registry.c, under the compile-time define that says the
- * backend is built (VY_HAVE_VULKAN for the Vulkan backend).
+ * Adding a backend: add one line to the table in registry.c, under the compile-time define that
+ * says the backend is built (VY_HAVE_VULKAN for the Vulkan backend), naming a factory with the
+ * signature of struct vy_registry_entry's `create` (a few lines that map the registry options
+ * onto the backend's own).
  *
  * Errors: every fallible function returns 0 or a negative VY_E_* code and fills the optional
  * struct vy_err with a Fix line.
@@ -20,6 +21,7 @@
 #ifndef VY_BACKEND_REGISTRY_H
 #define VY_BACKEND_REGISTRY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,11 +31,20 @@
 /* What a caller may ask of the backend it opens. A zeroed struct asks for every default. */
 struct vy_registry_options {
 	/*
-	 * Lanes of a simulated subgroup, for a backend that simulates subgroups (the reference): set
-	 * it to the subgroup size of the backend it is compared with (lavapipe 8, NVIDIA 32). 0 for
-	 * the backend's default. Backends on a real device report the device's size and ignore it.
+	 * Lanes of a simulated subgroup, for a backend that simulates subgroups (the reference):
+	 * set it to the subgroup size of the backend it is compared with (lavapipe 8, NVIDIA 32). 0
+	 * for the backend's default. Backends on a real device report the device's size and ignore
+	 * it.
 	 */
 	uint32_t subgroup_size;
+	/*
+	 * For backends that drive a device (vulkan): which device, in the backend's enumeration
+	 * order; the folder of the disk cache (borrowed; NULL: none); whether to run under the
+	 * validation layers. Other backends ignore them.
+	 */
+	uint32_t device_index;
+	const char *cache_dir;
+	bool enable_validation;
 };
 
 /* One compiled-in backend. */

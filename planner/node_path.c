@@ -121,6 +121,66 @@ int vy_node_path(const struct vy_program *p, uint32_t index, char *buf, size_t s
 	return 0;
 }
 
+/* The lowered program's nodes, numbered as the written program's. */
+struct origins {
+	uint32_t next_written;
+	uint32_t next_lowered;
+	uint32_t *out;
+	uint32_t n_out;
+	uint32_t depth;
+};
+
+static bool same_node(const struct vy_node *a, const struct vy_node *b)
+{
+	if (a->kind != b->kind) {
+		return false;
+	}
+	if (!a->name || !b->name) {
+		return a->name == b->name;
+	}
+	return strcmp(a->name, b->name) == 0;
+}
+
+static bool map_block(struct origins *o, const struct vy_block *w, const struct vy_block *l)
+{
+	if (o->depth >= MAX_STEPS) {
+		return false;
+	}
+	o->depth++;
+	uint32_t j = 0;
+	for (uint32_t i = 0; i < l->len; i++) {
+		const struct vy_node *ln = l->items[i];
+		if (o->next_lowered >= o->n_out || j >= w->len) {
+			return false;
+		}
+		if (!same_node(w->items[j], ln)) {
+			if (ln->kind != VY_NODE_LET) {
+				return false;
+			}
+			/* Inserted: it stands for the statement it precedes, numbered next. */
+			o->out[o->next_lowered++] = o->next_written;
+			continue;
+		}
+		o->out[o->next_lowered++] = o->next_written++;
+		const struct vy_node *wn = w->items[j++];
+		if (!map_block(o, &wn->body, &ln->body) || !map_block(o, &wn->orelse, &ln->orelse)) {
+			return false;
+		}
+	}
+	o->depth--;
+	return j == w->len;
+}
+
+int vy_node_path_origins(const struct vy_program *written, const struct vy_program *lowered,
+	uint32_t *out, uint32_t n_out)
+{
+	struct origins o = {0, 0, out, n_out, 0};
+	if (!map_block(&o, &written->entry, &lowered->entry)) {
+		return VY_E_INTERNAL;
+	}
+	return 0;
+}
+
 static const char *const trap_names[] = {
 #define VY__TRAP_NAME(suffix, wire) wire,
 	VY_TRAP_KIND_MAP(VY__TRAP_NAME)

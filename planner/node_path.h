@@ -44,6 +44,19 @@ const struct vy_node *vy_node_path_node(const struct vy_program *p, uint32_t ind
  */
 int vy_node_path(const struct vy_program *p, uint32_t index, char *buf, size_t size);
 
+/*
+ * Map every node of `lowered`, a program made from `written` by inserting `let` nodes just before
+ * statements (as the math-library lowering of planner/vmath.h does), to the number of the node of
+ * `written` it stands for: a node present in both to itself, an inserted let to the statement it
+ * precedes. So a backend that runs the lowered program names run-time events by the program as
+ * its author wrote it. A node of `lowered` is the next node of `written` when it has the same kind
+ * and name (inserted lets have names no program name shares). `out` receives
+ * vy_node_path_count(lowered) numbers, `n_out` of room. Returns 0, or VY_E_INTERNAL when
+ * `lowered` is not such a rewrite of `written`.
+ */
+int vy_node_path_origins(const struct vy_program *written, const struct vy_program *lowered,
+	uint32_t *out, uint32_t n_out);
+
 /* X(enum suffix, wire name), in tie-break order. */
 #define VY_TRAP_KIND_MAP(X)                                                                        \
 	X(INT_DIV_ZERO, "int_div_zero")                                                            \

@@ -3,11 +3,11 @@
  * one's domain and measured error).
  *
  * sin, cos, tan: n = round(x 2/pi), r = x - n pi/2 by Cody-Waite reduction with pi/2 in three f32
- * parts, each step an fma. The first step is exact while |n| < 2^22, the others round only at the
- * level of the result; the reduction is accurate over the documented domain and deterministic (but
- * meaningless) beyond it. n is converted to i32 and back so that a zero n is +0 and x = -0 gives
+ * parts. The first step (an fma) is exact while |n| < 2^22; the second product and difference are
+ * kept exactly as pairs (the fma product error and TwoSum), so r is rounded once at the end. The
+ * reduction is accurate over the documented domain and deterministic (but meaningless) beyond it. n is converted to i32 and back so that a zero n is +0 and x = -0 gives
  * r = -0. On r, sin r = r + r^3 S(r^2) and cos r = 1 + r^2 C(r^2); the quadrant n mod 4 picks
- * which and the sign, and tan is the quotient of the two. sin and cos are clamped to [-1, 1]
+ * which and the sign. tan r = r + r^3 T(r^2), and tan x is tan r or -1 / tan r by the parity of n. sin and cos are clamped to [-1, 1]
  * (which also bounds them outside the domain); infinities and NaN give NaN.
  *
  * asin, acos: for |x| <= 1/2, asin x = x + x^3 A(x^2); above, with z = (1 - |x|) / 2 (exact) and
@@ -28,6 +28,9 @@ static const float sin_s[] = {-0.166666672f, 0.00833333191f, -0.000198400812f, 2
 /* (cos(r) - 1) / r^2 for r^2 in [0, (pi/4)^2], degree 4. */
 static const float cos_c[] = {-0.5f, 0.0416666679f, -0.00138888846f, 2.47998523e-05f,
 	-2.72363394e-07f};
+/* (tan(r) / r - 1) / r^2 for r^2 in [0, (pi/4)^2], degree 7. */
+static const float tan_t[] = {0.333333343f, 0.13333343f, 0.0539650097f, 0.0219107382f,
+	0.00860895589f, 0.0044260486f, -9.03533305e-07f, 0.00178968778f};
 /* (asin(x) / x - 1) / x^2 for x^2 in [0, 1/4], degree 5. */
 static const float asin_a[] = {0.166666657f, 0.0750009865f, 0.0445981063f, 0.0311153214f,
 	0.0170816518f, 0.0337997191f};
@@ -48,9 +51,9 @@ static const float atan_b[] = {-0.333333343f, 0.199999779f, -0.142841652f, 0.110
 #define TAN_PI_8 0.414213568f     /* 0x3ED413CD */
 
 struct quadrant {
-	struct vy_expr *n;  /* i32 leaf: the multiple of pi/2 */
-	struct vy_expr *sr; /* leaf: sin r */
-	struct vy_expr *cr; /* leaf: cos r */
+	struct vy_expr *n; /* i32 leaf: the multiple of pi/2 */
+	struct vy_expr *r; /* leaf: x - n pi/2 */
+	struct vy_expr *z; /* leaf: r^2 */
 };
 
 static struct quadrant reduce(struct vy__vm *m, const struct vy_expr *x)
@@ -59,13 +62,32 @@ static struct quadrant reduce(struct vy__vm *m, const struct vy_expr *x)
 	struct vy_expr *nf = rnd(m, mul(m, cp(m, x), fl(m, TWO_OVER_PI)));
 	q.n = bind(m, to_i32(m, nf));
 	struct vy_expr *nz = bind(m, to_f32(m, cp(m, q.n)));
-	struct vy_expr *r = bind(m, fma3(m, cp(m, nz), fl(m, -PIO2_1), cp(m, x)));
-	r = bind(m, fma3(m, cp(m, nz), fl(m, -PIO2_2), cp(m, r)));
-	r = bind(m, fma3(m, cp(m, nz), fl(m, -PIO2_3), cp(m, r)));
-	struct vy_expr *z = bind(m, mul(m, cp(m, r), cp(m, r)));
-	q.sr = bind(m, fma3(m, mul(m, cp(m, r), cp(m, z)), VY__VM_HORNER(m, sin_s, z), cp(m, r)));
-	q.cr = bind(m, fma3(m, cp(m, z), VY__VM_HORNER(m, cos_c, z), fl(m, 1.0f)));
+	/* r1 = x - n PIO2_1 is exact; n PIO2_2 = ph + pl exactly (fma gives the product's error). */
+	struct vy_expr *r1 = bind(m, fma3(m, cp(m, nz), fl(m, -PIO2_1), cp(m, x)));
+	struct vy_expr *ph = bind(m, mul(m, cp(m, nz), fl(m, PIO2_2)));
+	struct vy_expr *pl = fma3(m, cp(m, nz), fl(m, PIO2_2), neg(m, cp(m, ph)));
+	/* s + e = r1 - ph exactly (TwoSum, no assumption on the magnitudes). */
+	struct vy_expr *s = bind(m, sub(m, cp(m, r1), cp(m, ph)));
+	struct vy_expr *bb = bind(m, sub(m, cp(m, s), cp(m, r1)));
+	struct vy_expr *e = add(m, sub(m, cp(m, r1), sub(m, cp(m, s), cp(m, bb))),
+		sub(m, neg(m, cp(m, ph)), cp(m, bb)));
+	/* The tail is a few units of s's last place; adding it rounds once. */
+	struct vy_expr *tail = fma3(m, cp(m, nz), fl(m, -PIO2_3), sub(m, e, pl));
+	q.r = bind(m, add(m, cp(m, s), tail));
+	q.z = bind(m, mul(m, cp(m, q.r), cp(m, q.r)));
 	return q;
+}
+
+/* sin r and cos r on the reduced argument. */
+static struct vy_expr *sin_r(struct vy__vm *m, const struct quadrant *q)
+{
+	return bind(m, fma3(m, mul(m, cp(m, q->r), cp(m, q->z)), VY__VM_HORNER(m, sin_s, q->z),
+			       cp(m, q->r)));
+}
+
+static struct vy_expr *cos_r(struct vy__vm *m, const struct quadrant *q)
+{
+	return bind(m, fma3(m, cp(m, q->z), VY__VM_HORNER(m, cos_c, q->z), fl(m, 1.0f)));
 }
 
 static struct vy_expr *bit_set(struct vy__vm *m, struct vy_expr *n, int32_t bit)
@@ -92,8 +114,9 @@ static struct vy_expr *unit_clamp(struct vy__vm *m, struct vy_expr *v)
 struct vy_expr *vy__vm_sin(struct vy__vm *m, const struct vy_expr *x)
 {
 	struct quadrant q = reduce(m, x);
-	struct vy_expr *v =
-		bind(m, sel(m, bit_set(m, cp(m, q.n), 1), cp(m, q.cr), cp(m, q.sr)));
+	struct vy_expr *sr = sin_r(m, &q);
+	struct vy_expr *cr = cos_r(m, &q);
+	struct vy_expr *v = bind(m, sel(m, bit_set(m, cp(m, q.n), 1), cp(m, cr), cp(m, sr)));
 	v = sel(m, bit_set(m, cp(m, q.n), 2), neg(m, cp(m, v)), cp(m, v));
 	return finite_only(m, x, zero_passes(m, x, unit_clamp(m, v)));
 }
@@ -101,8 +124,9 @@ struct vy_expr *vy__vm_sin(struct vy__vm *m, const struct vy_expr *x)
 struct vy_expr *vy__vm_cos(struct vy__vm *m, const struct vy_expr *x)
 {
 	struct quadrant q = reduce(m, x);
-	struct vy_expr *v =
-		bind(m, sel(m, bit_set(m, cp(m, q.n), 1), cp(m, q.sr), cp(m, q.cr)));
+	struct vy_expr *sr = sin_r(m, &q);
+	struct vy_expr *cr = cos_r(m, &q);
+	struct vy_expr *v = bind(m, sel(m, bit_set(m, cp(m, q.n), 1), cp(m, sr), cp(m, cr)));
 	struct vy_expr *flip = bit_set(m, add(m, cp(m, q.n), il(m, 1)), 2);
 	v = sel(m, flip, neg(m, cp(m, v)), cp(m, v));
 	return finite_only(m, x, unit_clamp(m, v));
@@ -111,10 +135,11 @@ struct vy_expr *vy__vm_cos(struct vy__vm *m, const struct vy_expr *x)
 struct vy_expr *vy__vm_tan(struct vy__vm *m, const struct vy_expr *x)
 {
 	struct quadrant q = reduce(m, x);
-	struct vy_expr *odd = bind(m, bit_set(m, cp(m, q.n), 1));
-	struct vy_expr *num = sel(m, cp(m, odd), cp(m, q.cr), cp(m, q.sr));
-	struct vy_expr *den = sel(m, cp(m, odd), neg(m, cp(m, q.sr)), cp(m, q.cr));
-	return finite_only(m, x, zero_passes(m, x, divide(m, num, den)));
+	struct vy_expr *t = bind(m, fma3(m, mul(m, cp(m, q.r), cp(m, q.z)),
+					 VY__VM_HORNER(m, tan_t, q.z), cp(m, q.r)));
+	struct vy_expr *cot = divide(m, fl(m, -1.0f), cp(m, t));
+	struct vy_expr *v = sel(m, bit_set(m, cp(m, q.n), 1), cot, cp(m, t));
+	return finite_only(m, x, zero_passes(m, x, v));
 }
 
 /* x + x^3 A(x^2) (asin for |x| <= 1/2), and the pieces s, w of asin sqrt((1 - |x|) / 2) = s + w. */

@@ -85,7 +85,7 @@ static int rd_type(struct dec *d, struct vy_mp_obj *o, enum vy_mp_type type, con
 	int rc = rd(d, o);
 	if (rc == 0 && o->type != type) {
 		return fail(d, "write the value with the type the IR reference gives (docs/ir.md)",
-			"%s must be a %s, found a %s", what, vy_mp_type_name(type),
+			"%s must be %s, found %s", what, vy_mp_type_name(type),
 			vy_mp_type_name(o->type));
 	}
 	return rc;
@@ -185,6 +185,12 @@ static int rd_tuple(struct dec *d, uint32_t min, uint32_t max, const char *what,
 
 static int rd_expr(struct dec *d, struct vy_expr **out, unsigned depth);
 
+/* Every NaN literal is the canonical NaN (DESIGN.md §4.2): one program, one encoding, one id. */
+static uint32_t canonical_nan(uint32_t bits)
+{
+	return (bits & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : bits;
+}
+
 static int rd_lit_value(struct dec *d, enum vy_type type, uint32_t *bits)
 {
 	struct vy_mp_obj o;
@@ -232,9 +238,10 @@ static int rd_lit_value(struct dec *d, enum vy_type type, uint32_t *bits)
 			return 0;
 		} else {
 			return fail(d, "write an f32 literal as a number, or as \"nan\", \"inf\" or \"-inf\"",
-				"an f32 literal needs a number, found a %s", vy_mp_type_name(o.type));
+				"an f32 literal needs a number, found %s", vy_mp_type_name(o.type));
 		}
 		memcpy(bits, &f, sizeof(*bits));
+		*bits = canonical_nan(*bits);
 		return 0;
 	}
 	case VY_TYPE_BOOL:
@@ -927,6 +934,7 @@ static void pack_lit(msgpack_packer *pk, enum vy_type type, uint32_t bits)
 	}
 	case VY_TYPE_F32: {
 		float f;
+		bits = canonical_nan(bits);
 		memcpy(&f, &bits, sizeof(f));
 		msgpack_pack_float(pk, f);
 		break;

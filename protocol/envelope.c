@@ -96,7 +96,7 @@ static int get(struct rdec *d, struct vy_mp_obj *o, enum vy_mp_type type, const 
 		return bad(d, request_fix, "malformed msgpack in %s: %s", what, vy_mp_strerror(rc));
 	}
 	if (o->type != type) {
-		return bad(d, request_fix, "%s must be a %s, found a %s", what, vy_mp_type_name(type),
+		return bad(d, request_fix, "%s must be %s, found %s", what, vy_mp_type_name(type),
 			vy_mp_type_name(o->type));
 	}
 	return 0;
@@ -171,7 +171,7 @@ static int get_input(struct rdec *d, struct vy_input *in)
 	const char *fix = "give each input as bytes, {\"resident\": handle} or "
 			  "{\"shm\": [region, offset, length]}";
 	if (o.type != VY_MP_MAP || o.len != 1) {
-		return bad(d, fix, "an input must be bytes or a one-field map, found a %s",
+		return bad(d, fix, "an input must be bytes or a one-field map, found %s",
 			vy_mp_type_name(o.type));
 	}
 	struct vy_mp_obj key;
@@ -294,7 +294,7 @@ static int get_spec(struct rdec *d, struct vy_request_config *c)
 			break;
 		default:
 			return bad(d, "give each spec value as a number or a boolean",
-				"spec value \"%s\" is a %s", s->name, vy_mp_type_name(v.type));
+				"spec value \"%s\" is %s", s->name, vy_mp_type_name(v.type));
 		}
 	}
 	return 0;
@@ -475,7 +475,7 @@ static int scan_envelope(const uint8_t *frame, size_t len, struct vy_request *re
 			if (key.type != VY_MP_STR) {
 				return vy_err_set(err, VY_E_BAD_REQUEST, NULL,
 					"use strings as request field names",
-					"a request field name is a %s", vy_mp_type_name(key.type));
+					"a request field name is %s", vy_mp_type_name(key.type));
 			}
 			rc = vy_mp_skip(&r);
 		}

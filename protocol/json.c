@@ -232,10 +232,19 @@ static int to_json(struct vy_mp_reader *r, unsigned depth, struct json_object **
 				json_object_put(obj);
 				return rc;
 			}
-			char *k = strndup((const char *)key.data, key.len);
+			if (memchr(key.data, '\0', key.len)) {
+				json_object_put(val);
+				json_object_put(obj);
+				return vy_err_set(err, VY_E_BAD_REQUEST, NULL,
+					"remove the NUL byte from the map key",
+					"a map key at byte %zu holds a NUL byte", vy_mp_offset(r));
+			}
+			char *k = malloc((size_t)key.len + 1);
 			if (!k) {
 				abort();
 			}
+			memcpy(k, key.data, key.len);
+			k[key.len] = '\0';
 			json_object_object_add(obj, k, val);
 			free(k);
 		}

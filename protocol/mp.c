@@ -248,23 +248,23 @@ const char *vy_mp_type_name(enum vy_mp_type type)
 	case VY_MP_NIL:
 		return "nil";
 	case VY_MP_BOOL:
-		return "boolean";
+		return "a boolean";
 	case VY_MP_UINT:
-		return "unsigned integer";
+		return "an unsigned integer";
 	case VY_MP_INT:
-		return "negative integer";
+		return "a negative integer";
 	case VY_MP_FLOAT:
-		return "float";
+		return "a float";
 	case VY_MP_STR:
-		return "string";
+		return "a string";
 	case VY_MP_BIN:
-		return "binary";
+		return "a binary";
 	case VY_MP_ARRAY:
-		return "array";
+		return "an array";
 	case VY_MP_MAP:
-		return "map";
+		return "a map";
 	case VY_MP_EXT:
-		return "extension";
+		return "an extension";
 	}
 	return "unknown";
 }

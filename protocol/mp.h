@@ -66,7 +66,7 @@ int vy_mp_skip(struct vy_mp_reader *r);
 /* Byte offset of the reader from the start of its input. */
 size_t vy_mp_offset(const struct vy_mp_reader *r);
 
-/* Human name of a type ("map", "unsigned integer", ...), for error messages. */
+/* Human name of a type with its article ("a map", "an unsigned integer", "nil"), for messages. */
 const char *vy_mp_type_name(enum vy_mp_type type);
 
 /* Human description of a negative VY_MP_* code. */

@@ -139,6 +139,9 @@ def targets():
 		("cos_c", "(cos(r) - 1) / z", series_guard(lambda z: (mp.cos(mp.sqrt(z)) - 1) / z,
 			-mp.mpf(1) / 2),
 			mp.mpf(0), (mp.pi / 4) ** 2 * mp.mpf("1.0001"), 4),
+		("tan_t", "(tan(r) / r - 1) / z", series_guard(
+			lambda z: (mp.tan(mp.sqrt(z)) / mp.sqrt(z) - 1) / z, mp.mpf(1) / 3),
+			mp.mpf(0), (mp.pi / 4) ** 2 * mp.mpf("1.0001"), 7),
 		("asin_a", "(asin(x) / x - 1) / z", series_guard(
 			lambda z: (mp.asin(mp.sqrt(z)) / mp.sqrt(z) - 1) / z, mp.mpf(1) / 6),
 			mp.mpf(0), mp.mpf("0.25"), 5),
@@ -150,7 +153,7 @@ def targets():
 			mp.mpf(0), mp.mpf(1), 4),
 		("tanh_k", "(tanh(x) / x - 1) / z", series_guard(
 			lambda z: (mp.tanh(mp.sqrt(z)) / mp.sqrt(z) - 1) / z, -mp.mpf(1) / 3),
-			mp.mpf(0), mp.mpf("0.3025"), 6),
+			mp.mpf(0), mp.mpf("0.390625"), 6),
 	]
 
 

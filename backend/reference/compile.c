@@ -98,6 +98,7 @@ struct compiler {
 	struct ref_prog *rp;
 	struct vy_program *p;
 	struct vy_err *err;
+	uint32_t *origins; /* written-program number of each node, when lowering inserted some */
 	struct name_table vars;
 	struct name_table specs;
 	uint32_t n_specs;
@@ -116,7 +117,7 @@ static void fail_at_node(struct compiler *c, uint32_t node, int code, const char
 		return;
 	}
 	char at[VY_ERR_AT_MAX];
-	vy_node_path(c->p, node, at, sizeof(at));
+	vy_node_path(ref_prog_written(c->rp), node, at, sizeof(at));
 	c->rc = vy_err_set(c->err, code, at, fix, "%s", what);
 }
 
@@ -252,7 +253,8 @@ static void hold_lists(struct compiler *c, uint32_t n)
 static void compile_node(struct compiler *c, const struct vy_node *n, struct ref_node *r)
 {
 	r->kind = (uint8_t)n->kind;
-	r->index = c->next_node++;
+	r->index = c->origins ? c->origins[c->next_node] : c->next_node;
+	c->next_node++;
 	switch (n->kind) {
 	case VY_NODE_LET:
 		r->args[0] = compile_expr(c, n->args[0], 0, r->index);
@@ -338,35 +340,6 @@ static void compile_block(struct compiler *c, const struct vy_block *b, struct r
 	c->next_slot = slots;
 }
 
-/* Whether any expression of the block uses an operation that planner/vmath.h lowers. */
-static bool expr_needs_lowering(const struct vy_expr *e)
-{
-	if (!e) {
-		return false;
-	}
-	if (e->kind == VY_EXPR_UNARY && vy__ref_unop_lowered((enum vy_unop)e->op)) {
-		return true;
-	}
-	for (uint32_t i = 0; i < e->nargs && i < 3; i++) {
-		if (expr_needs_lowering(e->args[i])) {
-			return true;
-		}
-	}
-	return false;
-}
-
-static bool block_needs_lowering(const struct vy_block *b)
-{
-	for (uint32_t i = 0; i < b->len; i++) {
-		const struct vy_node *n = b->items[i];
-		if (expr_needs_lowering(n->args[0]) || expr_needs_lowering(n->args[1]) ||
-			block_needs_lowering(&n->body) || block_needs_lowering(&n->orelse)) {
-			return true;
-		}
-	}
-	return false;
-}
-
 static const struct vy_caps ref_caps = {
 	.subgroups = true,
 	.max_workgroup_invocations = REF_MAX_INVOCATIONS,
@@ -374,19 +347,39 @@ static const struct vy_caps ref_caps = {
 	.max_shared_bytes = REF_MAX_SHARED_BYTES,
 };
 
-/* The lowered program must validate again; anything else is a defect of the lowering. */
-static int lower(struct vy_program *p, struct vy_err *err)
+static int lowering_defect(struct vy_err *err, const char *at, const char *what)
 {
-	int rc = vy_vmath_lower(p, err);
+	return vy_err_set(err, VY_E_INTERNAL, at, "report this defect of the math-library lowering",
+		"the lowered program %s", what);
+}
+
+/*
+ * Keep the program as written in rp->written and lower a copy into rp->program. The copy must
+ * validate again and correspond node for node to the original, but for the lets it inserts;
+ * anything else is a defect of the lowering.
+ */
+static int lower(struct ref_prog *rp, uint32_t **origins, struct vy_err *err)
+{
+	rp->written = rp->program;
+	rp->program = vy_program_clone(rp->written);
+	int rc = vy_vmath_lower(rp->program, err);
 	if (rc) {
 		return rc;
 	}
 	struct vy_err why;
-	rc = vy_validate_first(p, &ref_caps, &why);
-	if (rc) {
-		return vy_err_set(err, VY_E_INTERNAL, why.at,
-			"report this defect of the math-library lowering",
-			"the lowered program does not validate: %s", why.message);
+	if (vy_validate_first(rp->program, &ref_caps, &why)) {
+		char what[VY_ERR_MESSAGE_MAX];
+		snprintf(what, sizeof(what), "does not validate: %.300s", why.message);
+		return lowering_defect(err, why.at, what);
+	}
+	uint32_t n = vy_node_path_count(rp->program);
+	*origins = malloc((n ? n : 1) * sizeof(**origins));
+	if (!*origins) {
+		fprintf(stderr, "vyred: out of memory compiling a program\n");
+		abort();
+	}
+	if (vy_node_path_origins(rp->written, rp->program, *origins, n)) {
+		return lowering_defect(err, NULL, "does not keep the statements of the original");
 	}
 	return 0;
 }
@@ -403,13 +396,15 @@ int vy__ref_prog_create(
 	rp->program = vy_program_clone(src);
 	rp->arena = vy_arena_create();
 	int rc = 0;
+	uint32_t *origins = NULL;
 	if (validate) {
 		rc = vy_validate_first(rp->program, &ref_caps, err);
 	}
-	if (rc == 0 && block_needs_lowering(&rp->program->entry)) {
-		rc = lower(rp->program, err);
+	if (rc == 0 && vy_vmath_needed(rp->program)) {
+		rc = lower(rp, &origins, err);
 	}
 	if (rc) {
+		free(origins);
 		vy__ref_prog_destroy(rp);
 		return rc;
 	}
@@ -423,6 +418,7 @@ int vy__ref_prog_create(
 	c->rp = rp;
 	c->p = rp->program;
 	c->err = err;
+	c->origins = origins;
 	table_init(&c->vars);
 	table_init(&c->specs);
 	compile_block(c, &rp->program->entry, &rp->entry);
@@ -431,6 +427,7 @@ int vy__ref_prog_create(
 	table_finish(&c->vars);
 	table_finish(&c->specs);
 	free(c);
+	free(origins);
 	if (rc) {
 		vy__ref_prog_destroy(rp);
 		return rc;
@@ -446,6 +443,7 @@ void vy__ref_prog_destroy(struct ref_prog *rp)
 		return;
 	}
 	vy_program_destroy(rp->program);
+	vy_program_destroy(rp->written);
 	vy_arena_destroy(rp->arena);
 	free(rp->specs);
 	free(rp);

@@ -364,7 +364,7 @@ static int exec_barrier(struct ref_exec *x, const struct ref_node *r, const stru
 		return 0;
 	}
 	char at[VY_ERR_AT_MAX];
-	vy_node_path(x->rp->program, r->index, at, sizeof(at));
+	vy_node_path(ref_prog_written(x->rp), r->index, at, sizeof(at));
 	return vy_err_set(x->err, VY_E_DISPATCH_FAILED, at,
 		"move the barrier into uniform control flow, where every live invocation of the "
 		"workgroup reaches it",
@@ -646,7 +646,7 @@ static int trap_error(struct ref_exec *x)
 	uint32_t node = (uint32_t)(x->trap_key / VY_TRAP_KIND_COUNT);
 	enum vy_trap_kind kind = (enum vy_trap_kind)(x->trap_key % VY_TRAP_KIND_COUNT);
 	char at[VY_ERR_AT_MAX];
-	vy_node_path(x->rp->program, node, at, sizeof(at));
+	vy_node_path(ref_prog_written(x->rp), node, at, sizeof(at));
 	char fix[VY_ERR_FIX_MAX];
 	switch (kind) {
 	case VY_TRAP_INT_DIV_ZERO:

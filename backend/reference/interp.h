@@ -110,7 +110,7 @@ struct ref_block {
 
 struct ref_node {
 	uint8_t kind;   /* enum vy_node_kind */
-	uint32_t index; /* preorder number (planner/node_path.h) */
+	uint32_t index; /* preorder number in the written program (planner/node_path.h) */
 	uint32_t slot;  /* let, assign: the variable; loop: the counter, its bound at slot + 1 */
 	uint32_t buffer; /* store: the buffer's index in the program */
 	const struct ref_expr *args[2];
@@ -125,7 +125,10 @@ struct ref_spec {
 };
 
 struct ref_prog {
-	struct vy_program *program; /* owned: the validated, lowered clone; names trap sites */
+	struct vy_program *program; /* owned: the validated, lowered clone that runs */
+	/* owned: the validated clone before lowering, when lowering changed it; NULL otherwise. Node
+	 * numbers and paths name nodes of this program, the one its author wrote. */
+	struct vy_program *written;
 	struct vy_arena *arena;     /* owned: everything below */
 	struct ref_block entry;
 	uint32_t n_slots;    /* variable slots live at once, at most */
@@ -136,6 +139,12 @@ struct ref_prog {
 	unsigned features; /* vy_launch_features_scan */
 	bool has_loops;
 };
+
+/* The program that node numbers refer to. */
+static inline const struct vy_program *ref_prog_written(const struct ref_prog *rp)
+{
+	return rp->written ? rp->written : rp->program;
+}
 
 /*
  * Clone `src`, validate the clone for the interpreter's limits (when `validate`; otherwise its

@@ -9,7 +9,8 @@
  *                          ties in program order), a std430 storage buffer holding one 32-bit
  *                          word per element. Uniform buffers are storage buffers too. The runtime
  *                          binds each with its exact byte range: `len` and every bounds check
- *                          read the array's length.
+ *                          read the array's length, except that a buffer marked in
+ *                          vy_vk_push.empty_bindings has length 0.
  *   set 0, trap_binding    the trap sidecar, trap_bytes long, zero-filled before each dispatch:
  *                          word 0 is ~vy_trap_key(node, kind) of the lowest trap site raised
  *                          (atomicMax of the complement, so 0 means no trap), word 1 counts the
@@ -21,8 +22,9 @@
  *                          0 or 1. The shader canonicalizes an f32 value itself.
  *
  * Device features the shader may need: shaderFloat64 when layout.uses_f64 (the exact fma
- * emulation of devices without a fused fma), and the subgroup operations of
- * layout.subgroup_features in the compute stage. Nothing else beyond Vulkan 1.2 core.
+ * emulation of a device without a fused fma but with doubles), and the subgroup operations of
+ * layout.subgroup_features in the compute stage. Nothing else beyond Vulkan 1.2 core: a device
+ * with neither a fused fma nor doubles gets an integer emulation.
  *
  * Thread-safety: vy_vk_codegen only reads the program (which must not change meanwhile) and
  * keeps no state; calls may run concurrently.
@@ -94,7 +96,11 @@ struct vy_vk_push {
 	uint32_t dispatch_y;            /* workgroups launched on y */
 	uint32_t loop_limit_lo;         /* max_loop_iterations per invocation, low word */
 	uint32_t loop_limit_hi;         /* high word */
-	uint32_t pad;
+	/*
+	 * Bit k set: binding k is bound to no data (an empty buffer bound as a null descriptor or a
+	 * placeholder range), so the shader takes its length as 0 whatever .length() says.
+	 */
+	uint32_t empty_bindings;
 };
 
 /* Size of the trap sidecar: the trap key word and the trap count word. */
@@ -112,9 +118,9 @@ struct vy_vk_push {
  * workgroups past logical_workgroups[0] do nothing; otherwise gl_WorkGroupID is the workgroup id.
  *
  * Errors: UNSUPPORTED_FEATURE naming the feature and the node (`at`): subgroup expressions when
- * opts->subgroups is false, fma when the device has neither a fused fma nor shaderFloat64, a
- * grid_sync barrier the split did not remove, more than VY_VK_MAX_SPEC spec constants; INTERNAL
- * for an operation that vy_vmath_lower should have removed.
+ * opts->subgroups is false, a grid_sync barrier the split did not remove, more than
+ * VY_VK_MAX_SPEC spec constants; INTERNAL for an operation that vy_vmath_lower should have
+ * removed.
  */
 int vy_vk_codegen(const struct vy_program *program, const struct vy_vk_codegen_options *opts,
 	char **glsl, struct vy_vk_shader_layout *layout, struct vy_err *err);

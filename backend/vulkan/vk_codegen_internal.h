@@ -36,6 +36,8 @@ void vy__vk_str_finish(struct vy__vk_str *s);
 	X(CANON)                                                                                   \
 	X(ISNAN)                                                                                   \
 	X(ROUND_PACK)                                                                              \
+	X(MULX)                                                                                    \
+	X(FMA_EXACT)                                                                               \
 	X(FADD)                                                                                    \
 	X(FSUB)                                                                                    \
 	X(FMUL)                                                                                    \
@@ -105,11 +107,14 @@ struct vy__vk_gen {
 	uint64_t uses; /* VY__VK_USE bits */
 	uint32_t next_temp;
 	uint32_t next_var;
-	uint32_t node; /* preorder number of the node being generated */
+	uint32_t node;      /* preorder number of the node being generated */
+	uint32_t next_node; /* preorder number of the next node */
 
 	struct vy__vk_var *vars; /* owned: the scope stack */
 	uint32_t n_vars;
 	uint32_t cap_vars;
+
+	uint32_t vk_binding[VY_IR_MAX_BUFFERS]; /* by program buffer index; workgroup: unused */
 
 	bool has_barrier;
 	bool has_loop;

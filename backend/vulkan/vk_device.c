@@ -311,6 +311,7 @@ struct feature_chain {
 	VkPhysicalDeviceFeatures2 f2;
 	VkPhysicalDeviceVulkan12Features v12;
 	VkPhysicalDeviceSubgroupSizeControlFeatures ssc;
+	VkPhysicalDeviceRobustness2FeaturesEXT rb2;
 };
 
 static int create_device(struct vy_vk_device *d, struct vy_err *err)
@@ -332,6 +333,7 @@ static int create_device(struct vy_vk_device *d, struct vy_err *err)
 	bool has_ssc = v13 || has_ssc_ext;
 	d->memory_budget = has_extension(exts, n_ext, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 	bool has_sm = has_extension(exts, n_ext, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+	bool has_rb2 = has_extension(exts, n_ext, VK_EXT_ROBUSTNESS_2_EXTENSION_NAME);
 
 	VkPhysicalDeviceSubgroupProperties sg = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
@@ -379,9 +381,15 @@ static int create_device(struct vy_vk_device *d, struct vy_err *err)
 		.f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &have.v12},
 		.v12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES},
 		.ssc = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES},
+		.rb2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT},
 	};
+	void **tail = &have.v12.pNext;
 	if (has_ssc) {
-		have.v12.pNext = &have.ssc;
+		*tail = &have.ssc;
+		tail = &have.ssc.pNext;
+	}
+	if (has_rb2) {
+		*tail = &have.rb2;
 	}
 	vkGetPhysicalDeviceFeatures2(d->phys, &have.f2);
 	if (!have.v12.timelineSemaphore) {
@@ -394,6 +402,7 @@ static int create_device(struct vy_vk_device *d, struct vy_err *err)
 		.f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &want.v12},
 		.v12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES},
 		.ssc = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES},
+		.rb2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT},
 	};
 	want.f2.features.shaderFloat64 = have.f2.features.shaderFloat64;
 	want.f2.features.shaderInt64 = have.f2.features.shaderInt64;
@@ -403,13 +412,20 @@ static int create_device(struct vy_vk_device *d, struct vy_err *err)
 	d->subgroup_size_control = has_ssc && have.ssc.subgroupSizeControl &&
 				   have.ssc.computeFullSubgroups &&
 				   (sscp.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT);
+	tail = &want.v12.pNext;
 	if (d->subgroup_size_control) {
 		want.ssc.subgroupSizeControl = VK_TRUE;
 		want.ssc.computeFullSubgroups = VK_TRUE;
-		want.v12.pNext = &want.ssc;
+		*tail = &want.ssc;
+		tail = &want.ssc.pNext;
+	}
+	d->null_descriptor = has_rb2 && have.rb2.nullDescriptor;
+	if (d->null_descriptor) {
+		want.rb2.nullDescriptor = VK_TRUE;
+		*tail = &want.rb2;
 	}
 
-	const char *enable[4];
+	const char *enable[5];
 	uint32_t n_enable = 0;
 	if (has_push) {
 		enable[n_enable++] = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
@@ -419,6 +435,9 @@ static int create_device(struct vy_vk_device *d, struct vy_err *err)
 	}
 	if (d->memory_budget) {
 		enable[n_enable++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+	}
+	if (d->null_descriptor) {
+		enable[n_enable++] = VK_EXT_ROBUSTNESS_2_EXTENSION_NAME;
 	}
 	d->push_descriptors = has_push && d->max_push_descriptors > 0;
 

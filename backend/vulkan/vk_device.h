@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <volk.h>
+#include "vk_volk.h"
 
 #include "backend.h"
 #include "err.h"
@@ -57,6 +57,7 @@ struct vy_vk_device {
 	bool f64;
 	bool int64;
 	bool memory_budget;
+	bool null_descriptor; /* VK_EXT_robustness2: a zero-length buffer binds as a null one */
 
 	bool timestamps;
 	uint64_t timestamp_mask; /* valid bits of a timestamp on the queue */

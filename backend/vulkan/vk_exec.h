@@ -28,13 +28,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <volk.h>
+#include "vk_volk.h"
 
 #include "err.h"
 #include "vk_device.h"
 #include "vk_memory.h"
-
-#define VY_VK_CTX_MAX_HOLDS 4
 
 struct vy_vk_ctx;
 
@@ -60,8 +58,9 @@ struct vy_vk_ctx {
 	struct vy_vk_slice *slices;   /* owned: released with the context */
 	size_t n_slices;
 	size_t cap_slices;
-	struct vy_vk_hold holds[VY_VK_CTX_MAX_HOLDS];
-	uint32_t n_holds;
+	struct vy_vk_hold *holds; /* owned */
+	size_t n_holds;
+	size_t cap_holds;
 	struct vy_vk_ctx *next; /* free list or abandoned list */
 };
 
@@ -71,7 +70,8 @@ struct vy_vk_exec {
 	pthread_mutex_t lock;     /* command pool, contexts, batch, queue */
 	VkCommandPool pool;
 	VkSemaphore timeline;
-	uint64_t last_value; /* the last value handed to a job */
+	uint64_t last_value;      /* the last value handed to a job */
+	uint64_t submitted_value; /* the value of the last job the queue accepted */
 	struct vy_vk_ctx **all; /* owned */
 	size_t n_all;
 	size_t cap_all;
@@ -83,6 +83,7 @@ struct vy_vk_exec {
 	uint32_t batch_limit;
 	uint32_t spin_ns; /* busy-wait before sleeping */
 	bool lost;
+	struct vy_vk_slice dummy; /* zero-filled stand-in for empty buffers without null descriptors */
 	uint64_t submits; /* vkQueueSubmit calls, for tests and stats */
 	uint64_t jobs;    /* jobs submitted */
 };
@@ -102,7 +103,7 @@ int vy__vk_ctx_acquire(struct vy_vk_exec *x, struct vy_vk_ctx **out, struct vy_e
 int vy__vk_ctx_slice(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, enum vy_vk_pool_kind kind,
 	uint64_t size, struct vy_vk_slice *out, struct vy_err *err);
 
-/* Call release(arg) when the context is released (at most VY_VK_CTX_MAX_HOLDS, asserted). */
+/* Call release(arg) when the context is released (after its job is done). */
 void vy__vk_ctx_hold(struct vy_vk_ctx *ctx, void (*release)(void *arg), void *arg);
 
 /*

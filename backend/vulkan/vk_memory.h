@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <volk.h>
+#include "vk_volk.h"
 
 #include "err.h"
 #include "vk_device.h"

@@ -167,6 +167,7 @@ int vy__vk_layout_get(struct vy_vk_pipelines *p, const struct vy_vk_shape *shape
 	l->fp = fp;
 	l->hash = hash;
 	l->push_bytes = shape->push_bytes;
+	l->push = p->push_descriptors;
 	struct vy_vk_shape sorted = *shape;
 	sorted.n_slots = fp.n_slots;
 	memcpy(sorted.slots, fp.slots, fp.n_slots * sizeof(fp.slots[0]));

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <volk.h>
+#include "vk_volk.h"
 
 #include "binding.h"
 #include "err.h"
@@ -38,6 +38,7 @@ struct vy_vk_layout {
 	struct vy_layout_fingerprint fp;
 	uint32_t push_bytes;
 	uint64_t hash;
+	bool push; /* made for push descriptors */
 	VkDescriptorSetLayout set_layout;
 	VkPipelineLayout pipeline_layout;
 	struct vy_vk_layout *next;

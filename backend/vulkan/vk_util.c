@@ -89,7 +89,7 @@ static const char *fix_for(int code, VkResult res)
 	}
 }
 
-int vy__vk_fail(struct vy_err *err, VkResult res, const char *what)
+int vy__vk_call_fail(struct vy_err *err, VkResult res, const char *what)
 {
 	int code = vy__vk_result_code(res);
 	/* Keep the function name of the call's source text, not its arguments. */

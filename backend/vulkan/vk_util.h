@@ -13,7 +13,7 @@
 #ifndef VY_BACKEND_VULKAN_VK_UTIL_H
 #define VY_BACKEND_VULKAN_VK_UTIL_H
 
-#include <volk.h>
+#include "vk_volk.h"
 
 #include "err.h"
 
@@ -21,7 +21,7 @@
 	do {                                                                                       \
 		VkResult vy__vk_res = (call);                                                      \
 		if (vy__vk_res < 0) {                                                              \
-			rc = vy__vk_fail(err, vy__vk_res, #call);                                  \
+			rc = vy__vk_call_fail(err, vy__vk_res, #call);                                  \
 			goto error;                                                                \
 		}                                                                                  \
 	} while (0)
@@ -40,6 +40,6 @@ int vy__vk_result_code(VkResult res);
  * Fill `err` (may be NULL) for the failed call `what` (the call's source text, of which the
  * function name is kept) and return vy__vk_result_code(res).
  */
-int vy__vk_fail(struct vy_err *err, VkResult res, const char *what);
+int vy__vk_call_fail(struct vy_err *err, VkResult res, const char *what);
 
 #endif

@@ -289,6 +289,9 @@ def frame_streams(reqs):
     add("header_split", 7, [0, 0, 0, 0, 0, 0, 0, 0], frame(reqs["stats"]) * 3)
     add("large_payload", 0, [254], frame(pack({"id": 30, "op": "upload", "handle": 1,
                                                "data": bytes(70000)})))
+    # every request seed alone in a frame, fed in chunks of 1 to 8 bytes
+    for k, name in enumerate(sorted(reqs)):
+        add("single_" + name, 0, [k % 8], frame(reqs[name]))
     return streams
 
 

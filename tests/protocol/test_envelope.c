@@ -243,7 +243,7 @@ Test(envelope, malformed_requests_get_their_code_and_keep_the_id)
 	msgpack_pack_map(&d.pk, 1);
 	key(&d, "vyre");
 	vy_pack_cstr(&d.pk, "one");
-	expect_error(&d, VY_E_INVALID_PROGRAM, 15, "program.vyre", "must be a unsigned integer");
+	expect_error(&d, VY_E_INVALID_PROGRAM, 15, "program.vyre", "must be an unsigned integer");
 
 	doc_init(&d);
 	vy_request_pack_head(&d.pk, 16, VY_OP_DISPATCH, 2);

@@ -175,7 +175,8 @@ static struct vy_program *sample_program(void)
 	b = vy_program_add_buffer(p, "o", 4, VY_ACCESS_WRITE_ONLY, VY_TYPE_I32, 4);
 	b->output = true;
 
-	struct vy_expr *i = vy_ir_var(p, "i");
+	/* after the grid_sync barrier the variable i is gone: the code there reads gid itself */
+	struct vy_expr *i = vy_ir_gid(p, 0);
 	struct vy_expr *axpy = vy_ir_fma(p, vy_ir_spec(p, "a", VY_TYPE_F32, 0x40000000u),
 		vy_ir_load(p, "x", i), vy_ir_load(p, "y", i));
 	struct vy_node *guard = vy_ir_if(p, vy_ir_binary(p, VY_BIN_LT, i, vy_ir_len(p, "y")),
@@ -201,7 +202,8 @@ static struct vy_program *sample_program(void)
 
 	vy_program_set_entry(
 		p, vy_ir_seq(p, vy_ir_let(p, "i", vy_ir_gid(p, 0)),
-			   vy_ir_assign(p, "i", vy_ir_binary(p, VY_BIN_ADD, i, vy_ir_u32(p, 0))),
+			   vy_ir_assign(p, "i",
+				   vy_ir_binary(p, VY_BIN_ADD, vy_ir_var(p, "i"), vy_ir_u32(p, 0))),
 			   vy_ir_store(p, "tile", vy_ir_lid(p, 0), tile_value),
 			   vy_ir_barrier(p, VY_ORDER_SEQ_CST), loop, region,
 			   vy_ir_barrier(p, VY_ORDER_GRID_SYNC), vy_ir_let(p, "s", reduce),

@@ -79,7 +79,8 @@ float ffrom(uint32_t bits)
 
 /*
  * The element-wise program: buffers a (and b, c when used) of n elements, out of n elements, one
- * workgroup of 64 lanes per 64 elements, out[gid] = e(a[gid], ...).
+ * workgroup of 64 lanes per 64 elements; invocations past n return, the others store
+ * out[gid] = e(a[gid], ...) at entry[2].
  */
 static struct vy_program *elementwise(enum vy_type ta, enum vy_type tb, enum vy_type tc,
 	enum vy_type tr, size_t n, struct vy_expr *(*make)(struct vy_program *, const void *),
@@ -94,8 +95,10 @@ static struct vy_program *elementwise(enum vy_type ta, enum vy_type tb, enum vy_
 		vy_program_add_buffer(p, "c", 2, VY_ACCESS_READ_ONLY, tc, (uint32_t)n);
 	}
 	vy_program_add_buffer(p, "out", 3, VY_ACCESS_WRITE_ONLY, tr, (uint32_t)n);
+	struct vy_expr *past = vy_ir_binary(p, VY_BIN_GE, vy_ir_var(p, "i"), vy_ir_len(p, "out"));
 	vy_program_set_entry(p,
 		vy_ir_seq(p, vy_ir_let(p, "i", vy_ir_gid(p, 0)),
+			vy_ir_if(p, past, vy_ir_seq(p, vy_ir_return(p), NULL), vy_ir_seq(p, NULL)),
 			vy_ir_store(p, "out", vy_ir_var(p, "i"), make(p, ctx)), NULL));
 	return p;
 }

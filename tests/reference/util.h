@@ -14,6 +14,36 @@
 #include "err.h"
 #include "ir.h"
 
+/*
+ * Shorthands for building programs in tests; each expects the program under construction in a
+ * variable named `p`.
+ */
+#define U32(v) vy_ir_u32(p, (v))
+#define I32(v) vy_ir_i32(p, (v))
+#define F32(v) vy_ir_f32(p, (v))
+#define BOOL(v) vy_ir_bool(p, (v))
+#define VAR(name) vy_ir_var(p, (name))
+#define GID(axis) vy_ir_gid(p, (axis))
+#define LID(axis) vy_ir_lid(p, (axis))
+#define WGID(axis) vy_ir_wgid(p, (axis))
+#define LEN(buf) vy_ir_len(p, (buf))
+#define LOAD(buf, i) vy_ir_load(p, (buf), (i))
+#define BIN(op, a, b) vy_ir_binary(p, VY_BIN_##op, (a), (b))
+#define UN(op, a) vy_ir_unary(p, VY_UN_##op, (a))
+#define CAST(t, a) vy_ir_cast(p, VY_TYPE_##t, (a))
+#define ATOMIC(op, buf, i, v) vy_ir_atomic(p, VY_ATOMIC_##op, (buf), (i), (v))
+#define LET(name, v) vy_ir_let(p, (name), (v))
+#define ASSIGN(name, v) vy_ir_assign(p, (name), (v))
+#define STORE(buf, i, v) vy_ir_store(p, (buf), (i), (v))
+#define IF(c, t, e) vy_ir_if(p, (c), (t), (e))
+#define LOOP(var, from, to, body) vy_ir_loop(p, (var), (from), (to), (body))
+#define RETURN() vy_ir_return(p)
+#define BARRIER() vy_ir_barrier(p, VY_ORDER_SEQ_CST)
+#define SEQ(...) vy_ir_seq(p, __VA_ARGS__, NULL)
+#define EMPTY vy_ir_seq(p, NULL)
+#define BUF(name, binding, access, type, count)                                                    \
+	vy_program_add_buffer(p, (name), (binding), VY_ACCESS_##access, VY_TYPE_##type, (count))
+
 /* A reference backend with the given subgroup size (0: default); the test fails without one. */
 struct vy_backend *ref_backend(uint32_t subgroup_size);
 

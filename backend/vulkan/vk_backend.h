@@ -1,0 +1,261 @@
+/*
+ * Internals of the Vulkan backend shared by vk_backend.c (the contract's entries, device life,
+ * resident buffers), vk_kernel.c (compiling programs and caching the results) and vk_dispatch.c
+ * (running one dispatch). Tests include it for the hooks at the end.
+ *
+ * Objects:
+ *   kernel   one program, compiled: the validated and lowered program, its binding plan, and per
+ *            grid-sync segment a shader module and its interface. Kept in an LRU cache keyed by
+ *            the program's canonical bytes (XXH3-128 to find, the bytes to confirm).
+ *   variant  the compute pipelines of a kernel for one (spec values, workgroup size).
+ *   job      one dispatch in flight: a context, the buffers bound, the sidecars.
+ *
+ * Device life: every entry that touches the device holds `life` for reading; recovery after a
+ * lost device takes it for writing, destroys every Vulkan object (kernels keep their programs and
+ * are rebuilt on next use: `generation` tells them apart), and opens the device again.
+ *
+ * Thread-safety: see vulkan.h. Lock order: life first; then exec, which may take cache (a job's
+ * kernel reference dropped at completion) and memory; cache and memory take nothing after them.
+ */
+#ifndef VY_BACKEND_VULKAN_VK_BACKEND_H
+#define VY_BACKEND_VULKAN_VK_BACKEND_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "binding.h"
+#include "grid_sync.h"
+#include "launch.h"
+#include "spec.h"
+#include "vk_codegen.h"
+#include "vk_device.h"
+#include "vk_disk.h"
+#include "vk_exec.h"
+#include "vk_memory.h"
+#include "vk_pipeline.h"
+#include "vk_probe.h"
+#include "vk_shader.h"
+#include "vk_xfer.h"
+#include "vulkan.h"
+
+struct vy__vk_pending;
+
+struct vy__vk_segment {
+	struct vy_program *program; /* owned: the segment, validated (trap decode, features) */
+	struct vy_vk_shader_layout layout;
+	const struct vy_vk_layout *vk_layout; /* borrowed from the layout cache */
+	VkShaderModule module;
+	unsigned features; /* vy_launch_features_scan of the segment */
+	uint32_t subgroup_size; /* to pin, or 0 */
+};
+
+struct vy__vk_variant {
+	struct vy_spec_map spec; /* owned copy of the values it was made for */
+	uint32_t workgroup_size[3];
+	VkPipeline *pipelines; /* owned, one per segment */
+	struct vy__vk_variant *next;
+};
+
+/* A spec constant of the program, as a dispatch may set it. */
+struct vy__vk_spec_name {
+	const char *name; /* borrowed from the kernel's program */
+	enum vy_type type;
+};
+
+struct vy__vk_kernel {
+	_Atomic uint32_t refs;
+	struct vy__vk_backend *b; /* borrowed */
+	uint64_t generation;      /* the device generation its Vulkan objects belong to */
+	uint8_t id[16];           /* XXH3-128 of the canonical bytes */
+	uint64_t hash;
+	uint8_t *canonical; /* owned */
+	size_t canonical_len;
+	struct vy_program *program;       /* owned: validated and lowered */
+	struct vy_binding_plan *plan;     /* owned: built without inputs */
+	uint32_t n_segments;
+	struct vy__vk_segment *segments; /* owned */
+	uint32_t n_spec_names;
+	struct vy__vk_spec_name *spec_names; /* owned, sorted by name */
+	uint32_t max_spec_id;
+	pthread_mutex_t variants_lock;
+	struct vy__vk_variant *variants; /* owned */
+	uint64_t bytes;                  /* SPIR-V bytes, for the cache's accounting */
+	bool cached;                     /* in the cache's table */
+	struct vy__vk_kernel *chain;     /* hash chain */
+	struct vy__vk_kernel *lru_prev;
+	struct vy__vk_kernel *lru_next;
+	struct vy__vk_kernel *all_prev; /* every live kernel, for recovery */
+	struct vy__vk_kernel *all_next;
+};
+
+struct vy__vk_resident {
+	uint64_t id;
+	uint64_t len;
+	struct vy_vk_slice slice; /* zeroed when len is 0 */
+	_Atomic uint32_t refs;    /* the table's and each job's using it */
+	struct vy__vk_backend *b;
+	struct vy__vk_resident *next;
+};
+
+#define VY__VK_CACHE_BUCKETS 1024
+#define VY__VK_CACHE_MAX_ENTRIES 512
+
+struct vy__vk_backend {
+	struct vy_backend base;
+	char *cache_dir; /* owned, or NULL */
+	bool validation;
+	bool no_push_descriptors; /* test hook: take the descriptor-set path */
+	char version[128];
+
+	pthread_rwlock_t life;
+	bool open; /* device objects exist */
+	bool shut;
+	_Atomic bool lost;
+	_Atomic uint64_t generation;
+	struct vy_vk_device dev;
+	struct vy_vk_memory mem;
+	struct vy_vk_exec exec;
+	struct vy_vk_pipelines pipes;
+	struct vy_vk_disk disk;
+	struct vy_vk_compiler *cc;
+	struct vy_vk_probe probe;
+	struct vy_vk_codegen_options cg;
+	bool subgroups; /* VY_CAP_SUBGROUP_OPS */
+
+	pthread_mutex_t cache_lock;
+	struct vy__vk_kernel *buckets[VY__VK_CACHE_BUCKETS];
+	struct vy__vk_kernel *lru_head; /* most recent */
+	struct vy__vk_kernel *lru_tail;
+	struct vy__vk_kernel *all;
+	struct vy_pipeline_cache_stats stats;
+
+	pthread_mutex_t pending_lock;
+	struct vy__vk_pending *pendings; /* live async handles, invalidated by recovery */
+
+	pthread_mutex_t resident_lock;
+	struct vy__vk_resident **res_buckets;
+	size_t res_n_buckets;
+	size_t res_count;
+};
+
+/* Drop a reference to a resident buffer (a hold release function); the last frees it. */
+void vy__vk_resident_release(void *resident);
+
+/* The backend behind a struct vy_backend made by vy_vulkan_backend_create. */
+static inline struct vy__vk_backend *vy__vk_from(struct vy_backend *b)
+{
+	return (struct vy__vk_backend *)b;
+}
+
+/* Prefix the message of `err` with "grid_sync segment K: " when the program has several
+ * segments, as vy_grid_sync_dispatch does; returns `rc`. */
+int vy__vk_segment_error(struct vy_err *err, int rc, uint32_t seg, uint32_t n_segments);
+
+/* Record a failure code: DEVICE_LOST marks the device lost. Returns `rc`. */
+int vy__vk_note(struct vy__vk_backend *b, int rc);
+
+/*
+ * The kernel of `program` (taking a reference): from the cache, or compiled and inserted. Call
+ * with `life` held for reading. Errors: INVALID_PROGRAM, UNSUPPORTED_FEATURE and
+ * KERNEL_COMPILE_FAILED from validation, lowering, code generation and shaderc (prefixed with
+ * "grid_sync segment K: " where a segment fails), and those of creating Vulkan objects.
+ */
+int vy__vk_kernel_get(struct vy__vk_backend *b, const struct vy_program *program,
+	struct vy__vk_kernel **out, struct vy_err *err);
+void vy__vk_kernel_ref(struct vy__vk_kernel *k);
+void vy__vk_kernel_unref(struct vy__vk_kernel *k);
+/* vy__vk_kernel_unref as a hold release function. */
+void vy__vk_kernel_release(void *kernel);
+
+/*
+ * The pipelines of `k` for the spec values and workgroup size of a dispatch (made on first use).
+ * Errors: BAD_REQUEST for spec values the program has no constant for or of the wrong kind, and
+ * those of vkCreateComputePipelines.
+ */
+int vy__vk_variant_get(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
+	const uint32_t workgroup_size[3], struct vy__vk_variant **out, struct vy_err *err);
+
+/*
+ * Destroy the Vulkan objects of every live kernel and empty the cache (before closing the
+ * device); kernels still referenced keep their programs and are recompiled on their next use.
+ */
+void vy__vk_kernels_drop_device(struct vy__vk_backend *b);
+
+/* One dispatch's buffers: host inputs, or resident resources. */
+struct vy__vk_request {
+	const struct vy_bytes *inputs; /* NULL for a resident dispatch */
+	size_t n_inputs;
+	struct vy__vk_resident *const *resources; /* NULL for a host dispatch */
+	size_t n_resources;
+	const struct vy_dispatch_config *config;
+	bool timed;
+};
+
+#define VY__VK_JOB_INLINE_SEGMENTS 4
+
+/* One dispatch. Lives on the caller's stack for a synchronous dispatch, in the pending handle for
+ * an asynchronous one. */
+struct vy__vk_job {
+	struct vy__vk_kernel *k; /* a reference, dropped when the context is released */
+	struct vy__vk_variant *v;
+	struct vy_vk_ctx *ctx;
+	bool resident;
+	bool timed;
+	uint64_t timeout_ns;
+	uint64_t start_ns;
+	uint64_t enqueue_ns;
+	uint32_t n_bufs;
+	uint32_t buf_of[VY_IR_MAX_BUFFERS];       /* program buffer index -> bufs index */
+	struct vy_vk_xfer bufs[VY_IR_MAX_BUFFERS]; /* the non-workgroup buffers, in plan order */
+	uint32_t n_refill;
+	struct vy_vk_xfer refill[VY_IR_MAX_BUFFERS]; /* output-role buffers, zeroed between segments */
+	struct vy_vk_xfer sidecar;                   /* one trap range per segment */
+	uint32_t sidecar_stride;
+	uint32_t n_outputs;
+	uint32_t output_buf[VY_IR_MAX_BUFFERS]; /* output i -> bufs index */
+	struct vy_launch *launches;             /* one per segment; inline or owned */
+	struct vy_launch launch_inline[VY__VK_JOB_INLINE_SEGMENTS];
+};
+
+/*
+ * Start a dispatch of `k` in `job` (caller storage), taking over the caller's reference to `k`
+ * whatever the result: check the request, bind and upload, record and queue it (`now`: submit at
+ * once). Call with `life` held for reading. Errors: BAD_REQUEST (inputs or resources that do not
+ * match the plan, bad spec values or grids), UNSUPPORTED_FEATURE (a workgroup-size override above
+ * the device's limits, a buffer larger than the device binds), OUT_OF_MEMORY, DEVICE_LOST. On
+ * failure the job holds nothing.
+ */
+int vy__vk_job_start(struct vy__vk_backend *b, struct vy__vk_kernel *k,
+	const struct vy__vk_request *req, bool now, struct vy__vk_job *job, struct vy_err *err);
+/* Whether the job is done. */
+bool vy__vk_job_ready(struct vy__vk_backend *b, struct vy__vk_job *job);
+/*
+ * Wait for the job, decode its traps and move its outputs into `outputs` (reusing the buffers it
+ * holds where every length matches; NULL for a resident dispatch), fill `timing` when given, and
+ * release what the job holds (on a timeout, once its work is done). Errors: TIMEOUT, TRAP,
+ * DEVICE_LOST, OUT_OF_MEMORY.
+ */
+int vy__vk_job_finish(struct vy__vk_backend *b, struct vy__vk_job *job, struct vy_outputs *outputs,
+	struct vy_timing *timing, struct vy_err *err);
+/* Release a job without its results (its work may still run). */
+void vy__vk_job_abandon(struct vy__vk_backend *b, struct vy__vk_job *job);
+
+/* Test hooks. */
+
+/* Act as if the device had reported VK_ERROR_DEVICE_LOST. */
+void vy__vk_simulate_device_lost(struct vy_backend *b);
+/*
+ * vy_vulkan_backend_create with descriptor sets instead of push descriptors, so that the path of
+ * devices without VK_KHR_push_descriptor runs on lavapipe too.
+ */
+int vy__vk_backend_create_without_push(
+	const struct vy_vulkan_options *opts, struct vy_backend **out, struct vy_err *err);
+/* The probe's findings of an open backend. */
+const struct vy_vk_probe *vy__vk_backend_probe(struct vy_backend *b);
+/* Compile GLSL with the backend's compiler (compile errors as a dispatch reports them). */
+int vy__vk_backend_compile(struct vy_backend *b, const char *glsl, struct vy_err *err);
+
+#endif

@@ -1,0 +1,696 @@
+/*
+ * The code generator of the Vulkan backend: the shader's interface (bindings, push constants,
+ * specialization constants, the trap sidecar), the prologue that computes the program's ids,
+ * folds the grid and zeroes workgroup memory, the statements of the program, and the decoding of
+ * the trap sidecar. Expressions are in vk_codegen_expr.c, the GLSL helper library in
+ * vk_codegen_lib.c.
+ *
+ * GLSL names: helpers and the prologue's variables start with `vy_`, temporaries are `t<n>`,
+ * and a user name gets a numbered prefix (`v<n>_` variables, `b<n>_` buffers, `s<n>_` spec
+ * constants) before a cosmetic copy of the name with its leading underscores dropped and runs of
+ * underscores collapsed, so no generated name collides with another, with a GLSL keyword or
+ * builtin, or contains the reserved "__".
+ *
+ * Traps end the invocation with `return`. An invocation that traps before a barrier leaves its
+ * workgroup's other invocations at a barrier it never reaches; the dispatch fails with TRAP
+ * anyway, and what a device does with such a barrier (wait for the invocations that are still
+ * running, as lavapipe and NVIDIA do) only decides the contents of buffers that are not returned.
+ */
+#include "vk_codegen.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "node_path.h"
+#include "vk_codegen_internal.h"
+
+/* ---- Text ---- */
+
+static void reserve(struct vy__vk_str *s, size_t more)
+{
+	if (s->len + more + 1 <= s->cap) {
+		return;
+	}
+	size_t cap = s->cap ? s->cap : 4096;
+	while (cap < s->len + more + 1) {
+		cap *= 2;
+	}
+	char *data = realloc(s->data, cap);
+	if (!data) {
+		fprintf(stderr, "vyred: out of memory generating a shader\n");
+		abort();
+	}
+	s->data = data;
+	s->cap = cap;
+}
+
+void vy__vk_str_add(struct vy__vk_str *s, const char *text)
+{
+	size_t n = strlen(text);
+	reserve(s, n);
+	memcpy(s->data + s->len, text, n + 1);
+	s->len += n;
+}
+
+static void str_vaddf(struct vy__vk_str *s, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+static void str_vaddf(struct vy__vk_str *s, const char *fmt, va_list ap)
+{
+	va_list again;
+	va_copy(again, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	assert(n >= 0);
+	reserve(s, (size_t)n);
+	vsnprintf(s->data + s->len, (size_t)n + 1, fmt, again);
+	va_end(again);
+	s->len += (size_t)n;
+}
+
+void vy__vk_str_addf(struct vy__vk_str *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	str_vaddf(s, fmt, ap);
+	va_end(ap);
+}
+
+void vy__vk_str_finish(struct vy__vk_str *s)
+{
+	free(s->data);
+	*s = (struct vy__vk_str){0};
+}
+
+void vy__vk_line(struct vy__vk_gen *g, const char *fmt, ...)
+{
+	reserve(&g->body, g->indent + 1);
+	for (uint32_t i = 0; i < g->indent; i++) {
+		g->body.data[g->body.len++] = '\t';
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	str_vaddf(&g->body, fmt, ap);
+	va_end(ap);
+	vy__vk_str_add(&g->body, "\n");
+}
+
+int vy__vk_fail(struct vy__vk_gen *g, int code, const char *fix, const char *fmt, ...)
+{
+	if (g->rc) {
+		return g->rc;
+	}
+	g->rc = code;
+	if (!g->err) {
+		return code;
+	}
+	char at[VY_ERR_AT_MAX];
+	bool located = vy_node_path(g->p, g->node, at, sizeof(at)) == 0;
+	va_list ap;
+	va_start(ap, fmt);
+	vy_err_setv(g->err, code, located ? at : NULL, fix, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* ---- Names ---- */
+
+/* `prefix` and `n`, then the cosmetic copy of `name` described at the top of the file. */
+static void ident(char *buf, size_t size, char prefix, uint32_t n, const char *name)
+{
+	int used = snprintf(buf, size, "%c%u_", prefix, n);
+	assert(used > 0 && (size_t)used < size);
+	size_t at = (size_t)used;
+	bool after_underscore = true;
+	for (const char *c = name; *c && at + 1 < size; c++) {
+		if (*c == '_' && after_underscore) {
+			continue;
+		}
+		after_underscore = *c == '_';
+		buf[at++] = *c;
+	}
+	buf[at] = '\0';
+}
+
+static void var_push(struct vy__vk_gen *g, const char *name, uint32_t id)
+{
+	if (g->n_vars == g->cap_vars) {
+		uint32_t cap = g->cap_vars ? g->cap_vars * 2 : 64;
+		struct vy__vk_var *vars = realloc(g->vars, (size_t)cap * sizeof(*vars));
+		if (!vars) {
+			fprintf(stderr, "vyred: out of memory generating a shader\n");
+			abort();
+		}
+		g->vars = vars;
+		g->cap_vars = cap;
+	}
+	g->vars[g->n_vars++] = (struct vy__vk_var){name, id};
+}
+
+void vy__vk_var_ident(const struct vy__vk_gen *g, const char *name, char *buf, size_t size)
+{
+	for (uint32_t i = g->n_vars; i-- > 0;) {
+		if (strcmp(g->vars[i].name, name) == 0) {
+			ident(buf, size, 'v', g->vars[i].id, name);
+			return;
+		}
+	}
+	assert(!"variable out of scope in a validated program");
+	snprintf(buf, size, "0u");
+}
+
+uint32_t vy__vk_buffer_find(const struct vy__vk_gen *g, const char *name)
+{
+	for (uint32_t i = 0; i < g->p->n_buffers; i++) {
+		if (strcmp(g->p->buffers[i].name, name) == 0) {
+			return i;
+		}
+	}
+	assert(!"unknown buffer in a validated program");
+	return 0;
+}
+
+void vy__vk_buffer_array(const struct vy__vk_gen *g, uint32_t buffer, char *buf, size_t size)
+{
+	const struct vy_buffer *b = &g->p->buffers[buffer];
+	ident(buf, size, 'b', buffer, b->name);
+	if (b->access != VY_ACCESS_WORKGROUP) {
+		size_t n = strlen(buf);
+		snprintf(buf + n, size - n, ".d");
+	}
+}
+
+void vy__vk_buffer_len(const struct vy__vk_gen *g, uint32_t buffer, char *buf, size_t size)
+{
+	const struct vy_buffer *b = &g->p->buffers[buffer];
+	if (b->access == VY_ACCESS_WORKGROUP) {
+		snprintf(buf, size, "%uu", b->count);
+		return;
+	}
+	snprintf(buf, size, "vy_len%u", g->vk_binding[buffer]);
+}
+
+void vy__vk_spec_ident(const struct vy__vk_gen *g, const char *name, char *buf, size_t size)
+{
+	for (uint32_t i = 0; i < g->layout->n_spec; i++) {
+		const struct vy_vk_spec *s = &g->layout->spec[i];
+		if (strcmp(s->name, name) == 0) {
+			ident(buf, size, 's', s->constant_id, name);
+			return;
+		}
+	}
+	assert(!"spec constant missing from the layout");
+	snprintf(buf, size, "0u");
+}
+
+void vy__vk_trap_if(struct vy__vk_gen *g, const char *cond, unsigned kind)
+{
+	/* Node numbers stay below VY_IR_MAX_NODES, so the key fits 32 bits. */
+	uint64_t key = vy_trap_key(g->node, (enum vy_trap_kind)kind);
+	assert(key < UINT32_MAX);
+	g->uses |= VY__VK_USE(TRAP);
+	vy__vk_line(g, "if (%s) {", cond);
+	vy__vk_line(g, "\tvy_trap_raise(%uu);", (uint32_t)key);
+	vy__vk_line(g, "\treturn;");
+	vy__vk_line(g, "}");
+}
+
+/* ---- Interface ---- */
+
+/* Non-workgroup buffers by binding number, ties in program order: the binding plan's order. */
+static void plan_bindings(const struct vy_program *p, struct vy_vk_shader_layout *layout)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < p->n_buffers; i++) {
+		const struct vy_buffer *b = &p->buffers[i];
+		if (b->access == VY_ACCESS_WORKGROUP) {
+			continue;
+		}
+		uint32_t at = n;
+		while (at > 0 && p->buffers[layout->bindings[at - 1].buffer_index].binding > b->binding) {
+			layout->bindings[at] = layout->bindings[at - 1];
+			at--;
+		}
+		layout->bindings[at] = (struct vy_vk_binding){
+			.buffer_index = i,
+			.read_only = b->access == VY_ACCESS_READ_ONLY || b->access == VY_ACCESS_UNIFORM,
+		};
+		n++;
+	}
+	for (uint32_t k = 0; k < n; k++) {
+		layout->bindings[k].vk_binding = k;
+	}
+	layout->n_bindings = n;
+	layout->trap_binding = n;
+	layout->trap_bytes = VY_VK_TRAP_BYTES;
+	layout->push_constant_bytes = (uint32_t)sizeof(struct vy_vk_push);
+}
+
+/* Insert a spec constant in name order; false when the table is full. */
+static bool spec_add(struct vy_vk_shader_layout *layout, const struct vy_expr *e)
+{
+	uint32_t at = 0;
+	while (at < layout->n_spec) {
+		int c = strcmp(layout->spec[at].name, e->name);
+		if (c == 0) {
+			return true;
+		}
+		if (c > 0) {
+			break;
+		}
+		at++;
+	}
+	if (layout->n_spec == VY_VK_MAX_SPEC) {
+		return false;
+	}
+	memmove(&layout->spec[at + 1], &layout->spec[at],
+		(layout->n_spec - at) * sizeof(layout->spec[0]));
+	layout->spec[at] = (struct vy_vk_spec){
+		.name = e->name,
+		.type = e->type,
+		.default_bits = e->bits,
+	};
+	layout->n_spec++;
+	return true;
+}
+
+static bool specs_in_expr(struct vy_vk_shader_layout *layout, const struct vy_expr *e)
+{
+	if (e->kind == VY_EXPR_SPEC && !spec_add(layout, e)) {
+		return false;
+	}
+	for (uint32_t i = 0; i < e->nargs; i++) {
+		if (e->args[i] && !specs_in_expr(layout, e->args[i])) {
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool specs_in_block(struct vy_vk_shader_layout *layout, const struct vy_block *b)
+{
+	for (uint32_t i = 0; i < b->len; i++) {
+		const struct vy_node *n = b->items[i];
+		for (uint32_t k = 0; k < 2; k++) {
+			if (n->args[k] && !specs_in_expr(layout, n->args[k])) {
+				return false;
+			}
+		}
+		if (!specs_in_block(layout, &n->body) || !specs_in_block(layout, &n->orelse)) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* ---- Statements ---- */
+
+static void block(struct vy__vk_gen *g, const struct vy_block *b);
+
+static void store(struct vy__vk_gen *g, const struct vy_node *n)
+{
+	struct vy__vk_val idx, val;
+	vy__vk_expr(g, n->args[0], &idx);
+	vy__vk_expr(g, n->args[1], &val);
+	if (g->rc) {
+		return;
+	}
+	uint32_t b = vy__vk_buffer_find(g, n->name);
+	char arr[160], len[160];
+	vy__vk_buffer_array(g, b, arr, sizeof(arr));
+	vy__vk_buffer_len(g, b, len, sizeof(len));
+	vy__vk_line(g, "if (%s < %s) {", idx.text, len);
+	/* f32 values are canonical already; a bool is stored as the word 1 or 0. */
+	if (val.type == VY_TYPE_BOOL) {
+		vy__vk_line(g, "\t%s[%s] = %s ? 1u : 0u;", arr, idx.text, val.text);
+	} else {
+		vy__vk_line(g, "\t%s[%s] = %s;", arr, idx.text, val.text);
+	}
+	vy__vk_line(g, "}");
+}
+
+static void loop(struct vy__vk_gen *g, const struct vy_node *n)
+{
+	struct vy__vk_val from, to;
+	vy__vk_expr(g, n->args[0], &from);
+	vy__vk_expr(g, n->args[1], &to);
+	if (g->rc) {
+		return;
+	}
+	g->has_loop = true;
+	/* The bound is read once, even when it names a variable that the body assigns. */
+	uint32_t bound = g->next_temp++;
+	vy__vk_line(g, "uint t%u = %s;", bound, to.text);
+	uint32_t id = g->next_var++;
+	char v[128];
+	ident(v, sizeof(v), 'v', id, n->name);
+	vy__vk_line(g, "for (uint %s = %s; %s < t%u; ++%s) {", v, from.text, v, bound, v);
+	g->indent++;
+	vy__vk_line(g, "vy_it_lo += 1u;");
+	vy__vk_line(g, "if (vy_it_lo == 0u) {");
+	vy__vk_line(g, "\tvy_it_hi += 1u;");
+	vy__vk_line(g, "}");
+	vy__vk_trap_if(g,
+		"vy_it_hi > vy_pc.loop_limit_hi || "
+		"(vy_it_hi == vy_pc.loop_limit_hi && vy_it_lo > vy_pc.loop_limit_lo)",
+		VY_TRAP_LOOP_LIMIT);
+	uint32_t mark = g->n_vars;
+	var_push(g, n->name, id);
+	block(g, &n->body);
+	g->n_vars = mark;
+	g->indent--;
+	vy__vk_line(g, "}");
+}
+
+/* Region generator names are free text: keep printable ASCII for the comment. */
+static void region_comment(struct vy__vk_gen *g, const char *name)
+{
+	char text[VY_IR_MAX_NAME + 1];
+	size_t n = 0;
+	for (const char *c = name; *c && n < VY_IR_MAX_NAME; c++) {
+		text[n++] = (*c >= 0x20 && *c < 0x7F) ? *c : '?';
+	}
+	text[n] = '\0';
+	vy__vk_line(g, "// region %s", text);
+}
+
+static void node(struct vy__vk_gen *g, const struct vy_node *n)
+{
+	g->node = g->next_node++;
+	struct vy__vk_val v;
+	char text[192];
+	switch (n->kind) {
+	case VY_NODE_LET: {
+		vy__vk_expr(g, n->args[0], &v);
+		if (g->rc) {
+			return;
+		}
+		uint32_t id = g->next_var++;
+		ident(text, sizeof(text), 'v', id, n->name);
+		vy__vk_line(g, "%s %s = %s;", vy__vk_glsl_type(v.type), text, v.text);
+		var_push(g, n->name, id);
+		return;
+	}
+	case VY_NODE_ASSIGN:
+		vy__vk_expr(g, n->args[0], &v);
+		if (g->rc) {
+			return;
+		}
+		vy__vk_var_ident(g, n->name, text, sizeof(text));
+		vy__vk_line(g, "%s = %s;", text, v.text);
+		return;
+	case VY_NODE_STORE:
+		store(g, n);
+		return;
+	case VY_NODE_IF:
+		vy__vk_expr(g, n->args[0], &v);
+		if (g->rc) {
+			return;
+		}
+		vy__vk_cond_text(&v, text, sizeof(text));
+		vy__vk_line(g, "if (%s) {", text);
+		g->indent++;
+		block(g, &n->body);
+		g->indent--;
+		if (n->orelse.len > 0) {
+			vy__vk_line(g, "} else {");
+			g->indent++;
+			block(g, &n->orelse);
+			g->indent--;
+		}
+		vy__vk_line(g, "}");
+		return;
+	case VY_NODE_LOOP:
+		loop(g, n);
+		return;
+	case VY_NODE_RETURN:
+		vy__vk_line(g, "return;");
+		return;
+	case VY_NODE_BLOCK:
+	case VY_NODE_REGION:
+		vy__vk_line(g, "{");
+		g->indent++;
+		if (n->kind == VY_NODE_REGION) {
+			region_comment(g, n->name);
+		}
+		block(g, &n->body);
+		g->indent--;
+		vy__vk_line(g, "}");
+		return;
+	case VY_NODE_BARRIER:
+		if (n->order == VY_ORDER_GRID_SYNC) {
+			vy__vk_fail(g, VY_E_UNSUPPORTED_FEATURE,
+				"move the grid_sync barrier to the top level of the entry, or of a "
+				"region that is the whole entry, where the runtime splits the program",
+				"a grid_sync barrier reached code generation; it cannot be a barrier "
+				"inside one shader");
+			return;
+		}
+		/* Release this invocation's writes, meet, then acquire the others'. Every order
+		 * gets the full fence: it is never weaker than what the program asked for. */
+		g->has_barrier = true;
+		vy__vk_line(g, "memoryBarrierShared();");
+		vy__vk_line(g, "memoryBarrierBuffer();");
+		vy__vk_line(g, "barrier();");
+		vy__vk_line(g, "memoryBarrierBuffer();");
+		return;
+	case VY_NODE_KIND_COUNT:
+		break;
+	}
+	assert(!"node kind outside the enum");
+}
+
+static void block(struct vy__vk_gen *g, const struct vy_block *b)
+{
+	uint32_t mark = g->n_vars;
+	for (uint32_t i = 0; i < b->len && !g->rc; i++) {
+		node(g, b->items[i]);
+	}
+	g->n_vars = mark;
+}
+
+/* ---- The shader ---- */
+
+static void emit_interface(struct vy__vk_gen *g, struct vy__vk_str *out)
+{
+	const struct vy_program *p = g->p;
+	const struct vy_vk_shader_layout *layout = g->layout;
+	vy__vk_str_add(out, "#version 450\n");
+	static const struct {
+		uint32_t bit;
+		const char *ext;
+	} exts[] = {
+		{VY_VK_SUBGROUP_BASIC, "GL_KHR_shader_subgroup_basic"},
+		{VY_VK_SUBGROUP_ARITHMETIC, "GL_KHR_shader_subgroup_arithmetic"},
+		{VY_VK_SUBGROUP_BALLOT, "GL_KHR_shader_subgroup_ballot"},
+		{VY_VK_SUBGROUP_SHUFFLE, "GL_KHR_shader_subgroup_shuffle"},
+	};
+	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+		if (g->subgroup_features & exts[i].bit) {
+			vy__vk_str_addf(out, "#extension %s : require\n", exts[i].ext);
+		}
+	}
+	vy__vk_str_addf(out,
+		"\nlayout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2,\n"
+		"\tlocal_size_x = %u, local_size_y = %u, local_size_z = %u) in;\n\n",
+		p->workgroup_size[0], p->workgroup_size[1], p->workgroup_size[2]);
+
+	char id[128];
+	for (uint32_t i = 0; i < layout->n_spec; i++) {
+		const struct vy_vk_spec *s = &layout->spec[i];
+		ident(id, sizeof(id), 's', s->constant_id, s->name);
+		vy__vk_str_addf(out, "layout(constant_id = %u) const uint %s = %uu;\n", s->constant_id,
+			id, s->default_bits);
+	}
+	if (layout->n_spec > 0) {
+		vy__vk_str_add(out, "\n");
+	}
+
+	for (uint32_t k = 0; k < layout->n_bindings; k++) {
+		const struct vy_vk_binding *bd = &layout->bindings[k];
+		const char *qual = bd->read_only ? "readonly " : (g->has_barrier ? "coherent " : "");
+		ident(id, sizeof(id), 'b', bd->buffer_index, p->buffers[bd->buffer_index].name);
+		vy__vk_str_addf(out,
+			"layout(std430, set = 0, binding = %u) %sbuffer VyBuf%u {\n\tuint d[];\n} %s;\n",
+			bd->vk_binding, qual, bd->buffer_index, id);
+	}
+	vy__vk_str_addf(out,
+		"layout(std430, set = 0, binding = %u) buffer VyTrap {\n"
+		"\tuint key;\n"
+		"\tuint count;\n"
+		"} vy_trap;\n",
+		layout->trap_binding);
+	vy__vk_str_add(out, "layout(push_constant, std430) uniform VyPush {\n"
+			    "\tuint lwg_x;\n"
+			    "\tuint lwg_y;\n"
+			    "\tuint lwg_z;\n"
+			    "\tuint dispatch_x;\n"
+			    "\tuint dispatch_y;\n"
+			    "\tuint loop_limit_lo;\n"
+			    "\tuint loop_limit_hi;\n"
+			    "\tuint empty_bindings;\n"
+			    "} vy_pc;\n");
+	for (uint32_t i = 0; i < p->n_buffers; i++) {
+		const struct vy_buffer *b = &p->buffers[i];
+		if (b->access == VY_ACCESS_WORKGROUP) {
+			ident(id, sizeof(id), 'b', i, b->name);
+			vy__vk_str_addf(out, "shared uint %s[%u];\n", id, b->count);
+		}
+	}
+	vy__vk_str_add(out, "\n");
+}
+
+/*
+ * The logical workgroup id (the folding rule of planner/launch.h, computed without overflow:
+ * a launched id whose linear number does not fit 32 bits is past any logical grid), the global
+ * ids, zeroed workgroup memory and the loop counter.
+ */
+static void emit_prologue(struct vy__vk_gen *g, struct vy__vk_str *out)
+{
+	const struct vy_program *p = g->p;
+	vy__vk_str_add(out, "\tuvec3 vy_wg = gl_WorkGroupID;\n"
+			    "\tif (vy_pc.lwg_y == 1u && vy_pc.lwg_z == 1u) {\n"
+			    "\t\tuint vy_hi;\n"
+			    "\t\tuint vy_lo;\n"
+			    "\t\tumulExtended(gl_WorkGroupID.z, vy_pc.dispatch_y, vy_hi, vy_lo);\n"
+			    "\t\tbool vy_over = vy_hi != 0u;\n"
+			    "\t\tuint vy_lin = vy_lo + gl_WorkGroupID.y;\n"
+			    "\t\tvy_over = vy_over || vy_lin < vy_lo;\n"
+			    "\t\tumulExtended(vy_lin, vy_pc.dispatch_x, vy_hi, vy_lo);\n"
+			    "\t\tvy_over = vy_over || vy_hi != 0u;\n"
+			    "\t\tvy_lin = vy_lo + gl_WorkGroupID.x;\n"
+			    "\t\tvy_over = vy_over || vy_lin < vy_lo;\n"
+			    "\t\tif (vy_over || vy_lin >= vy_pc.lwg_x) {\n"
+			    "\t\t\treturn;\n"
+			    "\t\t}\n"
+			    "\t\tvy_wg = uvec3(vy_lin, 0u, 0u);\n"
+			    "\t}\n"
+			    "\tuvec3 vy_gid = vy_wg * gl_WorkGroupSize + gl_LocalInvocationID;\n");
+	char id[128];
+	for (uint32_t k = 0; k < g->layout->n_bindings; k++) {
+		uint32_t i = g->layout->bindings[k].buffer_index;
+		ident(id, sizeof(id), 'b', i, p->buffers[i].name);
+		vy__vk_str_addf(out,
+			"\tuint vy_len%u = (vy_pc.empty_bindings & %uu) != 0u ? 0u : uint(%s.d.length());\n",
+			k, 1u << k, id);
+	}
+	bool shared = false;
+	for (uint32_t i = 0; i < p->n_buffers; i++) {
+		const struct vy_buffer *b = &p->buffers[i];
+		if (b->access != VY_ACCESS_WORKGROUP) {
+			continue;
+		}
+		if (!shared) {
+			vy__vk_str_add(out, "\tuint vy_wsize = gl_WorkGroupSize.x * gl_WorkGroupSize.y *"
+					    " gl_WorkGroupSize.z;\n");
+			shared = true;
+		}
+		ident(id, sizeof(id), 'b', i, b->name);
+		vy__vk_str_addf(out,
+			"\tfor (uint vy_i = gl_LocalInvocationIndex; vy_i < %uu; vy_i += vy_wsize) {\n"
+			"\t\t%s[vy_i] = 0u;\n"
+			"\t}\n",
+			b->count, id);
+	}
+	if (shared) {
+		vy__vk_str_add(out, "\tmemoryBarrierShared();\n\tbarrier();\n");
+	}
+	if (g->has_loop) {
+		vy__vk_str_add(out, "\tuint vy_it_lo = 0u;\n\tuint vy_it_hi = 0u;\n");
+	}
+}
+
+int vy_vk_codegen(const struct vy_program *program, const struct vy_vk_codegen_options *opts,
+	char **glsl, struct vy_vk_shader_layout *layout, struct vy_err *err)
+{
+	assert(program && opts && glsl && layout);
+	*glsl = NULL;
+	memset(layout, 0, sizeof(*layout));
+	plan_bindings(program, layout);
+	if (!specs_in_block(layout, &program->entry)) {
+		return vy_err_set(err, VY_E_UNSUPPORTED_FEATURE, NULL,
+			"use at most 64 distinct spec constants in one program",
+			"the program uses more than %d distinct spec constants", VY_VK_MAX_SPEC);
+	}
+	for (uint32_t i = 0; i < layout->n_spec; i++) {
+		layout->spec[i].constant_id = 3 + i;
+	}
+
+	struct vy__vk_gen g = {
+		.p = program,
+		.opts = opts,
+		.layout = layout,
+		.err = err,
+		.indent = 1,
+	};
+	for (uint32_t k = 0; k < layout->n_bindings; k++) {
+		g.vk_binding[layout->bindings[k].buffer_index] = layout->bindings[k].vk_binding;
+	}
+	block(&g, &program->entry);
+	if (g.rc) {
+		vy__vk_str_finish(&g.body);
+		free(g.vars);
+		return g.rc;
+	}
+
+	struct vy__vk_str out = {0};
+	emit_interface(&g, &out);
+	vy__vk_lib_emit(&out, g.uses, &opts->math);
+	vy__vk_str_add(&out, "void main()\n{\n");
+	emit_prologue(&g, &out);
+	if (g.body.len > 0) {
+		vy__vk_str_add(&out, g.body.data);
+	}
+	vy__vk_str_add(&out, "}\n");
+
+	layout->uses_f64 = (vy__vk_lib_close(g.uses) & VY__VK_USE(FFMA)) &&
+			   vy__vk_lib_fma_needs_f64(&opts->math);
+	layout->subgroup_features = g.subgroup_features;
+	vy__vk_str_finish(&g.body);
+	free(g.vars);
+	*glsl = out.data;
+	return 0;
+}
+
+/* ---- Traps ---- */
+
+int vy_vk_trap_decode(const struct vy_program *program, const void *sidecar, size_t len,
+	struct vy_err *err)
+{
+	if (!sidecar || len < VY_VK_TRAP_BYTES) {
+		return vy_err_set(err, VY_E_INTERNAL, NULL,
+			"bind a trap sidecar of trap_bytes bytes and read all of it back",
+			"the trap sidecar holds %zu bytes, fewer than %u", len, VY_VK_TRAP_BYTES);
+	}
+	uint32_t words[2];
+	memcpy(words, sidecar, sizeof(words));
+	if (words[0] == 0) {
+		return 0;
+	}
+	uint32_t key = ~words[0];
+	uint32_t node = key / VY_TRAP_KIND_COUNT;
+	enum vy_trap_kind kind = (enum vy_trap_kind)(key % VY_TRAP_KIND_COUNT);
+	char at[VY_ERR_AT_MAX];
+	if (vy_node_path(program, node, at, sizeof(at)) != 0) {
+		return vy_err_set(err, VY_E_INTERNAL, NULL,
+			"decode the sidecar with the program the shader was generated from",
+			"the trap sidecar names node %u, which the program does not have", node);
+	}
+	const char *fix;
+	switch (kind) {
+	case VY_TRAP_INT_DIV_ZERO:
+		fix = "guard the i32 division or remainder so the divisor is never zero";
+		break;
+	case VY_TRAP_INT_OVERFLOW_DIV:
+		fix = "guard the i32 division or remainder against -2147483648 divided by -1";
+		break;
+	default:
+		fix = "bound the loop, or raise config.max_loop_iterations if the work needs more "
+		      "iterations";
+		break;
+	}
+	return vy_err_set(err, VY_E_TRAP, at, fix, "trap %s at %s; %u invocation(s) trapped",
+		vy_trap_kind_name(kind), at, words[1]);
+}

@@ -1,0 +1,803 @@
+/*
+ * Expressions of generated shaders. An expression becomes GLSL statements that compute each of
+ * its operations into a fresh temporary, operands first and left to right, so every operation
+ * runs exactly once and in the reference's order: a load that follows an atomic in the program
+ * reads after it, both arms of a select are computed, and an i32 division that traps ends the
+ * invocation before anything after it happens. Literals, variables, ids and buffer lengths have
+ * no effect and are used in place.
+ */
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "node_path.h"
+#include "vk_codegen_internal.h"
+
+#define SIGN_BIT "0x80000000u"
+
+const char *vy__vk_glsl_type(enum vy_type t)
+{
+	return t == VY_TYPE_BOOL ? "bool" : "uint";
+}
+
+void vy__vk_cond_text(const struct vy__vk_val *v, char *buf, size_t size)
+{
+	if (v->type == VY_TYPE_BOOL) {
+		snprintf(buf, size, "%s", v->text);
+	} else {
+		snprintf(buf, size, "(%s != 0u)", v->text);
+	}
+}
+
+static void set(struct vy__vk_val *out, enum vy_type type, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set(struct vy__vk_val *out, enum vy_type type, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(out->text, sizeof(out->text), fmt, ap);
+	va_end(ap);
+	assert(n > 0 && (size_t)n < sizeof(out->text));
+	out->type = type;
+}
+
+/* Declare a temporary of `type` holding the GLSL expression built from fmt; `out` names it. */
+static void temp(struct vy__vk_gen *g, struct vy__vk_val *out, enum vy_type type, const char *fmt,
+	...) __attribute__((format(printf, 4, 5)));
+
+static void temp(struct vy__vk_gen *g, struct vy__vk_val *out, enum vy_type type, const char *fmt,
+	...)
+{
+	char rhs[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(rhs, sizeof(rhs), fmt, ap);
+	va_end(ap);
+	assert(n > 0 && (size_t)n < sizeof(rhs));
+	uint32_t id = g->next_temp++;
+	vy__vk_line(g, "%s t%u = %s;", vy__vk_glsl_type(type), id, rhs);
+	set(out, type, "t%u", id);
+}
+
+/* The canonical form of f32 bits, as the reference's ref_canon. */
+static uint32_t canon_bits(uint32_t bits)
+{
+	uint32_t exp = bits & 0x7F800000u;
+	if (exp == 0x7F800000u) {
+		return (bits & 0x007FFFFFu) ? 0x7FC00000u : bits;
+	}
+	if (exp == 0) {
+		return bits & 0x80000000u;
+	}
+	return bits;
+}
+
+static void literal(const struct vy_expr *e, struct vy__vk_val *out)
+{
+	switch (e->type) {
+	case VY_TYPE_BOOL:
+		set(out, VY_TYPE_BOOL, "%s", e->bits ? "true" : "false");
+		break;
+	case VY_TYPE_U32:
+		set(out, VY_TYPE_U32, "%uu", e->bits);
+		break;
+	case VY_TYPE_I32:
+		set(out, VY_TYPE_I32, "0x%08Xu", e->bits);
+		break;
+	case VY_TYPE_F32:
+		set(out, VY_TYPE_F32, "0x%08Xu", canon_bits(e->bits));
+		break;
+	default:
+		assert(!"literal of no type");
+		break;
+	}
+}
+
+static void use(struct vy__vk_gen *g, uint64_t bits)
+{
+	g->uses |= bits;
+}
+
+static int unsupported_subgroups(struct vy__vk_gen *g)
+{
+	return vy__vk_fail(g, VY_E_UNSUPPORTED_FEATURE,
+		"run the program on a device with subgroup support, or remove its subgroup_* "
+		"expressions",
+		"subgroup operations are not supported on this device");
+}
+
+static void f32_binary(struct vy__vk_gen *g, enum vy_binop op, const struct vy__vk_val *a,
+	const struct vy__vk_val *b, struct vy__vk_val *out)
+{
+	const char *fn = NULL;
+	uint64_t lib = 0;
+	enum vy_type rt = VY_TYPE_F32;
+	bool swap = false;
+	bool negate = false;
+	switch (op) {
+	case VY_BIN_ADD:
+		fn = "vy_fadd";
+		lib = VY__VK_USE(FADD);
+		break;
+	case VY_BIN_SUB:
+		fn = "vy_fsub";
+		lib = VY__VK_USE(FSUB);
+		break;
+	case VY_BIN_MUL:
+		fn = "vy_fmul";
+		lib = VY__VK_USE(FMUL);
+		break;
+	case VY_BIN_DIV:
+		fn = "vy_fdiv";
+		lib = VY__VK_USE(FDIV);
+		break;
+	case VY_BIN_MOD:
+		fn = "vy_fmod";
+		lib = VY__VK_USE(FMOD);
+		break;
+	case VY_BIN_MIN:
+		fn = "vy_fmin";
+		lib = VY__VK_USE(FMIN);
+		break;
+	case VY_BIN_MAX:
+		fn = "vy_fmax";
+		lib = VY__VK_USE(FMAX);
+		break;
+	case VY_BIN_EQ:
+	case VY_BIN_NE:
+		fn = "vy_feq";
+		negate = op == VY_BIN_NE;
+		break;
+	case VY_BIN_LT:
+	case VY_BIN_GT:
+		fn = "vy_flt";
+		swap = op == VY_BIN_GT;
+		break;
+	case VY_BIN_LE:
+	case VY_BIN_GE:
+		fn = "vy_fle";
+		swap = op == VY_BIN_GE;
+		break;
+	default:
+		assert(!"not an f32 binary operation");
+		return;
+	}
+	if (!lib) {
+		lib = VY__VK_USE(FCMP);
+		rt = VY_TYPE_BOOL;
+	}
+	use(g, lib);
+	temp(g, out, rt, "%s%s(%s, %s)", negate ? "!" : "", fn, swap ? b->text : a->text,
+		swap ? a->text : b->text);
+}
+
+/* i32 division and remainder: the traps first, in the reference's order, then the magnitudes. */
+static void i32_divide(struct vy__vk_gen *g, bool rem, const struct vy__vk_val *a,
+	const struct vy__vk_val *b, struct vy__vk_val *out)
+{
+	char cond[256];
+	snprintf(cond, sizeof(cond), "%s == 0u", b->text);
+	vy__vk_trap_if(g, cond, VY_TRAP_INT_DIV_ZERO);
+	snprintf(cond, sizeof(cond), "%s == " SIGN_BIT " && %s == 0xFFFFFFFFu", a->text, b->text);
+	vy__vk_trap_if(g, cond, VY_TRAP_INT_OVERFLOW_DIV);
+	use(g, rem ? VY__VK_USE(SMOD) : VY__VK_USE(SDIV));
+	temp(g, out, VY_TYPE_I32, "%s(%s, %s)", rem ? "vy_smod" : "vy_sdiv", a->text, b->text);
+}
+
+static void int_binary(struct vy__vk_gen *g, enum vy_binop op, enum vy_type t,
+	const struct vy__vk_val *a, const struct vy__vk_val *b, struct vy__vk_val *out)
+{
+	const char *x = a->text;
+	const char *y = b->text;
+	bool s = t == VY_TYPE_I32;
+	switch (op) {
+	case VY_BIN_ADD:
+		temp(g, out, t, "%s + %s", x, y);
+		break;
+	case VY_BIN_SUB:
+		temp(g, out, t, "%s - %s", x, y);
+		break;
+	case VY_BIN_MUL:
+		temp(g, out, t, "%s * %s", x, y);
+		break;
+	case VY_BIN_DIV:
+		if (s) {
+			i32_divide(g, false, a, b, out);
+		} else {
+			/* The divisor is never zero, even on the branch that the select drops. */
+			temp(g, out, t, "%s == 0u ? 0xFFFFFFFFu : %s / max(%s, 1u)", y, x, y);
+		}
+		break;
+	case VY_BIN_MOD:
+		if (s) {
+			i32_divide(g, true, a, b, out);
+		} else {
+			temp(g, out, t, "%s == 0u ? 0u : %s %% max(%s, 1u)", y, x, y);
+		}
+		break;
+	case VY_BIN_BIT_AND:
+		temp(g, out, t, "%s & %s", x, y);
+		break;
+	case VY_BIN_BIT_OR:
+		temp(g, out, t, "%s | %s", x, y);
+		break;
+	case VY_BIN_BIT_XOR:
+		temp(g, out, t, "%s ^ %s", x, y);
+		break;
+	case VY_BIN_SHL:
+		temp(g, out, t, "%s << (%s & 31u)", x, y);
+		break;
+	case VY_BIN_SHR:
+		if (s) {
+			temp(g, out, t, "uint(int(%s) >> (%s & 31u))", x, y);
+		} else {
+			temp(g, out, t, "%s >> (%s & 31u)", x, y);
+		}
+		break;
+	case VY_BIN_ROTL:
+	case VY_BIN_ROTR:
+		use(g, VY__VK_USE(ROT));
+		temp(g, out, t, "%s(%s, %s)", op == VY_BIN_ROTL ? "vy_rotl" : "vy_rotr", x, y);
+		break;
+	case VY_BIN_EQ:
+		temp(g, out, VY_TYPE_BOOL, "%s == %s", x, y);
+		break;
+	case VY_BIN_NE:
+		temp(g, out, VY_TYPE_BOOL, "%s != %s", x, y);
+		break;
+	case VY_BIN_LT:
+	case VY_BIN_LE:
+	case VY_BIN_GT:
+	case VY_BIN_GE: {
+		static const char *const ops[] = {"<", "<=", ">", ">="};
+		const char *o = ops[op - VY_BIN_LT];
+		if (s) {
+			temp(g, out, VY_TYPE_BOOL, "int(%s) %s int(%s)", x, o, y);
+		} else {
+			temp(g, out, VY_TYPE_BOOL, "%s %s %s", x, o, y);
+		}
+		break;
+	}
+	case VY_BIN_AND:
+	case VY_BIN_OR: {
+		const char *o = op == VY_BIN_AND ? "&&" : "||";
+		if (t == VY_TYPE_BOOL) {
+			temp(g, out, t, "%s %s %s", x, o, y);
+		} else {
+			temp(g, out, t, "(%s != 0u %s %s != 0u) ? 1u : 0u", x, o, y);
+		}
+		break;
+	}
+	case VY_BIN_MIN:
+	case VY_BIN_MAX: {
+		const char *fn = op == VY_BIN_MIN ? "min" : "max";
+		if (s) {
+			temp(g, out, t, "uint(%s(int(%s), int(%s)))", fn, x, y);
+		} else {
+			temp(g, out, t, "%s(%s, %s)", fn, x, y);
+		}
+		break;
+	}
+	case VY_BIN_ABS_DIFF:
+		temp(g, out, t, "%s >= %s ? %s - %s : %s - %s", x, y, x, y, y, x);
+		break;
+	case VY_BIN_SAT_ADD:
+		temp(g, out, t, "%s + %s < %s ? 0xFFFFFFFFu : %s + %s", x, y, x, x, y);
+		break;
+	case VY_BIN_SAT_SUB:
+		temp(g, out, t, "%s < %s ? 0u : %s - %s", x, y, x, y);
+		break;
+	case VY_BIN_SAT_MUL:
+		use(g, VY__VK_USE(WIDE));
+		temp(g, out, t, "vy_sat_mul(%s, %s)", x, y);
+		break;
+	case VY_BIN_MUL_HIGH:
+		use(g, VY__VK_USE(WIDE));
+		temp(g, out, t, "%s(%s, %s)", s ? "vy_mulhi_i" : "vy_mulhi_u", x, y);
+		break;
+	case VY_BINOP_COUNT:
+		assert(!"binary operation outside the enum");
+		break;
+	}
+}
+
+static void binary(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_val *out)
+{
+	struct vy__vk_val a, b;
+	vy__vk_expr(g, e->args[0], &a);
+	vy__vk_expr(g, e->args[1], &b);
+	if (g->rc) {
+		set(out, e->type, "%s", e->type == VY_TYPE_BOOL ? "false" : "0u");
+		return;
+	}
+	enum vy_binop op = (enum vy_binop)e->op;
+	if (a.type == VY_TYPE_F32) {
+		f32_binary(g, op, &a, &b, out);
+	} else if (a.type == VY_TYPE_BOOL) {
+		/* eq, ne, and, or: the only operations on bool. */
+		static const char *const ops[VY_BINOP_COUNT] = {
+			[VY_BIN_EQ] = "==", [VY_BIN_NE] = "!=", [VY_BIN_AND] = "&&", [VY_BIN_OR] = "||"};
+		assert(ops[op]);
+		temp(g, out, VY_TYPE_BOOL, "%s %s %s", a.text, ops[op], b.text);
+	} else {
+		int_binary(g, op, a.type, &a, &b, out);
+	}
+}
+
+static bool lowered(enum vy_unop op)
+{
+	switch (op) {
+	case VY_UN_INVERSE_SQRT:
+	case VY_UN_RECIPROCAL:
+	case VY_UN_EXP:
+	case VY_UN_EXP2:
+	case VY_UN_LOG:
+	case VY_UN_LOG2:
+	case VY_UN_SIN:
+	case VY_UN_COS:
+	case VY_UN_TAN:
+	case VY_UN_ASIN:
+	case VY_UN_ACOS:
+	case VY_UN_ATAN:
+	case VY_UN_SINH:
+	case VY_UN_COSH:
+	case VY_UN_TANH:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void f32_unary(struct vy__vk_gen *g, enum vy_unop op, const struct vy__vk_val *a,
+	struct vy__vk_val *out)
+{
+	const char *x = a->text;
+	switch (op) {
+	case VY_UN_NEG:
+		use(g, VY__VK_USE(CANON));
+		temp(g, out, VY_TYPE_F32, "vy_canon(%s ^ " SIGN_BIT ")", x);
+		return;
+	case VY_UN_ABS:
+		use(g, VY__VK_USE(CANON));
+		temp(g, out, VY_TYPE_F32, "vy_canon(%s & 0x7FFFFFFFu)", x);
+		return;
+	case VY_UN_SIGN:
+		use(g, VY__VK_USE(FSIGN));
+		temp(g, out, VY_TYPE_F32, "vy_fsign(%s)", x);
+		return;
+	case VY_UN_FLOOR:
+		use(g, VY__VK_USE(FFLOOR));
+		temp(g, out, VY_TYPE_F32, "vy_ffloor(%s)", x);
+		return;
+	case VY_UN_CEIL:
+		use(g, VY__VK_USE(FCEIL));
+		temp(g, out, VY_TYPE_F32, "vy_fceil(%s)", x);
+		return;
+	case VY_UN_ROUND:
+		use(g, VY__VK_USE(FROUND));
+		temp(g, out, VY_TYPE_F32, "vy_fround(%s)", x);
+		return;
+	case VY_UN_TRUNC:
+		use(g, VY__VK_USE(FTRUNC));
+		temp(g, out, VY_TYPE_F32, "vy_ftrunc(%s)", x);
+		return;
+	case VY_UN_SQRT:
+		use(g, VY__VK_USE(FSQRT));
+		temp(g, out, VY_TYPE_F32, "vy_fsqrt(%s)", x);
+		return;
+	case VY_UN_IS_NAN:
+		use(g, VY__VK_USE(ISNAN));
+		temp(g, out, VY_TYPE_BOOL, "vy_isnan(%s)", x);
+		return;
+	case VY_UN_IS_INF:
+		temp(g, out, VY_TYPE_BOOL, "(%s & 0x7FFFFFFFu) == 0x7F800000u", x);
+		return;
+	case VY_UN_IS_FINITE:
+		temp(g, out, VY_TYPE_BOOL, "(%s & 0x7F800000u) != 0x7F800000u", x);
+		return;
+	default:
+		assert(!"not an f32 unary operation");
+		return;
+	}
+}
+
+static void int_unary(struct vy__vk_gen *g, enum vy_unop op, enum vy_type t,
+	const struct vy__vk_val *a, struct vy__vk_val *out)
+{
+	const char *x = a->text;
+	switch (op) {
+	case VY_UN_NEG:
+		temp(g, out, t, "0u - %s", x);
+		break;
+	case VY_UN_BIT_NOT:
+		temp(g, out, t, "~%s", x);
+		break;
+	case VY_UN_NOT:
+		temp(g, out, t, "%s == 0u ? 1u : 0u", x);
+		break;
+	case VY_UN_POPCOUNT:
+		temp(g, out, t, "uint(bitCount(%s))", x);
+		break;
+	case VY_UN_CLZ:
+	case VY_UN_CTZ:
+		use(g, VY__VK_USE(BITS));
+		temp(g, out, t, "%s(%s)", op == VY_UN_CLZ ? "vy_clz" : "vy_ctz", x);
+		break;
+	case VY_UN_REVERSE_BITS:
+		temp(g, out, t, "bitfieldReverse(%s)", x);
+		break;
+	case VY_UN_ABS:
+		/* abs(INT_MIN) wraps back to INT_MIN. */
+		temp(g, out, t, "(%s & " SIGN_BIT ") != 0u ? 0u - %s : %s", x, x, x);
+		break;
+	case VY_UN_SIGN:
+		temp(g, out, t, "%s == 0u ? 0u : ((%s & " SIGN_BIT ") != 0u ? 0xFFFFFFFFu : 1u)", x,
+			x);
+		break;
+	case VY_UN_UNPACK4_LOW:
+		temp(g, out, t, "%s & 0xFu", x);
+		break;
+	case VY_UN_UNPACK4_HIGH:
+		temp(g, out, t, "%s >> 28u", x);
+		break;
+	case VY_UN_UNPACK8_LOW:
+		temp(g, out, t, "%s & 0xFFu", x);
+		break;
+	case VY_UN_UNPACK8_HIGH:
+		temp(g, out, t, "%s >> 24u", x);
+		break;
+	default:
+		assert(!"not an integer unary operation");
+		break;
+	}
+}
+
+static void unary(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_val *out)
+{
+	enum vy_unop op = (enum vy_unop)e->op;
+	struct vy__vk_val a;
+	vy__vk_expr(g, e->args[0], &a);
+	if (!g->rc && lowered(op)) {
+		vy__vk_fail(g, VY_E_INTERNAL,
+			"lower the program with vy_vmath_lower before generating code",
+			"%s reached code generation unlowered", vy_unop_name(op));
+	}
+	if (g->rc) {
+		set(out, e->type, "%s", e->type == VY_TYPE_BOOL ? "false" : "0u");
+		return;
+	}
+	if (a.type == VY_TYPE_F32) {
+		f32_unary(g, op, &a, out);
+	} else if (a.type == VY_TYPE_BOOL) {
+		assert(op == VY_UN_NOT);
+		temp(g, out, VY_TYPE_BOOL, "!%s", a.text);
+	} else {
+		int_unary(g, op, a.type, &a, out);
+	}
+}
+
+static void cast(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_val *out)
+{
+	struct vy__vk_val a;
+	vy__vk_expr(g, e->args[0], &a);
+	enum vy_type to = e->type;
+	if (g->rc) {
+		set(out, to, "%s", to == VY_TYPE_BOOL ? "false" : "0u");
+		return;
+	}
+	enum vy_type from = a.type;
+	bool ints = from != VY_TYPE_F32 && from != VY_TYPE_BOOL && to != VY_TYPE_F32 &&
+		    to != VY_TYPE_BOOL;
+	if (from == to || ints) {
+		/* u32 <-> i32 keep their bits. */
+		set(out, to, "%s", a.text);
+		return;
+	}
+	switch (to) {
+	case VY_TYPE_BOOL:
+		if (from == VY_TYPE_F32) {
+			temp(g, out, to, "(%s & 0x7FFFFFFFu) != 0u", a.text);
+		} else {
+			temp(g, out, to, "%s != 0u", a.text);
+		}
+		return;
+	case VY_TYPE_F32:
+		if (from == VY_TYPE_BOOL) {
+			temp(g, out, to, "%s ? 0x3F800000u : 0u", a.text);
+		} else if (from == VY_TYPE_I32) {
+			use(g, VY__VK_USE(I2F));
+			temp(g, out, to, "vy_i2f(%s)", a.text);
+		} else {
+			use(g, VY__VK_USE(U2F));
+			temp(g, out, to, "vy_u2f(%s)", a.text);
+		}
+		return;
+	case VY_TYPE_U32:
+	case VY_TYPE_I32:
+		if (from == VY_TYPE_BOOL) {
+			temp(g, out, to, "%s ? 1u : 0u", a.text);
+		} else if (to == VY_TYPE_U32) {
+			use(g, VY__VK_USE(F2U));
+			temp(g, out, to, "vy_f2u(%s)", a.text);
+		} else {
+			use(g, VY__VK_USE(F2I));
+			temp(g, out, to, "vy_f2i(%s)", a.text);
+		}
+		return;
+	default:
+		assert(!"cast to a type outside the enum");
+		return;
+	}
+}
+
+static void load(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_val *out)
+{
+	struct vy__vk_val idx;
+	vy__vk_expr(g, e->args[0], &idx);
+	uint32_t b = vy__vk_buffer_find(g, e->name);
+	enum vy_type t = g->p->buffers[b].type;
+	if (g->rc) {
+		set(out, t, "%s", t == VY_TYPE_BOOL ? "false" : "0u");
+		return;
+	}
+	char arr[160], len[160];
+	vy__vk_buffer_array(g, b, arr, sizeof(arr));
+	vy__vk_buffer_len(g, b, len, sizeof(len));
+	temp(g, out, t, "%s", t == VY_TYPE_BOOL ? "false" : "0u");
+	vy__vk_line(g, "if (%s < %s) {", idx.text, len);
+	switch (t) {
+	case VY_TYPE_F32:
+		use(g, VY__VK_USE(CANON));
+		vy__vk_line(g, "\t%s = vy_canon(%s[%s]);", out->text, arr, idx.text);
+		break;
+	case VY_TYPE_BOOL:
+		vy__vk_line(g, "\t%s = %s[%s] != 0u;", out->text, arr, idx.text);
+		break;
+	default:
+		vy__vk_line(g, "\t%s = %s[%s];", out->text, arr, idx.text);
+		break;
+	}
+	vy__vk_line(g, "}");
+}
+
+static void atomic(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_val *out)
+{
+	static const char *const fns[VY_ATOMIC_COUNT] = {
+		[VY_ATOMIC_ADD] = "atomicAdd",
+		[VY_ATOMIC_AND] = "atomicAnd",
+		[VY_ATOMIC_OR] = "atomicOr",
+		[VY_ATOMIC_XOR] = "atomicXor",
+		[VY_ATOMIC_MIN] = "atomicMin",
+		[VY_ATOMIC_MAX] = "atomicMax",
+		[VY_ATOMIC_EXCHANGE] = "atomicExchange",
+		[VY_ATOMIC_COMPARE_EXCHANGE] = "atomicCompSwap",
+	};
+	struct vy__vk_val idx, expected, value;
+	bool cas = e->op == VY_ATOMIC_COMPARE_EXCHANGE;
+	vy__vk_expr(g, e->args[0], &idx);
+	if (cas) {
+		vy__vk_expr(g, e->args[1], &expected);
+	}
+	vy__vk_expr(g, e->args[cas ? 2 : 1], &value);
+	if (g->rc) {
+		set(out, VY_TYPE_U32, "0u");
+		return;
+	}
+	assert(e->op < VY_ATOMIC_COUNT);
+	uint32_t b = vy__vk_buffer_find(g, e->name);
+	char arr[160], len[160];
+	vy__vk_buffer_array(g, b, arr, sizeof(arr));
+	vy__vk_buffer_len(g, b, len, sizeof(len));
+	temp(g, out, VY_TYPE_U32, "0u");
+	vy__vk_line(g, "if (%s < %s) {", idx.text, len);
+	if (cas) {
+		vy__vk_line(g, "\t%s = %s(%s[%s], %s, %s);", out->text, fns[e->op], arr, idx.text,
+			expected.text, value.text);
+	} else {
+		vy__vk_line(g, "\t%s = %s(%s[%s], %s);", out->text, fns[e->op], arr, idx.text,
+			value.text);
+	}
+	vy__vk_line(g, "}");
+}
+
+static void spec(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_val *out)
+{
+	char id[160];
+	vy__vk_spec_ident(g, e->name, id, sizeof(id));
+	switch (e->type) {
+	case VY_TYPE_F32:
+		/* The runtime may pass any bits. */
+		use(g, VY__VK_USE(CANON));
+		temp(g, out, VY_TYPE_F32, "vy_canon(%s)", id);
+		break;
+	case VY_TYPE_BOOL:
+		set(out, VY_TYPE_BOOL, "(%s != 0u)", id);
+		break;
+	default:
+		set(out, e->type, "%s", id);
+		break;
+	}
+}
+
+static void subgroup_reduce(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_val *out)
+{
+	struct vy__vk_val a;
+	vy__vk_expr(g, e->args[0], &a);
+	if (g->rc) {
+		set(out, e->type, "0u");
+		return;
+	}
+	const char *x = a.text;
+	enum vy_reduce_op op = (enum vy_reduce_op)e->op;
+	if (a.type == VY_TYPE_F32) {
+		switch (op) {
+		case VY_REDUCE_ADD:
+		case VY_REDUCE_MUL:
+			use(g, op == VY_REDUCE_ADD ? VY__VK_USE(SG_FADD) : VY__VK_USE(SG_FMUL));
+			g->subgroup_features |= VY_VK_SUBGROUP_BALLOT | VY_VK_SUBGROUP_SHUFFLE;
+			temp(g, out, VY_TYPE_F32, "%s(%s)",
+				op == VY_REDUCE_ADD ? "vy_sg_fadd" : "vy_sg_fmul", x);
+			return;
+		case VY_REDUCE_MIN:
+		case VY_REDUCE_MAX:
+			use(g, VY__VK_USE(SG_FMINMAX));
+			g->subgroup_features |= VY_VK_SUBGROUP_ARITHMETIC;
+			temp(g, out, VY_TYPE_F32, "%s(%s)",
+				op == VY_REDUCE_MIN ? "vy_sg_fmin" : "vy_sg_fmax", x);
+			return;
+		default:
+			assert(!"bitwise reduction of f32");
+			return;
+		}
+	}
+	static const char *const fns[VY_REDUCE_COUNT] = {
+		[VY_REDUCE_ADD] = "subgroupAdd",
+		[VY_REDUCE_MUL] = "subgroupMul",
+		[VY_REDUCE_MIN] = "subgroupMin",
+		[VY_REDUCE_MAX] = "subgroupMax",
+		[VY_REDUCE_AND] = "subgroupAnd",
+		[VY_REDUCE_OR] = "subgroupOr",
+		[VY_REDUCE_XOR] = "subgroupXor",
+	};
+	assert(op < VY_REDUCE_COUNT);
+	g->subgroup_features |= VY_VK_SUBGROUP_ARITHMETIC;
+	if (a.type == VY_TYPE_I32 && (op == VY_REDUCE_MIN || op == VY_REDUCE_MAX)) {
+		temp(g, out, a.type, "uint(%s(int(%s)))", fns[op], x);
+	} else {
+		/* Wrapping sums and products have the same bits signed or not. */
+		temp(g, out, a.type, "%s(%s)", fns[op], x);
+	}
+}
+
+static void subgroup(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_val *out)
+{
+	if (!g->opts->subgroups) {
+		unsupported_subgroups(g);
+		set(out, e->type, "%s", e->type == VY_TYPE_BOOL ? "false" : "0u");
+		return;
+	}
+	g->subgroup_features |= VY_VK_SUBGROUP_BASIC;
+	struct vy__vk_val a, b;
+	char cond[192];
+	switch (e->kind) {
+	case VY_EXPR_SUBGROUP_REDUCE:
+		subgroup_reduce(g, e, out);
+		return;
+	case VY_EXPR_SUBGROUP_SHUFFLE:
+		vy__vk_expr(g, e->args[0], &a);
+		vy__vk_expr(g, e->args[1], &b);
+		if (g->rc) {
+			set(out, e->type, "%s", e->type == VY_TYPE_BOOL ? "false" : "0u");
+			return;
+		}
+		use(g, VY__VK_USE(SG_SHUFFLE));
+		g->subgroup_features |= VY_VK_SUBGROUP_BALLOT | VY_VK_SUBGROUP_SHUFFLE;
+		temp(g, out, a.type, "%s(%s, %s)",
+			a.type == VY_TYPE_BOOL ? "vy_sg_shuffle_b" : "vy_sg_shuffle", a.text, b.text);
+		return;
+	case VY_EXPR_SUBGROUP_BALLOT:
+		vy__vk_expr(g, e->args[0], &a);
+		if (g->rc) {
+			set(out, VY_TYPE_U32, "0u");
+			return;
+		}
+		g->subgroup_features |= VY_VK_SUBGROUP_BALLOT;
+		vy__vk_cond_text(&a, cond, sizeof(cond));
+		temp(g, out, VY_TYPE_U32, "subgroupBallot(%s).x", cond);
+		return;
+	case VY_EXPR_SUBGROUP_LANE:
+		set(out, VY_TYPE_U32, "gl_SubgroupInvocationID");
+		return;
+	case VY_EXPR_SUBGROUP_SIZE:
+		set(out, VY_TYPE_U32, "gl_SubgroupSize");
+		return;
+	default:
+		assert(!"not a subgroup expression");
+		return;
+	}
+}
+
+void vy__vk_expr(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_val *out)
+{
+	static const char axes[] = "xyz";
+	struct vy__vk_val a, b, c;
+	char cond[192];
+	char text[160];
+	switch (e->kind) {
+	case VY_EXPR_LIT:
+		literal(e, out);
+		return;
+	case VY_EXPR_VAR:
+		vy__vk_var_ident(g, e->name, text, sizeof(text));
+		set(out, e->type, "%s", text);
+		return;
+	case VY_EXPR_LOAD:
+		load(g, e, out);
+		return;
+	case VY_EXPR_LEN:
+		vy__vk_buffer_len(g, vy__vk_buffer_find(g, e->name), text, sizeof(text));
+		set(out, VY_TYPE_U32, "%s", text);
+		return;
+	case VY_EXPR_GID:
+		assert(e->bits < 3);
+		set(out, VY_TYPE_U32, "vy_gid.%c", axes[e->bits]);
+		return;
+	case VY_EXPR_LID:
+		assert(e->bits < 3);
+		set(out, VY_TYPE_U32, "gl_LocalInvocationID.%c", axes[e->bits]);
+		return;
+	case VY_EXPR_WGID:
+		assert(e->bits < 3);
+		set(out, VY_TYPE_U32, "vy_wg.%c", axes[e->bits]);
+		return;
+	case VY_EXPR_BINARY:
+		binary(g, e, out);
+		return;
+	case VY_EXPR_UNARY:
+		unary(g, e, out);
+		return;
+	case VY_EXPR_SELECT:
+		vy__vk_expr(g, e->args[0], &c);
+		vy__vk_expr(g, e->args[1], &a);
+		vy__vk_expr(g, e->args[2], &b);
+		if (g->rc) {
+			set(out, e->type, "%s", e->type == VY_TYPE_BOOL ? "false" : "0u");
+			return;
+		}
+		vy__vk_cond_text(&c, cond, sizeof(cond));
+		temp(g, out, a.type, "%s ? %s : %s", cond, a.text, b.text);
+		return;
+	case VY_EXPR_CAST:
+		cast(g, e, out);
+		return;
+	case VY_EXPR_FMA:
+		vy__vk_expr(g, e->args[0], &a);
+		vy__vk_expr(g, e->args[1], &b);
+		vy__vk_expr(g, e->args[2], &c);
+		if (g->rc) {
+			set(out, VY_TYPE_F32, "0u");
+			return;
+		}
+		use(g, VY__VK_USE(FFMA));
+		temp(g, out, VY_TYPE_F32, "vy_ffma(%s, %s, %s)", a.text, b.text, c.text);
+		return;
+	case VY_EXPR_ATOMIC:
+		atomic(g, e, out);
+		return;
+	case VY_EXPR_SPEC:
+		spec(g, e, out);
+		return;
+	case VY_EXPR_SUBGROUP_REDUCE:
+	case VY_EXPR_SUBGROUP_SHUFFLE:
+	case VY_EXPR_SUBGROUP_BALLOT:
+	case VY_EXPR_SUBGROUP_LANE:
+	case VY_EXPR_SUBGROUP_SIZE:
+		subgroup(g, e, out);
+		return;
+	case VY_EXPR_KIND_COUNT:
+		break;
+	}
+	assert(!"expression kind outside the enum");
+}

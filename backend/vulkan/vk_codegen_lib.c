@@ -1,0 +1,910 @@
+/*
+ * The GLSL helper library of generated shaders: every f32 operation, the conversions, the integer
+ * operations that GLSL leaves undefined or implementation-defined, the trap raise and the
+ * subgroup operations whose GLSL builtins do not give the reference's result. A shader holds only
+ * the helpers its program uses, with their dependencies, in the order of the table below (each
+ * helper after the ones it calls).
+ *
+ * f32 values are their bits in a uint, always canonical (NaN 0x7FC00000, no subnormal). NaN, Inf,
+ * zero and subnormal tests are integer tests on the bits, never isnan(). Float arithmetic happens
+ * only on `precise` variables, one IEEE operation at a time, and its result is canonicalized.
+ *
+ * Operations that the device does not compute exactly (the probe of DESIGN.md §4.4 says which)
+ * are computed exactly from the bits:
+ *   div   the 27-bit quotient of the significands by integer long division (8 bits a step,
+ *         remainder < 2^24 so nothing overflows), a sticky bit from the remainder, and one
+ *         rounding to nearest even (vy_round_pack);
+ *   sqrt  the 27-bit integer square root of the significand scaled by 2^28, two radicand bits a
+ *         step (remainder < 2^28), a sticky bit, one rounding;
+ *   fma   with doubles: the product of two floats is exact in double; their sum with the addend
+ *         is rounded to odd (TwoSum gives the rounding error, which decides the last bit), and
+ *         rounding that double to float once more is then correctly rounded, because 53 >= 24 + 2;
+ *         without doubles: the exact sum in 64-bit integer pairs (vy_ffma_exact), one rounding.
+ * Devices that flush subnormal results may decide so before rounding (NVIDIA does): a product,
+ * quotient or fma that rounds up to the smallest normal comes back as zero. So a zero result of
+ * mul, div or fma from operands that cannot give an exact zero is recomputed from the bits.
+ * (add and sub never round in that range: their tiny results are exact.)
+ * Special operands take the IEEE answer from explicit tests before any of these run.
+ */
+#include <assert.h>
+
+#include "vk_codegen_internal.h"
+
+static const char canon_text[] = "uint vy_canon(uint x)\n"
+				 "{\n"
+				 "\tuint e = x & 0x7F800000u;\n"
+				 "\tif (e == 0u) {\n"
+				 "\t\treturn x & 0x80000000u;\n"
+				 "\t}\n"
+				 "\tif (e == 0x7F800000u && (x & 0x007FFFFFu) != 0u) {\n"
+				 "\t\treturn 0x7FC00000u;\n"
+				 "\t}\n"
+				 "\treturn x;\n"
+				 "}\n";
+
+static const char isnan_text[] = "bool vy_isnan(uint x)\n"
+				 "{\n"
+				 "\treturn (x & 0x7FFFFFFFu) > 0x7F800000u;\n"
+				 "}\n";
+
+/* (m + f) * 2^e with 0 <= f < 1, f != 0 exactly when sticky: one rounding to nearest even, then
+ * overflow to infinity and a subnormal result flushed to the zero of sign s. */
+static const char round_pack_text[] =
+	"uint vy_round_pack(uint s, int e, uint m, bool sticky)\n"
+	"{\n"
+	"\tif (m == 0u) {\n"
+	"\t\treturn s;\n"
+	"\t}\n"
+	"\tint lead = e + findMSB(m);\n"
+	"\tif (lead > 127) {\n"
+	"\t\treturn s | 0x7F800000u;\n"
+	"\t}\n"
+	"\tint ulp = max(lead - 23, -149);\n"
+	"\tint sh = ulp - e;\n"
+	"\tuint q = 0u;\n"
+	"\tbool up = false;\n"
+	"\tif (sh <= 0) {\n"
+	"\t\tq = m << uint(-sh);\n"
+	"\t} else if (sh <= 32) {\n"
+	"\t\tuint rest = m;\n"
+	"\t\tuint mid = 0x80000000u;\n"
+	"\t\tif (sh < 32) {\n"
+	"\t\t\tq = m >> uint(sh);\n"
+	"\t\t\trest = m & ((1u << uint(sh)) - 1u);\n"
+	"\t\t\tmid = 1u << uint(sh - 1);\n"
+	"\t\t}\n"
+	"\t\tup = rest > mid || (rest == mid && (sticky || (q & 1u) != 0u));\n"
+	"\t}\n"
+	"\tuint bits = (uint(ulp + 149) << 23) + q + (up ? 1u : 0u);\n"
+	"\tif (bits >= 0x7F800000u) {\n"
+	"\t\treturn s | 0x7F800000u;\n"
+	"\t}\n"
+	"\tif (bits < 0x00800000u) {\n"
+	"\t\treturn s;\n"
+	"\t}\n"
+	"\treturn s | bits;\n"
+	"}\n";
+
+static const char fadd_text[] = "uint vy_fadd(uint a, uint b)\n"
+				"{\n"
+				"\tprecise float r = uintBitsToFloat(a) + uintBitsToFloat(b);\n"
+				"\treturn vy_canon(floatBitsToUint(r));\n"
+				"}\n";
+
+static const char fsub_text[] = "uint vy_fsub(uint a, uint b)\n"
+				"{\n"
+				"\tprecise float r = uintBitsToFloat(a) - uintBitsToFloat(b);\n"
+				"\treturn vy_canon(floatBitsToUint(r));\n"
+				"}\n";
+
+/*
+ * A device that flushes subnormal results may decide before rounding, and so return zero where
+ * the product rounds up to the smallest normal: a zero from nonzero operands is recomputed from
+ * the bits (umulExtended gives the 48-bit product of the significands exactly).
+ */
+static const char mulx_text[] = "uint vy_fmul_exact(uint a, uint b)\n"
+				"{\n"
+				"\tuint hi;\n"
+				"\tuint lo;\n"
+				"\tumulExtended((a & 0x007FFFFFu) | 0x00800000u,\n"
+				"\t\t(b & 0x007FFFFFu) | 0x00800000u, hi, lo);\n"
+				"\tint e = int((a >> 23) & 0xFFu) + int((b >> 23) & 0xFFu) - 284;\n"
+				"\treturn vy_round_pack((a ^ b) & 0x80000000u, e, (hi << 16) | (lo >> 16),\n"
+				"\t\t(lo & 0xFFFFu) != 0u);\n"
+				"}\n";
+
+static const char fmul_text[] = "uint vy_fmul(uint a, uint b)\n"
+				"{\n"
+				"\tprecise float r = uintBitsToFloat(a) * uintBitsToFloat(b);\n"
+				"\tuint x = vy_canon(floatBitsToUint(r));\n"
+				"\tif ((x & 0x7FFFFFFFu) == 0u && (a & 0x7FFFFFFFu) != 0u &&\n"
+				"\t\t(b & 0x7FFFFFFFu) != 0u) {\n"
+				"\t\tx = vy_fmul_exact(a, b);\n"
+				"\t}\n"
+				"\treturn x;\n"
+				"}\n";
+
+/*
+ * a * b + c for finite operands with a * b != 0, from the bits: the 48-bit product and the addend
+ * in one 64-bit frame (uvec2: x the low word, y the high word; both values below 2^62), the one
+ * with the smaller exponent shifted right with its lost bits jammed into bit 0, added or
+ * subtracted, then rounded once. A jammed bit can only meet a result of 59 bits or more, so it
+ * never counts as a value bit; a massive cancellation needs exponents within one, which loses no
+ * bit at all.
+ */
+static const char fma_exact_text[] =
+	"uvec2 vy_shr_jam(uvec2 v, int n)\n"
+	"{\n"
+	"\tif (n <= 0) {\n"
+	"\t\treturn v;\n"
+	"\t}\n"
+	"\tuvec2 r = uvec2(0u);\n"
+	"\tbool lost = (v.x | v.y) != 0u;\n"
+	"\tif (n < 32) {\n"
+	"\t\tuint k = uint(n);\n"
+	"\t\tr = uvec2((v.x >> k) | (v.y << (32u - k)), v.y >> k);\n"
+	"\t\tlost = (v.x & ((1u << k) - 1u)) != 0u;\n"
+	"\t} else if (n < 64) {\n"
+	"\t\tuint k = uint(n - 32);\n"
+	"\t\tr = uvec2(v.y >> k, 0u);\n"
+	"\t\tlost = v.x != 0u || (v.y & ((1u << k) - 1u)) != 0u;\n"
+	"\t}\n"
+	"\tif (lost) {\n"
+	"\t\tr.x |= 1u;\n"
+	"\t}\n"
+	"\treturn r;\n"
+	"}\n"
+	"uint vy_ffma_exact(uint a, uint b, uint c)\n"
+	"{\n"
+	"\tif ((c & 0x7FFFFFFFu) == 0u) {\n"
+	"\t\treturn vy_fmul_exact(a, b);\n"
+	"\t}\n"
+	"\tuint sp = (a ^ b) & 0x80000000u;\n"
+	"\tuint sc = c & 0x80000000u;\n"
+	"\tuint hi;\n"
+	"\tuint lo;\n"
+	"\tumulExtended((a & 0x007FFFFFu) | 0x00800000u,\n"
+	"\t\t(b & 0x007FFFFFu) | 0x00800000u, hi, lo);\n"
+	"\tuvec2 p = uvec2(lo << 14, (hi << 14) | (lo >> 18));\n"
+	"\tint ep = int((a >> 23) & 0xFFu) + int((b >> 23) & 0xFFu) - 314;\n"
+	"\tuvec2 q = uvec2(0u, ((c & 0x007FFFFFu) | 0x00800000u) << 6);\n"
+	"\tint eq = int((c >> 23) & 0xFFu) - 188;\n"
+	"\tuvec2 big = p;\n"
+	"\tuvec2 small = vy_shr_jam(q, ep - eq);\n"
+	"\tuint sbig = sp;\n"
+	"\tuint ssmall = sc;\n"
+	"\tint e = ep;\n"
+	"\tif (eq > ep) {\n"
+	"\t\tbig = q;\n"
+	"\t\tsmall = vy_shr_jam(p, eq - ep);\n"
+	"\t\tsbig = sc;\n"
+	"\t\tssmall = sp;\n"
+	"\t\te = eq;\n"
+	"\t}\n"
+	"\tuvec2 r;\n"
+	"\tuint s = sbig;\n"
+	"\tif (sbig == ssmall) {\n"
+	"\t\tuint carry;\n"
+	"\t\tr.x = uaddCarry(big.x, small.x, carry);\n"
+	"\t\tr.y = big.y + small.y + carry;\n"
+	"\t} else {\n"
+	"\t\tif (small.y > big.y || (small.y == big.y && small.x > big.x)) {\n"
+	"\t\t\tuvec2 t = big;\n"
+	"\t\t\tbig = small;\n"
+	"\t\t\tsmall = t;\n"
+	"\t\t\ts = ssmall;\n"
+	"\t\t}\n"
+	"\t\tuint borrow;\n"
+	"\t\tr.x = usubBorrow(big.x, small.x, borrow);\n"
+	"\t\tr.y = big.y - small.y - borrow;\n"
+	"\t}\n"
+	"\tif ((r.x | r.y) == 0u) {\n"
+	"\t\treturn 0u;\n"
+	"\t}\n"
+	"\tint msb = r.y != 0u ? 32 + findMSB(r.y) : findMSB(r.x);\n"
+	"\tif (msb <= 31) {\n"
+	"\t\treturn vy_round_pack(s, e, r.x, false);\n"
+	"\t}\n"
+	"\tuvec2 m = vy_shr_jam(r, msb - 31);\n"
+	"\treturn vy_round_pack(s, e + msb - 31, m.x & ~1u, (m.x & 1u) != 0u);\n"
+	"}\n";
+
+static const char fdiv_exact[] = "uint vy_fdiv_exact(uint a, uint b)\n"
+				 "{\n"
+				 "\tuint na = (a & 0x007FFFFFu) | 0x00800000u;\n"
+				 "\tuint nb = (b & 0x007FFFFFu) | 0x00800000u;\n"
+				 "\tuint q = 0u;\n"
+				 "\tuint r = na;\n"
+				 "\tif (r >= nb) {\n"
+				 "\t\tq = 1u;\n"
+				 "\t\tr -= nb;\n"
+				 "\t}\n"
+				 "\tfor (int i = 0; i < 4; ++i) {\n"
+				 "\t\tuint w = i < 3 ? 8u : 2u;\n"
+				 "\t\tr <<= w;\n"
+				 "\t\tuint d = r / nb;\n"
+				 "\t\tq = (q << w) | d;\n"
+				 "\t\tr -= d * nb;\n"
+				 "\t}\n"
+				 "\tint e = int((a >> 23) & 0xFFu) - int((b >> 23) & 0xFFu) - 26;\n"
+				 "\treturn vy_round_pack((a ^ b) & 0x80000000u, e, q, r != 0u);\n"
+				 "}\n";
+
+static const char fdiv_head[] =
+	"uint vy_fdiv(uint a, uint b)\n"
+	"{\n"
+	"\tuint s = (a ^ b) & 0x80000000u;\n"
+	"\tuint ma = a & 0x7FFFFFFFu;\n"
+	"\tuint mb = b & 0x7FFFFFFFu;\n"
+	"\tif (ma > 0x7F800000u || mb > 0x7F800000u) {\n"
+	"\t\treturn 0x7FC00000u;\n"
+	"\t}\n"
+	"\tif (ma == 0x7F800000u) {\n"
+	"\t\treturn mb == 0x7F800000u ? 0x7FC00000u : (s | 0x7F800000u);\n"
+	"\t}\n"
+	"\tif (mb == 0x7F800000u) {\n"
+	"\t\treturn s;\n"
+	"\t}\n"
+	"\tif (ma == 0u) {\n"
+	"\t\treturn mb == 0u ? 0x7FC00000u : s;\n"
+	"\t}\n"
+	"\tif (mb == 0u) {\n"
+	"\t\treturn s | 0x7F800000u;\n"
+	"\t}\n";
+
+/* Operands are finite and nonzero here: a zero quotient is an underflow to recompute. */
+static const char fdiv_builtin[] = "\tprecise float r = uintBitsToFloat(a) / uintBitsToFloat(b);\n"
+				   "\tuint x = vy_canon(floatBitsToUint(r));\n"
+				   "\treturn (x & 0x7FFFFFFFu) == 0u ? vy_fdiv_exact(a, b) : x;\n"
+				   "}\n";
+
+static const char fdiv_bits[] = "\treturn vy_fdiv_exact(a, b);\n"
+				"}\n";
+
+/* C's fmodf: the exact remainder of the truncated quotient, with the sign of a. */
+static const char fmod_text[] = "uint vy_fmod(uint a, uint b)\n"
+				"{\n"
+				"\tuint s = a & 0x80000000u;\n"
+				"\tuint ma = a & 0x7FFFFFFFu;\n"
+				"\tuint mb = b & 0x7FFFFFFFu;\n"
+				"\tif (ma >= 0x7F800000u || mb > 0x7F800000u || mb == 0u) {\n"
+				"\t\treturn 0x7FC00000u;\n"
+				"\t}\n"
+				"\tif (mb == 0x7F800000u || ma < mb) {\n"
+				"\t\treturn a;\n"
+				"\t}\n"
+				"\tuint d = (mb & 0x007FFFFFu) | 0x00800000u;\n"
+				"\tuint r = ((ma & 0x007FFFFFu) | 0x00800000u) % d;\n"
+				"\tint k = int(ma >> 23) - int(mb >> 23);\n"
+				"\twhile (k > 0) {\n"
+				"\t\tint w = min(k, 8);\n"
+				"\t\tr = (r << uint(w)) % d;\n"
+				"\t\tk -= w;\n"
+				"\t}\n"
+				"\treturn vy_round_pack(s, int(mb >> 23) - 150, r, false);\n"
+				"}\n";
+
+static const char fsqrt_head[] = "uint vy_fsqrt(uint x)\n"
+				 "{\n"
+				 "\tif ((x & 0x7FFFFFFFu) == 0u || x == 0x7F800000u) {\n"
+				 "\t\treturn x;\n"
+				 "\t}\n"
+				 "\tif (x > 0x7F800000u) {\n"
+				 "\t\treturn 0x7FC00000u;\n"
+				 "\t}\n";
+
+static const char fsqrt_builtin[] = "\tprecise float r = sqrt(uintBitsToFloat(x));\n"
+				    "\treturn vy_canon(floatBitsToUint(r));\n"
+				    "}\n";
+
+static const char fsqrt_exact[] = "\tuint m = (x & 0x007FFFFFu) | 0x00800000u;\n"
+				  "\tint e = int(x >> 23) - 150;\n"
+				  "\tif ((e & 1) != 0) {\n"
+				  "\t\tm <<= 1;\n"
+				  "\t\te -= 1;\n"
+				  "\t}\n"
+				  "\tuint rem = 0u;\n"
+				  "\tuint root = 0u;\n"
+				  "\tfor (int i = 0; i < 27; ++i) {\n"
+				  "\t\tuint pair = i < 13 ? (m >> uint(24 - 2 * i)) & 3u : 0u;\n"
+				  "\t\trem = (rem << 2) | pair;\n"
+				  "\t\tuint trial = (root << 2) | 1u;\n"
+				  "\t\troot <<= 1;\n"
+				  "\t\tif (rem >= trial) {\n"
+				  "\t\t\trem -= trial;\n"
+				  "\t\t\troot |= 1u;\n"
+				  "\t\t}\n"
+				  "\t}\n"
+				  "\treturn vy_round_pack(0u, (e >> 1) - 14, root, rem != 0u);\n"
+				  "}\n";
+
+/* Nonzero products whose fma gives zero are recomputed, as for mul. */
+static const char ffma_builtin[] =
+	"uint vy_ffma(uint a, uint b, uint c)\n"
+	"{\n"
+	"\tprecise float r = fma(uintBitsToFloat(a), uintBitsToFloat(b), uintBitsToFloat(c));\n"
+	"\tuint x = vy_canon(floatBitsToUint(r));\n"
+	"\tif ((x & 0x7FFFFFFFu) == 0u && (a & 0x7FFFFFFFu) != 0u &&\n"
+	"\t\t(b & 0x7FFFFFFFu) != 0u) {\n"
+	"\t\tx = vy_ffma_exact(a, b, c);\n"
+	"\t}\n"
+	"\treturn x;\n"
+	"}\n";
+
+static const char ffma_f64[] =
+	"uint vy_ffma(uint a, uint b, uint c)\n"
+	"{\n"
+	"\tprecise double p = double(uintBitsToFloat(a)) * double(uintBitsToFloat(b));\n"
+	"\tprecise double z = double(uintBitsToFloat(c));\n"
+	"\tprecise double s = p + z;\n"
+	"\tbool finite = (a & 0x7F800000u) != 0x7F800000u && (b & 0x7F800000u) != 0x7F800000u &&\n"
+	"\t\t(c & 0x7F800000u) != 0x7F800000u;\n"
+	"\tif (finite) {\n"
+	"\t\tprecise double v = s - p;\n"
+	"\t\tprecise double err = (p - (s - v)) + (z - v);\n"
+	"\t\tif (err != 0.0) {\n"
+	"\t\t\tuvec2 w = unpackDouble2x32(s);\n"
+	"\t\t\tif ((w.x & 1u) == 0u) {\n"
+	"\t\t\t\tif ((err > 0.0) == (s > 0.0)) {\n"
+	"\t\t\t\t\tw.x += 1u;\n"
+	"\t\t\t\t} else {\n"
+	"\t\t\t\t\tif (w.x == 0u) {\n"
+	"\t\t\t\t\t\tw.y -= 1u;\n"
+	"\t\t\t\t\t}\n"
+	"\t\t\t\t\tw.x -= 1u;\n"
+	"\t\t\t\t}\n"
+	"\t\t\t\ts = packDouble2x32(w);\n"
+	"\t\t\t}\n"
+	"\t\t}\n"
+	"\t}\n"
+	"\tprecise float r = float(s);\n"
+	"\tuint x = vy_canon(floatBitsToUint(r));\n"
+	"\tif ((x & 0x7FFFFFFFu) == 0u && (a & 0x7FFFFFFFu) != 0u &&\n"
+	"\t\t(b & 0x7FFFFFFFu) != 0u) {\n"
+	"\t\tx = vy_ffma_exact(a, b, c);\n"
+	"\t}\n"
+	"\treturn x;\n"
+	"}\n";
+
+/* Neither a fused fma nor doubles: the IEEE special cases, then the exact computation. */
+static const char ffma_bits[] =
+	"uint vy_ffma(uint a, uint b, uint c)\n"
+	"{\n"
+	"\tif (vy_isnan(a) || vy_isnan(b) || vy_isnan(c)) {\n"
+	"\t\treturn 0x7FC00000u;\n"
+	"\t}\n"
+	"\tuint sp = (a ^ b) & 0x80000000u;\n"
+	"\tbool zero = (a & 0x7FFFFFFFu) == 0u || (b & 0x7FFFFFFFu) == 0u;\n"
+	"\tbool inf = (a & 0x7FFFFFFFu) == 0x7F800000u || (b & 0x7FFFFFFFu) == 0x7F800000u;\n"
+	"\tif (inf) {\n"
+	"\t\tbool cancel = (c & 0x7FFFFFFFu) == 0x7F800000u && (c & 0x80000000u) != sp;\n"
+	"\t\treturn zero || cancel ? 0x7FC00000u : (sp | 0x7F800000u);\n"
+	"\t}\n"
+	"\tif ((c & 0x7FFFFFFFu) == 0x7F800000u) {\n"
+	"\t\treturn c;\n"
+	"\t}\n"
+	"\tif (zero) {\n"
+	"\t\tif ((c & 0x7FFFFFFFu) != 0u) {\n"
+	"\t\t\treturn c;\n"
+	"\t\t}\n"
+	"\t\treturn sp == (c & 0x80000000u) ? c : 0u;\n"
+	"\t}\n"
+	"\treturn vy_ffma_exact(a, b, c);\n"
+	"}\n";
+
+/* A NaN operand is ignored; of two equal values only the zeros differ, and -0 is the smaller. */
+static const char fmin_text[] = "uint vy_fmin(uint a, uint b)\n"
+				"{\n"
+				"\tif (vy_isnan(a)) {\n"
+				"\t\treturn b;\n"
+				"\t}\n"
+				"\tif (vy_isnan(b)) {\n"
+				"\t\treturn a;\n"
+				"\t}\n"
+				"\tfloat fa = uintBitsToFloat(a);\n"
+				"\tfloat fb = uintBitsToFloat(b);\n"
+				"\tif (fa < fb) {\n"
+				"\t\treturn a;\n"
+				"\t}\n"
+				"\tif (fb < fa) {\n"
+				"\t\treturn b;\n"
+				"\t}\n"
+				"\treturn a | (b & 0x80000000u);\n"
+				"}\n";
+
+static const char fmax_text[] = "uint vy_fmax(uint a, uint b)\n"
+				"{\n"
+				"\tif (vy_isnan(a)) {\n"
+				"\t\treturn b;\n"
+				"\t}\n"
+				"\tif (vy_isnan(b)) {\n"
+				"\t\treturn a;\n"
+				"\t}\n"
+				"\tfloat fa = uintBitsToFloat(a);\n"
+				"\tfloat fb = uintBitsToFloat(b);\n"
+				"\tif (fa > fb) {\n"
+				"\t\treturn a;\n"
+				"\t}\n"
+				"\tif (fb > fa) {\n"
+				"\t\treturn b;\n"
+				"\t}\n"
+				"\treturn a & (b | 0x7FFFFFFFu);\n"
+				"}\n";
+
+/*
+ * IEEE comparisons on the bits: vy_fkey maps the non-NaN values to unsigned keys in their order
+ * (with -0 just below +0, which the comparisons treat as equal); every comparison with a NaN is
+ * false, and ne is the negation of eq.
+ */
+static const char fcmp_text[] = "uint vy_fkey(uint x)\n"
+				"{\n"
+				"\treturn (x & 0x80000000u) != 0u ? ~x : (x | 0x80000000u);\n"
+				"}\n"
+				"bool vy_fzeros(uint a, uint b)\n"
+				"{\n"
+				"\treturn ((a | b) & 0x7FFFFFFFu) == 0u;\n"
+				"}\n"
+				"bool vy_feq(uint a, uint b)\n"
+				"{\n"
+				"\treturn !vy_isnan(a) && !vy_isnan(b) && (a == b || vy_fzeros(a, b));\n"
+				"}\n"
+				"bool vy_flt(uint a, uint b)\n"
+				"{\n"
+				"\treturn !vy_isnan(a) && !vy_isnan(b) && !vy_fzeros(a, b) &&\n"
+				"\t\tvy_fkey(a) < vy_fkey(b);\n"
+				"}\n"
+				"bool vy_fle(uint a, uint b)\n"
+				"{\n"
+				"\treturn !vy_isnan(a) && !vy_isnan(b) &&\n"
+				"\t\t(vy_fzeros(a, b) || vy_fkey(a) <= vy_fkey(b));\n"
+				"}\n";
+
+static const char ftrunc_text[] = "uint vy_ftrunc(uint x)\n"
+				  "{\n"
+				  "\tuint e = (x >> 23) & 0xFFu;\n"
+				  "\tif (e >= 150u) {\n"
+				  "\t\treturn x;\n"
+				  "\t}\n"
+				  "\tif (e < 127u) {\n"
+				  "\t\treturn x & 0x80000000u;\n"
+				  "\t}\n"
+				  "\treturn x & ~((1u << (150u - e)) - 1u);\n"
+				  "}\n";
+
+/* The step to the next integer is exact: |trunc(x)| < 2^23 there. */
+static const char ffloor_text[] = "uint vy_ffloor(uint x)\n"
+				  "{\n"
+				  "\tuint t = vy_ftrunc(x);\n"
+				  "\tif (t != x && (x & 0x80000000u) != 0u) {\n"
+				  "\t\tprecise float r = uintBitsToFloat(t) - 1.0;\n"
+				  "\t\treturn floatBitsToUint(r);\n"
+				  "\t}\n"
+				  "\treturn t;\n"
+				  "}\n";
+
+static const char fceil_text[] = "uint vy_fceil(uint x)\n"
+				 "{\n"
+				 "\tuint t = vy_ftrunc(x);\n"
+				 "\tif (t != x && (x & 0x80000000u) == 0u) {\n"
+				 "\t\tprecise float r = uintBitsToFloat(t) + 1.0;\n"
+				 "\t\treturn floatBitsToUint(r);\n"
+				 "\t}\n"
+				 "\treturn t;\n"
+				 "}\n";
+
+/*
+ * Half away from zero: add one half to the magnitude as an integer on the bits (a carry into the
+ * exponent field lands on the next power of two, which truncation keeps), then truncate.
+ */
+static const char fround_text[] = "uint vy_fround(uint x)\n"
+				  "{\n"
+				  "\tuint e = (x >> 23) & 0xFFu;\n"
+				  "\tif (e >= 150u) {\n"
+				  "\t\treturn x;\n"
+				  "\t}\n"
+				  "\tuint s = x & 0x80000000u;\n"
+				  "\tif (e < 126u) {\n"
+				  "\t\treturn s;\n"
+				  "\t}\n"
+				  "\treturn s | vy_ftrunc((x & 0x7FFFFFFFu) + (1u << (149u - e)));\n"
+				  "}\n";
+
+static const char fsign_text[] = "uint vy_fsign(uint x)\n"
+				 "{\n"
+				 "\tif (vy_isnan(x)) {\n"
+				 "\t\treturn 0x7FC00000u;\n"
+				 "\t}\n"
+				 "\tif ((x & 0x7FFFFFFFu) == 0u) {\n"
+				 "\t\treturn 0u;\n"
+				 "\t}\n"
+				 "\treturn (x & 0x80000000u) != 0u ? 0xBF800000u : 0x3F800000u;\n"
+				 "}\n";
+
+static const char u2f_text[] = "uint vy_u2f(uint x)\n"
+			       "{\n"
+			       "\treturn vy_round_pack(0u, 0, x, false);\n"
+			       "}\n";
+
+static const char i2f_text[] = "uint vy_i2f(uint x)\n"
+			       "{\n"
+			       "\tuint s = x & 0x80000000u;\n"
+			       "\treturn vy_round_pack(s, 0, s != 0u ? 0u - x : x, false);\n"
+			       "}\n";
+
+/* Truncate and saturate; NaN gives 0. Negative values (and -0) truncate or clamp to 0. */
+static const char f2u_text[] = "uint vy_f2u(uint x)\n"
+			       "{\n"
+			       "\tif (x > 0x7F800000u) {\n"
+			       "\t\treturn 0u;\n"
+			       "\t}\n"
+			       "\tuint e = x >> 23;\n"
+			       "\tif (e < 127u) {\n"
+			       "\t\treturn 0u;\n"
+			       "\t}\n"
+			       "\tif (e >= 159u) {\n"
+			       "\t\treturn 0xFFFFFFFFu;\n"
+			       "\t}\n"
+			       "\tuint m = (x & 0x007FFFFFu) | 0x00800000u;\n"
+			       "\treturn e >= 150u ? m << (e - 150u) : m >> (150u - e);\n"
+			       "}\n";
+
+static const char f2i_text[] = "uint vy_f2i(uint x)\n"
+			       "{\n"
+			       "\tif ((x & 0x7FFFFFFFu) > 0x7F800000u) {\n"
+			       "\t\treturn 0u;\n"
+			       "\t}\n"
+			       "\tuint s = x & 0x80000000u;\n"
+			       "\tuint e = (x >> 23) & 0xFFu;\n"
+			       "\tif (e < 127u) {\n"
+			       "\t\treturn 0u;\n"
+			       "\t}\n"
+			       "\tif (e >= 158u) {\n"
+			       "\t\treturn s != 0u ? 0x80000000u : 0x7FFFFFFFu;\n"
+			       "\t}\n"
+			       "\tuint m = (x & 0x007FFFFFu) | 0x00800000u;\n"
+			       "\tuint v = e >= 150u ? m << (e - 150u) : m >> (150u - e);\n"
+			       "\treturn s != 0u ? 0u - v : v;\n"
+			       "}\n";
+
+/* Truncating i32 division on magnitudes; the caller has trapped b == 0 and INT_MIN / -1. */
+static const char sdiv_text[] = "uint vy_sdiv(uint a, uint b)\n"
+				"{\n"
+				"\tuint ua = (a & 0x80000000u) != 0u ? 0u - a : a;\n"
+				"\tuint ub = (b & 0x80000000u) != 0u ? 0u - b : b;\n"
+				"\tuint q = ua / ub;\n"
+				"\treturn ((a ^ b) & 0x80000000u) != 0u ? 0u - q : q;\n"
+				"}\n";
+
+static const char smod_text[] = "uint vy_smod(uint a, uint b)\n"
+				"{\n"
+				"\tuint ua = (a & 0x80000000u) != 0u ? 0u - a : a;\n"
+				"\tuint ub = (b & 0x80000000u) != 0u ? 0u - b : b;\n"
+				"\tuint r = ua % ub;\n"
+				"\treturn (a & 0x80000000u) != 0u ? 0u - r : r;\n"
+				"}\n";
+
+static const char rot_text[] = "uint vy_rotl(uint a, uint n)\n"
+			       "{\n"
+			       "\tn &= 31u;\n"
+			       "\treturn n == 0u ? a : (a << n) | (a >> (32u - n));\n"
+			       "}\n"
+			       "uint vy_rotr(uint a, uint n)\n"
+			       "{\n"
+			       "\tn &= 31u;\n"
+			       "\treturn n == 0u ? a : (a >> n) | (a << (32u - n));\n"
+			       "}\n";
+
+static const char bits_text[] = "uint vy_clz(uint a)\n"
+				"{\n"
+				"\treturn a == 0u ? 32u : uint(31 - findMSB(a));\n"
+				"}\n"
+				"uint vy_ctz(uint a)\n"
+				"{\n"
+				"\treturn a == 0u ? 32u : uint(findLSB(a));\n"
+				"}\n";
+
+static const char wide_text[] = "uint vy_mulhi_u(uint a, uint b)\n"
+				"{\n"
+				"\tuint hi;\n"
+				"\tuint lo;\n"
+				"\tumulExtended(a, b, hi, lo);\n"
+				"\treturn hi;\n"
+				"}\n"
+				"uint vy_mulhi_i(uint a, uint b)\n"
+				"{\n"
+				"\tint hi;\n"
+				"\tint lo;\n"
+				"\timulExtended(int(a), int(b), hi, lo);\n"
+				"\treturn uint(hi);\n"
+				"}\n"
+				"uint vy_sat_mul(uint a, uint b)\n"
+				"{\n"
+				"\tuint hi;\n"
+				"\tuint lo;\n"
+				"\tumulExtended(a, b, hi, lo);\n"
+				"\treturn hi != 0u ? 0xFFFFFFFFu : lo;\n"
+				"}\n";
+
+/* The lowest trap key wins: the sidecar keeps the largest complement, so zero means none. */
+static const char trap_text[] = "void vy_trap_raise(uint key)\n"
+				"{\n"
+				"\tatomicMax(vy_trap.key, ~key);\n"
+				"\tatomicAdd(vy_trap.count, 1u);\n"
+				"}\n";
+
+/*
+ * The reference gives 0 for a lane at or past the subgroup size or not active. Every group
+ * operation runs unconditionally, so the set of active invocations is the caller's.
+ */
+static const char sg_shuffle_text[] =
+	"bool vy_sg_live(uvec4 act, uint lane)\n"
+	"{\n"
+	"\tbool inside = lane < gl_SubgroupSize;\n"
+	"\tbool bit = subgroupBallotBitExtract(act, inside ? lane : 0u);\n"
+	"\treturn inside && bit;\n"
+	"}\n"
+	"uint vy_sg_shuffle(uint v, uint lane)\n"
+	"{\n"
+	"\tuvec4 act = subgroupBallot(true);\n"
+	"\tuint r = subgroupShuffle(v, min(lane, gl_SubgroupSize - 1u));\n"
+	"\treturn vy_sg_live(act, lane) ? r : 0u;\n"
+	"}\n"
+	"bool vy_sg_shuffle_b(bool v, uint lane)\n"
+	"{\n"
+	"\tuvec4 act = subgroupBallot(true);\n"
+	"\tbool r = subgroupShuffle(v, min(lane, gl_SubgroupSize - 1u));\n"
+	"\treturn vy_sg_live(act, lane) && r;\n"
+	"}\n";
+
+/* f32 sums and products in the reference's order: active lanes ascending, one rounding each. */
+static const char sg_fadd_text[] = "uint vy_sg_fadd(uint v)\n"
+				   "{\n"
+				   "\tuvec4 act = subgroupBallot(true);\n"
+				   "\tuint acc = 0u;\n"
+				   "\tbool have = false;\n"
+				   "\tfor (uint l = 0u; l < gl_SubgroupSize; ++l) {\n"
+				   "\t\tuint x = subgroupShuffle(v, l);\n"
+				   "\t\tif (subgroupBallotBitExtract(act, l)) {\n"
+				   "\t\t\tacc = have ? vy_fadd(acc, x) : x;\n"
+				   "\t\t\thave = true;\n"
+				   "\t\t}\n"
+				   "\t}\n"
+				   "\treturn acc;\n"
+				   "}\n";
+
+static const char sg_fmul_text[] = "uint vy_sg_fmul(uint v)\n"
+				   "{\n"
+				   "\tuvec4 act = subgroupBallot(true);\n"
+				   "\tuint acc = 0u;\n"
+				   "\tbool have = false;\n"
+				   "\tfor (uint l = 0u; l < gl_SubgroupSize; ++l) {\n"
+				   "\t\tuint x = subgroupShuffle(v, l);\n"
+				   "\t\tif (subgroupBallotBitExtract(act, l)) {\n"
+				   "\t\t\tacc = have ? vy_fmul(acc, x) : x;\n"
+				   "\t\t\thave = true;\n"
+				   "\t\t}\n"
+				   "\t}\n"
+				   "\treturn acc;\n"
+				   "}\n";
+
+/*
+ * min and max are associative and commutative over the reference's order (-0 below +0, NaN
+ * ignored unless every value is NaN), so the builtin unsigned reductions of order-preserving keys
+ * give the reference's answer: for min the canonical NaN's key is above every other key, for max
+ * a NaN gets key 0, below every other.
+ */
+static const char sg_fminmax_text[] =
+	"uint vy_sg_key(uint x)\n"
+	"{\n"
+	"\treturn (x & 0x80000000u) != 0u ? ~x : (x | 0x80000000u);\n"
+	"}\n"
+	"uint vy_sg_unkey(uint k)\n"
+	"{\n"
+	"\treturn (k & 0x80000000u) != 0u ? (k & 0x7FFFFFFFu) : ~k;\n"
+	"}\n"
+	"uint vy_sg_fmin(uint v)\n"
+	"{\n"
+	"\treturn vy_sg_unkey(subgroupMin(vy_sg_key(v)));\n"
+	"}\n"
+	"uint vy_sg_fmax(uint v)\n"
+	"{\n"
+	"\tuint k = subgroupMax(vy_isnan(v) ? 0u : vy_sg_key(v));\n"
+	"\treturn k == 0u ? 0x7FC00000u : vy_sg_unkey(k);\n"
+	"}\n";
+
+struct lib_entry {
+	uint64_t deps;
+};
+
+#define D(name) VY__VK_USE(name)
+
+static const struct lib_entry lib[VY__VK_LIB_COUNT] = {
+	[VY__VK_LIB_CANON] = {0},
+	[VY__VK_LIB_ISNAN] = {0},
+	[VY__VK_LIB_ROUND_PACK] = {0},
+	[VY__VK_LIB_MULX] = {D(ROUND_PACK)},
+	[VY__VK_LIB_FMA_EXACT] = {D(MULX) | D(ROUND_PACK)},
+	[VY__VK_LIB_FADD] = {D(CANON)},
+	[VY__VK_LIB_FSUB] = {D(CANON)},
+	[VY__VK_LIB_FMUL] = {D(CANON) | D(MULX)},
+	[VY__VK_LIB_FDIV] = {D(CANON) | D(ROUND_PACK)},
+	[VY__VK_LIB_FMOD] = {D(ROUND_PACK)},
+	[VY__VK_LIB_FSQRT] = {D(CANON) | D(ROUND_PACK)},
+	[VY__VK_LIB_FFMA] = {D(CANON) | D(ISNAN) | D(FMA_EXACT)},
+	[VY__VK_LIB_FMIN] = {D(ISNAN)},
+	[VY__VK_LIB_FMAX] = {D(ISNAN)},
+	[VY__VK_LIB_FCMP] = {D(ISNAN)},
+	[VY__VK_LIB_FTRUNC] = {0},
+	[VY__VK_LIB_FFLOOR] = {D(FTRUNC)},
+	[VY__VK_LIB_FCEIL] = {D(FTRUNC)},
+	[VY__VK_LIB_FROUND] = {D(FTRUNC)},
+	[VY__VK_LIB_FSIGN] = {D(ISNAN)},
+	[VY__VK_LIB_U2F] = {D(ROUND_PACK)},
+	[VY__VK_LIB_I2F] = {D(ROUND_PACK)},
+	[VY__VK_LIB_F2U] = {0},
+	[VY__VK_LIB_F2I] = {0},
+	[VY__VK_LIB_SDIV] = {0},
+	[VY__VK_LIB_SMOD] = {0},
+	[VY__VK_LIB_ROT] = {0},
+	[VY__VK_LIB_BITS] = {0},
+	[VY__VK_LIB_WIDE] = {0},
+	[VY__VK_LIB_TRAP] = {0},
+	[VY__VK_LIB_SG_SHUFFLE] = {0},
+	[VY__VK_LIB_SG_FADD] = {D(FADD)},
+	[VY__VK_LIB_SG_FMUL] = {D(FMUL)},
+	[VY__VK_LIB_SG_FMINMAX] = {D(ISNAN)},
+};
+
+#undef D
+
+uint64_t vy__vk_lib_close(uint64_t uses)
+{
+	/* Dependencies never go deeper than two levels, but iterate to a fixed point anyway. */
+	for (;;) {
+		uint64_t more = uses;
+		for (unsigned i = 0; i < VY__VK_LIB_COUNT; i++) {
+			if (uses & (UINT64_C(1) << i)) {
+				more |= lib[i].deps;
+			}
+		}
+		if (more == uses) {
+			return uses;
+		}
+		uses = more;
+	}
+}
+
+bool vy__vk_lib_fma_needs_f64(const struct vy_vk_math *math)
+{
+	return !math->fma_fused && math->has_f64;
+}
+
+static void emit_one(struct vy__vk_str *out, enum vy__vk_lib which, const struct vy_vk_math *math)
+{
+	switch (which) {
+	case VY__VK_LIB_CANON:
+		vy__vk_str_add(out, canon_text);
+		break;
+	case VY__VK_LIB_ISNAN:
+		vy__vk_str_add(out, isnan_text);
+		break;
+	case VY__VK_LIB_ROUND_PACK:
+		vy__vk_str_add(out, round_pack_text);
+		break;
+	case VY__VK_LIB_FADD:
+		vy__vk_str_add(out, fadd_text);
+		break;
+	case VY__VK_LIB_FSUB:
+		vy__vk_str_add(out, fsub_text);
+		break;
+	case VY__VK_LIB_MULX:
+		vy__vk_str_add(out, mulx_text);
+		break;
+	case VY__VK_LIB_FMA_EXACT:
+		vy__vk_str_add(out, fma_exact_text);
+		break;
+	case VY__VK_LIB_FMUL:
+		vy__vk_str_add(out, fmul_text);
+		break;
+	case VY__VK_LIB_FDIV:
+		vy__vk_str_add(out, fdiv_exact);
+		vy__vk_str_add(out, fdiv_head);
+		vy__vk_str_add(out, math->div_exact ? fdiv_builtin : fdiv_bits);
+		break;
+	case VY__VK_LIB_FMOD:
+		vy__vk_str_add(out, fmod_text);
+		break;
+	case VY__VK_LIB_FSQRT:
+		vy__vk_str_add(out, fsqrt_head);
+		vy__vk_str_add(out, math->sqrt_exact ? fsqrt_builtin : fsqrt_exact);
+		break;
+	case VY__VK_LIB_FFMA:
+		if (math->fma_fused) {
+			vy__vk_str_add(out, ffma_builtin);
+		} else {
+			vy__vk_str_add(out, math->has_f64 ? ffma_f64 : ffma_bits);
+		}
+		break;
+	case VY__VK_LIB_FMIN:
+		vy__vk_str_add(out, fmin_text);
+		break;
+	case VY__VK_LIB_FMAX:
+		vy__vk_str_add(out, fmax_text);
+		break;
+	case VY__VK_LIB_FCMP:
+		vy__vk_str_add(out, fcmp_text);
+		break;
+	case VY__VK_LIB_FTRUNC:
+		vy__vk_str_add(out, ftrunc_text);
+		break;
+	case VY__VK_LIB_FFLOOR:
+		vy__vk_str_add(out, ffloor_text);
+		break;
+	case VY__VK_LIB_FCEIL:
+		vy__vk_str_add(out, fceil_text);
+		break;
+	case VY__VK_LIB_FROUND:
+		vy__vk_str_add(out, fround_text);
+		break;
+	case VY__VK_LIB_FSIGN:
+		vy__vk_str_add(out, fsign_text);
+		break;
+	case VY__VK_LIB_U2F:
+		vy__vk_str_add(out, u2f_text);
+		break;
+	case VY__VK_LIB_I2F:
+		vy__vk_str_add(out, i2f_text);
+		break;
+	case VY__VK_LIB_F2U:
+		vy__vk_str_add(out, f2u_text);
+		break;
+	case VY__VK_LIB_F2I:
+		vy__vk_str_add(out, f2i_text);
+		break;
+	case VY__VK_LIB_SDIV:
+		vy__vk_str_add(out, sdiv_text);
+		break;
+	case VY__VK_LIB_SMOD:
+		vy__vk_str_add(out, smod_text);
+		break;
+	case VY__VK_LIB_ROT:
+		vy__vk_str_add(out, rot_text);
+		break;
+	case VY__VK_LIB_BITS:
+		vy__vk_str_add(out, bits_text);
+		break;
+	case VY__VK_LIB_WIDE:
+		vy__vk_str_add(out, wide_text);
+		break;
+	case VY__VK_LIB_TRAP:
+		vy__vk_str_add(out, trap_text);
+		break;
+	case VY__VK_LIB_SG_SHUFFLE:
+		vy__vk_str_add(out, sg_shuffle_text);
+		break;
+	case VY__VK_LIB_SG_FADD:
+		vy__vk_str_add(out, sg_fadd_text);
+		break;
+	case VY__VK_LIB_SG_FMUL:
+		vy__vk_str_add(out, sg_fmul_text);
+		break;
+	case VY__VK_LIB_SG_FMINMAX:
+		vy__vk_str_add(out, sg_fminmax_text);
+		break;
+	case VY__VK_LIB_COUNT:
+		assert(!"helper outside the table");
+		break;
+	}
+}
+
+void vy__vk_lib_emit(struct vy__vk_str *out, uint64_t uses, const struct vy_vk_math *math)
+{
+	uses = vy__vk_lib_close(uses);
+	/* The enum lists every helper after the helpers it calls. */
+	for (unsigned i = 0; i < VY__VK_LIB_COUNT; i++) {
+		if (uses & (UINT64_C(1) << i)) {
+			emit_one(out, (enum vy__vk_lib)i, math);
+			vy__vk_str_add(out, "\n");
+		}
+	}
+}

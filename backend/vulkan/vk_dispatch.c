@@ -1,0 +1,444 @@
+/*
+ * One dispatch of the Vulkan backend, from checked inputs to outputs in the plan's order.
+ *
+ * Every non-workgroup buffer is bound with its exact byte range (`len` and the generated bounds
+ * checks read it); output-role buffers start zeroed, input-consuming ones are uploaded, and the
+ * buffers with an output index are read back. Each grid-sync segment is one dispatch in the same
+ * command buffer, after a compute -> compute barrier, with the output-role buffers zeroed again in
+ * between: exactly what vy_grid_sync_dispatch gives when it runs the segments as separate
+ * dispatches, without the buffers ever leaving the device. Each segment has its own range of the
+ * trap sidecar, so the first segment that trapped is the one reported.
+ */
+#include "vk_backend.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+
+/* Element counts of count-0 buffers from the request; checks the request against the plan. */
+static int size_buffers(struct vy__vk_backend *b, struct vy__vk_kernel *k,
+	const struct vy__vk_request *req, struct vy_binding *bind, struct vy_err *err)
+{
+	const struct vy_binding_plan *plan = k->plan;
+	memcpy(bind, plan->bindings, plan->n_bindings * sizeof(*bind));
+	if (req->inputs || !req->resources) {
+		int rc = vy_binding_plan_check_inputs(plan, req->inputs, req->n_inputs, err);
+		if (rc) {
+			return rc;
+		}
+		for (uint32_t i = 0; i < plan->n_bindings; i++) {
+			if (!bind[i].has_static_len && bind[i].input_index != VY_BINDING_NONE) {
+				size_t len = req->inputs[bind[i].input_index].len;
+				bind[i].element_count = (uint32_t)(len / bind[i].element_size);
+			}
+		}
+		return 0;
+	}
+	uint32_t n = plan->n_bindings - plan->n_shared;
+	if (req->n_resources != n) {
+		return vy_err_set(err, VY_E_BAD_REQUEST, "resources",
+			"pass one resident buffer per non-workgroup buffer, in binding order",
+			"the program has %u non-workgroup buffers; %zu resident buffers were given", n,
+			req->n_resources);
+	}
+	uint32_t r = 0;
+	for (uint32_t i = 0; i < plan->n_bindings; i++) {
+		if (bind[i].role == VY_ROLE_SHARED) {
+			continue;
+		}
+		const struct vy__vk_resident *res = req->resources[r];
+		char at[32];
+		snprintf(at, sizeof(at), "resources[%u]", r);
+		r++;
+		if (bind[i].has_static_len) {
+			if (res->len < bind[i].static_byte_len) {
+				return vy_err_set(err, VY_E_BAD_REQUEST, at,
+					"allocate the resident buffer with at least the declared size",
+					"buffer %s needs %zu bytes; the resident buffer holds %llu",
+					bind[i].name, bind[i].static_byte_len,
+					(unsigned long long)res->len);
+			}
+			continue;
+		}
+		if (res->len % bind[i].element_size != 0 ||
+			res->len / bind[i].element_size > UINT32_MAX) {
+			return vy_err_set(err, VY_E_BAD_REQUEST, at,
+				"give a resident buffer of whole elements, at most 2^32 - 1 of them",
+				"buffer %s takes %u-byte elements; the resident buffer holds %llu bytes",
+				bind[i].name, bind[i].element_size, (unsigned long long)res->len);
+		}
+		bind[i].element_count = (uint32_t)(res->len / bind[i].element_size);
+	}
+	return 0;
+}
+
+static int check_workgroup(struct vy__vk_backend *b, const uint32_t wg[3], struct vy_err *err)
+{
+	const VkPhysicalDeviceLimits *l = &b->dev.props.limits;
+	uint64_t product = (uint64_t)wg[0] * wg[1] * wg[2];
+	for (int i = 0; i < 3; i++) {
+		if (wg[i] > l->maxComputeWorkGroupSize[i]) {
+			return vy_err_set(err, VY_E_UNSUPPORTED_FEATURE, "config.workgroup_size",
+				"use a workgroup size within the device's limits (vyrectl devices)",
+				"workgroup size %u on axis %d exceeds the device's limit %u", wg[i], i,
+				l->maxComputeWorkGroupSize[i]);
+		}
+	}
+	if (product > l->maxComputeWorkGroupInvocations) {
+		return vy_err_set(err, VY_E_UNSUPPORTED_FEATURE, "config.workgroup_size",
+			"use a workgroup size within the device's limits (vyrectl devices)",
+			"workgroup of %llu invocations exceeds the device's limit %u",
+			(unsigned long long)product, l->maxComputeWorkGroupInvocations);
+	}
+	return 0;
+}
+
+static int plan_launches(struct vy__vk_backend *b, struct vy__vk_kernel *k,
+	const struct vy_binding_plan *plan, const struct vy_dispatch_config *config,
+	struct vy__vk_job *job, struct vy_err *err)
+{
+	job->launches = job->launch_inline;
+	if (k->n_segments > VY__VK_JOB_INLINE_SEGMENTS) {
+		job->launches = calloc(k->n_segments, sizeof(*job->launches));
+		if (!job->launches) {
+			fprintf(stderr, "vyred: out of memory for %u launches\n", k->n_segments);
+			abort();
+		}
+	}
+	struct vy_launch_config lcfg;
+	memcpy(lcfg.grid, config->grid, sizeof(lcfg.grid));
+	memcpy(lcfg.workgroup_size, config->workgroup_size, sizeof(lcfg.workgroup_size));
+	struct vy_launch_limits limits;
+	memcpy(limits.max_workgroup_count, b->dev.props.limits.maxComputeWorkGroupCount,
+		sizeof(limits.max_workgroup_count));
+	for (uint32_t s = 0; s < k->n_segments; s++) {
+		int rc = vy_launch_compute(k->segments[s].program, k->segments[s].features, plan,
+			&lcfg, &limits, &job->launches[s], err);
+		if (rc) {
+			return vy__vk_segment_error(err, rc, s, k->n_segments);
+		}
+	}
+	if (config->workgroup_size[0] || config->workgroup_size[1] || config->workgroup_size[2]) {
+		return check_workgroup(b, job->launches[0].workgroup_size, err);
+	}
+	return 0;
+}
+
+static void release_launches(struct vy__vk_job *job)
+{
+	if (job->launches != job->launch_inline) {
+		free(job->launches);
+	}
+	job->launches = NULL;
+}
+
+static int prepare_buffers(struct vy__vk_backend *b, struct vy__vk_kernel *k,
+	const struct vy_binding *bind, const struct vy__vk_request *req, struct vy__vk_job *job,
+	struct vy_err *err)
+{
+	struct vy_vk_exec *x = &b->exec;
+	const struct vy_binding_plan *plan = k->plan;
+	uint32_t r = 0;
+	for (uint32_t i = 0; i < VY_IR_MAX_BUFFERS; i++) {
+		job->buf_of[i] = VY_BINDING_NONE;
+	}
+	for (uint32_t i = 0; i < plan->n_bindings; i++) {
+		const struct vy_binding *bd = &bind[i];
+		if (bd->role == VY_ROLE_SHARED) {
+			continue;
+		}
+		uint64_t len = (uint64_t)bd->element_count * bd->element_size;
+		if (len > b->dev.max_storage_range) {
+			return vy_err_set(err, VY_E_UNSUPPORTED_FEATURE, NULL,
+				"split the data over several dispatches or buffers",
+				"buffer %s is %llu bytes; the device binds at most %llu bytes per "
+				"buffer",
+				bd->name, (unsigned long long)len,
+				(unsigned long long)b->dev.max_storage_range);
+		}
+		uint32_t slot = job->n_bufs++;
+		job->buf_of[bd->buffer_index] = slot;
+		struct vy_vk_xfer *xf = &job->bufs[slot];
+		bool zero = bd->role == VY_ROLE_OUTPUT;
+		if (req->resources) {
+			struct vy__vk_resident *res = req->resources[r++];
+			atomic_fetch_add(&res->refs, 1);
+			vy__vk_ctx_hold(job->ctx, vy__vk_resident_release, res);
+			vy__vk_xfer_wrap(&res->slice, len, zero, xf);
+		} else {
+			const void *data = NULL;
+			if (bd->input_index != VY_BINDING_NONE) {
+				data = req->inputs[bd->input_index].data;
+			}
+			bool back = bd->output_index != VY_BINDING_NONE;
+			int rc = vy__vk_xfer_prepare(x, job->ctx, len, data, zero, back, xf, err);
+			if (rc) {
+				return rc;
+			}
+		}
+		if (zero && k->n_segments > 1 && len > 0) {
+			job->refill[job->n_refill++] = *xf;
+		}
+	}
+	job->n_outputs = req->resources ? 0 : plan->n_outputs;
+	for (uint32_t i = 0; i < job->n_outputs; i++) {
+		job->output_buf[i] = job->buf_of[plan->output_indices[i]];
+	}
+	VkDeviceSize align = b->dev.props.limits.minStorageBufferOffsetAlignment;
+	uint32_t trap = k->segments[0].layout.trap_bytes;
+	job->sidecar_stride = (uint32_t)((trap + align - 1) / align * align);
+	return vy__vk_xfer_prepare(x, job->ctx, (uint64_t)job->sidecar_stride * k->n_segments, NULL,
+		true, true, &job->sidecar, err);
+}
+
+static void compute_barrier(struct vy_vk_device *d, VkCommandBuffer cmd)
+{
+	VkMemoryBarrier mb = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+	};
+	d->vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+		VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+/* Work of earlier submissions (resident buffers written by the last dispatch) comes first. */
+static void entry_barrier(struct vy_vk_device *d, VkCommandBuffer cmd)
+{
+	VkMemoryBarrier mb = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+				 VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+	};
+	VkPipelineStageFlags stages =
+		VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+	d->vk.vkCmdPipelineBarrier(cmd, stages, stages, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+struct record_arg {
+	struct vy__vk_backend *b;
+	struct vy__vk_job *job;
+	uint64_t loop_limit;
+};
+
+static int record_job(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, struct vy_err *err)
+{
+	struct record_arg *ra = arg;
+	struct vy__vk_backend *b = ra->b;
+	struct vy__vk_job *job = ra->job;
+	struct vy__vk_kernel *k = job->k;
+	struct vy_vk_device *d = &b->dev;
+	struct vy_vk_exec *x = &b->exec;
+	if (job->resident) {
+		entry_barrier(d, cmd);
+	}
+	vy__vk_xfer_record_in(x, cmd, job->bufs, job->n_bufs);
+	vy__vk_xfer_record_in(x, cmd, &job->sidecar, 1);
+	vy__vk_ctx_stamp(x, ctx, 0);
+	for (uint32_t s = 0; s < k->n_segments; s++) {
+		const struct vy__vk_segment *seg = &k->segments[s];
+		const struct vy_launch *la = &job->launches[s];
+		if (s > 0) {
+			if (job->n_refill > 0) {
+				vy__vk_xfer_record_refill(x, cmd, job->refill, job->n_refill);
+			} else {
+				compute_barrier(d, cmd);
+			}
+		}
+		d->vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, job->v->pipelines[s]);
+		uint32_t bindings[VY_LAYOUT_MAX_SLOTS];
+		VkDescriptorBufferInfo infos[VY_LAYOUT_MAX_SLOTS];
+		uint32_t n = 0;
+		for (uint32_t i = 0; i < seg->layout.n_bindings; i++) {
+			uint32_t slot = job->buf_of[seg->layout.bindings[i].buffer_index];
+			bindings[n] = seg->layout.bindings[i].vk_binding;
+			infos[n++] = vy__vk_xfer_descriptor(x, &job->bufs[slot]);
+		}
+		bindings[n] = seg->layout.trap_binding;
+		infos[n++] = (VkDescriptorBufferInfo){job->sidecar.dev.buffer,
+			job->sidecar.dev.offset + (VkDeviceSize)s * job->sidecar_stride,
+			seg->layout.trap_bytes};
+		int rc = vy__vk_xfer_bind(x, ctx, cmd, seg->vk_layout, n, bindings, infos, err);
+		if (rc) {
+			return rc;
+		}
+		struct vy_vk_push push = {
+			.logical_workgroups = {la->grid[0], la->grid[1], la->grid[2]},
+			.dispatch_x = la->workgroups[0],
+			.dispatch_y = la->workgroups[1],
+			.loop_limit_lo = (uint32_t)ra->loop_limit,
+			.loop_limit_hi = (uint32_t)(ra->loop_limit >> 32),
+		};
+		d->vk.vkCmdPushConstants(cmd, seg->vk_layout->pipeline_layout,
+			VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+		d->vk.vkCmdDispatch(cmd, la->workgroups[0], la->workgroups[1], la->workgroups[2]);
+	}
+	vy__vk_ctx_stamp(x, ctx, 1);
+	struct vy_vk_xfer out[VY_IR_MAX_BUFFERS + 1];
+	uint32_t n_out = 0;
+	for (uint32_t i = 0; i < job->n_outputs; i++) {
+		out[n_out++] = job->bufs[job->output_buf[i]];
+	}
+	out[n_out++] = job->sidecar;
+	vy__vk_xfer_record_out(x, cmd, out, n_out);
+	return 0;
+}
+
+int vy__vk_job_start(struct vy__vk_backend *b, struct vy__vk_kernel *k,
+	const struct vy__vk_request *req, bool now, struct vy__vk_job *job, struct vy_err *err)
+{
+	memset(job, 0, offsetof(struct vy__vk_job, buf_of));
+	job->k = k;
+	job->start_ns = now_ns();
+	job->resident = req->resources != NULL;
+	job->timed = req->timed || req->config->timing;
+	job->timeout_ns = req->config->timeout_ms ? (uint64_t)req->config->timeout_ms * 1000000
+						  : UINT64_MAX;
+	job->n_bufs = 0;
+	job->n_refill = 0;
+	job->launches = NULL;
+	struct vy_binding bind[VY_IR_MAX_BUFFERS];
+	struct vy_binding_plan plan = *k->plan;
+	plan.bindings = bind;
+	int rc = size_buffers(b, k, req, bind, err);
+	if (rc == 0) {
+		rc = plan_launches(b, k, &plan, req->config, job, err);
+	}
+	if (rc == 0) {
+		rc = vy__vk_variant_get(k, req->config->spec, job->launches[0].workgroup_size,
+			&job->v, err);
+	}
+	if (rc == 0) {
+		rc = vy__vk_ctx_acquire(&b->exec, &job->ctx, err);
+	}
+	if (rc) {
+		release_launches(job);
+		vy__vk_kernel_unref(k);
+		job->k = NULL;
+		return rc;
+	}
+	vy__vk_ctx_hold(job->ctx, vy__vk_kernel_release, k);
+	rc = prepare_buffers(b, k, bind, req, job, err);
+	uint64_t limit = req->config->max_loop_iterations
+				 ? req->config->max_loop_iterations
+				 : VY_DISPATCH_DEFAULT_MAX_LOOP_ITERATIONS;
+	struct record_arg ra = {b, job, limit};
+	if (rc == 0) {
+		uint32_t sets = b->pipes.push_descriptors ? 0 : k->n_segments;
+		rc = vy__vk_ctx_submit(&b->exec, job->ctx, job->timed, now, sets, record_job, &ra,
+			err);
+	}
+	if (rc) {
+		vy__vk_ctx_release(&b->exec, job->ctx);
+		release_launches(job);
+		job->ctx = NULL;
+		job->k = NULL;
+		return rc;
+	}
+	job->enqueue_ns = now_ns() - job->start_ns;
+	return 0;
+}
+
+bool vy__vk_job_ready(struct vy__vk_backend *b, struct vy__vk_job *job)
+{
+	return vy__vk_ctx_ready(&b->exec, job->ctx);
+}
+
+void vy__vk_job_abandon(struct vy__vk_backend *b, struct vy__vk_job *job)
+{
+	if (job->ctx) {
+		vy__vk_ctx_abandon(&b->exec, job->ctx);
+	}
+	release_launches(job);
+	job->ctx = NULL;
+	job->k = NULL;
+}
+
+static int decode_traps(struct vy__vk_backend *b, struct vy__vk_job *job, struct vy_err *err)
+{
+	struct vy__vk_kernel *k = job->k;
+	uint8_t local[256];
+	uint64_t len = job->sidecar.len;
+	uint8_t *side = len <= sizeof(local) ? local : malloc(len);
+	if (!side) {
+		fprintf(stderr, "vyred: out of memory reading %llu trap bytes\n",
+			(unsigned long long)len);
+		abort();
+	}
+	int rc = vy__vk_xfer_read(&b->exec, &job->sidecar, side, len, err);
+	for (uint32_t s = 0; rc == 0 && s < k->n_segments; s++) {
+		rc = vy_vk_trap_decode(k->segments[s].program, side + (size_t)s * job->sidecar_stride,
+			k->segments[s].layout.trap_bytes, err);
+		if (rc) {
+			vy__vk_segment_error(err, rc, s, k->n_segments);
+		}
+	}
+	if (side != local) {
+		free(side);
+	}
+	return rc;
+}
+
+static int read_outputs(struct vy__vk_backend *b, struct vy__vk_job *job,
+	struct vy_outputs *outputs, struct vy_err *err)
+{
+	bool reuse = outputs->len == job->n_outputs;
+	for (uint32_t i = 0; reuse && i < job->n_outputs; i++) {
+		reuse = outputs->items[i].len == job->bufs[job->output_buf[i]].len;
+	}
+	if (!reuse) {
+		vy_outputs_clear(outputs);
+		for (uint32_t i = 0; i < job->n_outputs; i++) {
+			vy_outputs_push_zeroed(outputs, job->bufs[job->output_buf[i]].len);
+		}
+	}
+	for (uint32_t i = 0; i < job->n_outputs; i++) {
+		const struct vy_vk_xfer *xf = &job->bufs[job->output_buf[i]];
+		int rc = vy__vk_xfer_read(&b->exec, xf, outputs->items[i].data, xf->len, err);
+		if (rc) {
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int vy__vk_job_finish(struct vy__vk_backend *b, struct vy__vk_job *job, struct vy_outputs *outputs,
+	struct vy_timing *timing, struct vy_err *err)
+{
+	uint64_t wait_start = now_ns();
+	int rc = vy__vk_ctx_wait(&b->exec, job->ctx, job->timeout_ns, err);
+	uint64_t wait_ns = now_ns() - wait_start;
+	if (rc == VY_E_TIMEOUT) {
+		vy__vk_job_abandon(b, job);
+		return rc;
+	}
+	if (rc == 0) {
+		rc = decode_traps(b, job, err);
+	}
+	if (rc == 0 && outputs) {
+		rc = read_outputs(b, job, outputs, err);
+	}
+	if (rc == 0 && timing) {
+		timing->wall_ns = now_ns() - job->start_ns;
+		timing->enqueue_ns = job->enqueue_ns;
+		timing->wait_ns = wait_ns;
+		uint64_t dev = vy__vk_ctx_device_ns(&b->exec, job->ctx);
+		timing->device_ns = dev == UINT64_MAX ? VY_TIMING_NONE : dev;
+	}
+	vy__vk_ctx_release(&b->exec, job->ctx);
+	release_launches(job);
+	job->ctx = NULL;
+	job->k = NULL;
+	return rc;
+}

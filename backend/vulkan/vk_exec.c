@@ -1,0 +1,575 @@
+/*
+ * Execution contexts, batched submission on one timeline semaphore, and completion by spinning
+ * then sleeping. The queue lock covers recording too, because command buffers allocated from one
+ * pool must not be recorded concurrently; everything slow (staging copies, waiting, readback)
+ * happens outside it.
+ */
+#include "vk_exec.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "binding.h"
+#include "vk_util.h"
+
+#define BATCH_LIMIT 16
+#define GPU_SPIN_NS 50000
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+static void *xrealloc(void *p, size_t n, size_t size)
+{
+	void *q = realloc(p, n * size);
+	if (!q) {
+		fprintf(stderr, "vyred: out of memory (%zu x %zu bytes)\n", n, size);
+		abort();
+	}
+	return q;
+}
+
+int vy__vk_exec_init(
+	struct vy_vk_exec *x, struct vy_vk_device *dev, struct vy_vk_memory *mem, struct vy_err *err)
+{
+	memset(x, 0, sizeof(*x));
+	x->dev = dev;
+	x->mem = mem;
+	x->batch_limit = BATCH_LIMIT;
+	/* On a CPU device the spinning thread would take a core from the work it waits for. */
+	x->spin_ns = dev->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 0 : GPU_SPIN_NS;
+	pthread_mutex_init(&x->lock, NULL);
+	int rc = 0;
+	VkCommandPoolCreateInfo pool = {
+		.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+		.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+		.queueFamilyIndex = dev->queue_family,
+	};
+	VY_VK(dev->vk.vkCreateCommandPool(dev->dev, &pool, NULL, &x->pool));
+	VkSemaphoreTypeCreateInfo type = {
+		.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+		.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
+		.initialValue = 0,
+	};
+	VkSemaphoreCreateInfo sem = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &type};
+	VY_VK(dev->vk.vkCreateSemaphore(dev->dev, &sem, NULL, &x->timeline));
+	if (!dev->null_descriptor) {
+		rc = vy__vk_slice_alloc(mem, VY_VK_POOL_DEVICE, 4, &x->dummy, err);
+		if (rc) {
+			goto error;
+		}
+	}
+	return 0;
+error:
+	vy__vk_exec_finish(x);
+	return rc;
+}
+
+static void ctx_release_locked(struct vy_vk_exec *x, struct vy_vk_ctx *ctx)
+{
+	for (size_t i = 0; i < ctx->n_slices; i++) {
+		vy__vk_slice_free(x->mem, &ctx->slices[i]);
+	}
+	ctx->n_slices = 0;
+	for (size_t i = 0; i < ctx->n_holds; i++) {
+		ctx->holds[i].release(ctx->holds[i].arg);
+	}
+	ctx->n_holds = 0;
+	ctx->value = 0;
+	ctx->timed = false;
+	ctx->submitted = false;
+	ctx->abandoned = false;
+	ctx->failed = 0;
+	ctx->next = x->free_list;
+	x->free_list = ctx;
+}
+
+static void ctx_destroy(struct vy_vk_exec *x, struct vy_vk_ctx *ctx)
+{
+	struct vy_vk_device *d = x->dev;
+	for (size_t i = 0; i < ctx->n_slices; i++) {
+		vy__vk_slice_free(x->mem, &ctx->slices[i]);
+	}
+	for (size_t i = 0; i < ctx->n_holds; i++) {
+		ctx->holds[i].release(ctx->holds[i].arg);
+	}
+	free(ctx->holds);
+	free(ctx->slices);
+	if (ctx->queries) {
+		d->vk.vkDestroyQueryPool(d->dev, ctx->queries, NULL);
+	}
+	if (ctx->descriptors) {
+		d->vk.vkDestroyDescriptorPool(d->dev, ctx->descriptors, NULL);
+	}
+	if (ctx->cmd) {
+		d->vk.vkFreeCommandBuffers(d->dev, x->pool, 1, &ctx->cmd);
+	}
+	free(ctx);
+}
+
+void vy__vk_exec_finish(struct vy_vk_exec *x)
+{
+	if (!x->dev) {
+		return;
+	}
+	struct vy_vk_device *d = x->dev;
+	for (size_t i = 0; i < x->n_all; i++) {
+		ctx_destroy(x, x->all[i]);
+	}
+	free(x->all);
+	free(x->batch);
+	vy__vk_slice_free(x->mem, &x->dummy);
+	if (x->timeline) {
+		d->vk.vkDestroySemaphore(d->dev, x->timeline, NULL);
+	}
+	if (x->pool) {
+		d->vk.vkDestroyCommandPool(d->dev, x->pool, NULL);
+	}
+	pthread_mutex_destroy(&x->lock);
+	memset(x, 0, sizeof(*x));
+}
+
+static int lost_error(struct vy_err *err)
+{
+	return vy_err_set(err, VY_E_DEVICE_LOST, NULL,
+		"retry once the device has been recovered, and check the kernel log for GPU faults",
+		"the Vulkan device was lost");
+}
+
+/* The semaphore's counter; UINT64_MAX on device loss (everything counts as done). */
+static uint64_t counter_value(struct vy_vk_exec *x)
+{
+	uint64_t v = 0;
+	struct vy_err *err = NULL;
+	int rc = 0;
+	VY_VK(x->dev->vk.vkGetSemaphoreCounterValue(x->dev->dev, x->timeline, &v));
+	return v;
+error:
+	if (rc == VY_E_DEVICE_LOST) {
+		x->lost = true;
+	}
+	return UINT64_MAX;
+}
+
+static void reclaim_locked(struct vy_vk_exec *x)
+{
+	if (!x->abandoned) {
+		return;
+	}
+	uint64_t done = counter_value(x);
+	struct vy_vk_ctx **link = &x->abandoned;
+	while (*link) {
+		struct vy_vk_ctx *ctx = *link;
+		if (ctx->failed || !ctx->value || ctx->value <= done) {
+			*link = ctx->next;
+			ctx_release_locked(x, ctx);
+		} else {
+			link = &ctx->next;
+		}
+	}
+}
+
+static int ctx_create_locked(struct vy_vk_exec *x, struct vy_vk_ctx **out, struct vy_err *err)
+{
+	struct vy_vk_device *d = x->dev;
+	int rc = 0;
+	struct vy_vk_ctx *ctx = calloc(1, sizeof(*ctx));
+	if (!ctx) {
+		fprintf(stderr, "vyred: out of memory for an execution context\n");
+		abort();
+	}
+	VkCommandBufferAllocateInfo info = {
+		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+		.commandPool = x->pool,
+		.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+		.commandBufferCount = 1,
+	};
+	VY_VK(d->vk.vkAllocateCommandBuffers(d->dev, &info, &ctx->cmd));
+	if (d->timestamps) {
+		VkQueryPoolCreateInfo q = {
+			.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+			.queryType = VK_QUERY_TYPE_TIMESTAMP,
+			.queryCount = 2,
+		};
+		VY_VK(d->vk.vkCreateQueryPool(d->dev, &q, NULL, &ctx->queries));
+	}
+	if (x->n_all == x->cap_all) {
+		x->cap_all = x->cap_all ? x->cap_all * 2 : 8;
+		x->all = xrealloc(x->all, x->cap_all, sizeof(*x->all));
+	}
+	x->all[x->n_all++] = ctx;
+	*out = ctx;
+	return 0;
+error:
+	ctx_destroy(x, ctx);
+	return rc;
+}
+
+int vy__vk_ctx_acquire(struct vy_vk_exec *x, struct vy_vk_ctx **out, struct vy_err *err)
+{
+	*out = NULL;
+	pthread_mutex_lock(&x->lock);
+	int rc = 0;
+	if (x->lost) {
+		rc = lost_error(err);
+		goto done;
+	}
+	reclaim_locked(x);
+	if (x->free_list) {
+		*out = x->free_list;
+		x->free_list = x->free_list->next;
+		(*out)->next = NULL;
+	} else {
+		rc = ctx_create_locked(x, out, err);
+	}
+done:
+	pthread_mutex_unlock(&x->lock);
+	return rc;
+}
+
+int vy__vk_ctx_slice(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, enum vy_vk_pool_kind kind,
+	uint64_t size, struct vy_vk_slice *out, struct vy_err *err)
+{
+	int rc = vy__vk_slice_alloc(x->mem, kind, size, out, err);
+	if (rc) {
+		return rc;
+	}
+	if (ctx->n_slices == ctx->cap_slices) {
+		ctx->cap_slices = ctx->cap_slices ? ctx->cap_slices * 2 : 16;
+		ctx->slices = xrealloc(ctx->slices, ctx->cap_slices, sizeof(*ctx->slices));
+	}
+	ctx->slices[ctx->n_slices++] = *out;
+	return 0;
+}
+
+void vy__vk_ctx_hold(struct vy_vk_ctx *ctx, void (*release)(void *arg), void *arg)
+{
+	if (ctx->n_holds == ctx->cap_holds) {
+		ctx->cap_holds = ctx->cap_holds ? ctx->cap_holds * 2 : 8;
+		ctx->holds = xrealloc(ctx->holds, ctx->cap_holds, sizeof(*ctx->holds));
+	}
+	ctx->holds[ctx->n_holds++] = (struct vy_vk_hold){release, arg};
+}
+
+static int submit_batch_locked(struct vy_vk_exec *x, struct vy_err *err)
+{
+	if (x->n_batch == 0) {
+		return 0;
+	}
+	struct vy_vk_device *d = x->dev;
+	int rc = 0;
+	VkSubmitInfo infos[BATCH_LIMIT];
+	VkTimelineSemaphoreSubmitInfo timelines[BATCH_LIMIT];
+	assert(x->n_batch <= BATCH_LIMIT);
+	for (size_t i = 0; i < x->n_batch; i++) {
+		struct vy_vk_ctx *ctx = x->batch[i];
+		timelines[i] = (VkTimelineSemaphoreSubmitInfo){
+			.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+			.signalSemaphoreValueCount = 1,
+			.pSignalSemaphoreValues = &ctx->value,
+		};
+		infos[i] = (VkSubmitInfo){
+			.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+			.pNext = &timelines[i],
+			.commandBufferCount = 1,
+			.pCommandBuffers = &ctx->cmd,
+			.signalSemaphoreCount = 1,
+			.pSignalSemaphores = &x->timeline,
+		};
+	}
+	VY_VK(d->vk.vkQueueSubmit(d->queue, (uint32_t)x->n_batch, infos, VK_NULL_HANDLE));
+	x->submits++;
+	x->jobs += x->n_batch;
+	x->submitted_value = x->batch[x->n_batch - 1]->value;
+	for (size_t i = 0; i < x->n_batch; i++) {
+		x->batch[i]->submitted = true;
+	}
+	x->n_batch = 0;
+	return 0;
+error:
+	if (rc == VY_E_DEVICE_LOST) {
+		x->lost = true;
+	}
+	for (size_t i = 0; i < x->n_batch; i++) {
+		x->batch[i]->failed = rc;
+	}
+	x->n_batch = 0;
+	return rc;
+}
+
+static int reserve_sets(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint32_t sets,
+	struct vy_err *err)
+{
+	struct vy_vk_device *d = x->dev;
+	int rc = 0;
+	if (sets == 0) {
+		return 0;
+	}
+	if (ctx->descriptors && ctx->descriptor_capacity >= sets) {
+		VY_VK(d->vk.vkResetDescriptorPool(d->dev, ctx->descriptors, 0));
+		return 0;
+	}
+	if (ctx->descriptors) {
+		d->vk.vkDestroyDescriptorPool(d->dev, ctx->descriptors, NULL);
+		ctx->descriptors = VK_NULL_HANDLE;
+	}
+	uint32_t cap = ctx->descriptor_capacity * 2 > sets ? ctx->descriptor_capacity * 2 : sets;
+	VkDescriptorPoolSize sizes[] = {
+		{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, cap * VY_LAYOUT_MAX_SLOTS},
+		{VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, cap * VY_LAYOUT_MAX_SLOTS},
+	};
+	VkDescriptorPoolCreateInfo info = {
+		.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+		.maxSets = cap,
+		.poolSizeCount = 2,
+		.pPoolSizes = sizes,
+	};
+	VY_VK(d->vk.vkCreateDescriptorPool(d->dev, &info, NULL, &ctx->descriptors));
+	ctx->descriptor_capacity = cap;
+	return 0;
+error:
+	ctx->descriptor_capacity = 0;
+	return rc;
+}
+
+int vy__vk_ctx_submit(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, bool timed, bool now,
+	uint32_t sets, vy_vk_record_fn record, void *arg, struct vy_err *err)
+{
+	struct vy_vk_device *d = x->dev;
+	int rc = 0;
+	bool recording = false;
+	pthread_mutex_lock(&x->lock);
+	if (x->lost) {
+		rc = lost_error(err);
+		goto error;
+	}
+	rc = reserve_sets(x, ctx, sets, err);
+	if (rc) {
+		goto error;
+	}
+	VkCommandBufferBeginInfo begin = {
+		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+		.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+	};
+	VY_VK(d->vk.vkBeginCommandBuffer(ctx->cmd, &begin));
+	recording = true;
+	ctx->timed = timed && ctx->queries;
+	if (ctx->timed) {
+		d->vk.vkCmdResetQueryPool(ctx->cmd, ctx->queries, 0, 2);
+	}
+	rc = record(ctx, ctx->cmd, arg, err);
+	if (rc) {
+		goto error;
+	}
+	VY_VK(d->vk.vkEndCommandBuffer(ctx->cmd));
+	recording = false;
+	ctx->value = ++x->last_value;
+	if (x->n_batch == x->cap_batch) {
+		x->cap_batch = x->cap_batch ? x->cap_batch * 2 : BATCH_LIMIT;
+		x->batch = xrealloc(x->batch, x->cap_batch, sizeof(*x->batch));
+	}
+	x->batch[x->n_batch++] = ctx;
+	if (now || x->n_batch >= x->batch_limit) {
+		rc = submit_batch_locked(x, err);
+	}
+	pthread_mutex_unlock(&x->lock);
+	return rc;
+error:
+	if (recording) {
+		/* The pool allows resetting single buffers; a failed reset leaves the buffer to the
+		 * next vkBeginCommandBuffer, which resets it too. */
+		(void)d->vk.vkResetCommandBuffer(ctx->cmd, 0);
+	}
+	if (rc == VY_E_DEVICE_LOST) {
+		x->lost = true;
+	}
+	pthread_mutex_unlock(&x->lock);
+	return rc;
+}
+
+void vy__vk_ctx_stamp(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, int which)
+{
+	if (!ctx->timed) {
+		return;
+	}
+	x->dev->vk.vkCmdWriteTimestamp(ctx->cmd,
+		which == 0 ? VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT : VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+		ctx->queries, which ? 1 : 0);
+}
+
+int vy__vk_ctx_descriptor_set(struct vy_vk_exec *x, struct vy_vk_ctx *ctx,
+	VkDescriptorSetLayout layout, VkDescriptorSet *out, struct vy_err *err)
+{
+	struct vy_vk_device *d = x->dev;
+	int rc = 0;
+	VkDescriptorSetAllocateInfo info = {
+		.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+		.descriptorPool = ctx->descriptors,
+		.descriptorSetCount = 1,
+		.pSetLayouts = &layout,
+	};
+	VY_VK(d->vk.vkAllocateDescriptorSets(d->dev, &info, out));
+	return 0;
+error:
+	return rc;
+}
+
+/* Make sure the context's job is on the queue; returns its failure code, or 0. */
+static int ensure_submitted(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, struct vy_err *err)
+{
+	pthread_mutex_lock(&x->lock);
+	int rc = 0;
+	if (!ctx->submitted && !ctx->failed) {
+		rc = submit_batch_locked(x, err);
+	}
+	if (ctx->failed) {
+		rc = ctx->failed;
+		if (ctx->failed == VY_E_DEVICE_LOST) {
+			lost_error(err);
+		} else if (err && err->code == 0) {
+			vy_err_set(err, ctx->failed, NULL, "retry the request",
+				"the job could not be submitted");
+		}
+	}
+	pthread_mutex_unlock(&x->lock);
+	return rc;
+}
+
+bool vy__vk_ctx_ready(struct vy_vk_exec *x, struct vy_vk_ctx *ctx)
+{
+	if (ensure_submitted(x, ctx, NULL)) {
+		return true;
+	}
+	return counter_value(x) >= ctx->value;
+}
+
+int vy__vk_ctx_wait(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t timeout_ns,
+	struct vy_err *err)
+{
+	struct vy_vk_device *d = x->dev;
+	int rc = ensure_submitted(x, ctx, err);
+	if (rc) {
+		return rc;
+	}
+	uint64_t start = now_ns();
+	uint64_t v = 0;
+	if (x->spin_ns) {
+		do {
+			VY_VK(d->vk.vkGetSemaphoreCounterValue(d->dev, x->timeline, &v));
+			if (v >= ctx->value) {
+				return 0;
+			}
+		} while (now_ns() - start < x->spin_ns && now_ns() - start < timeout_ns);
+	}
+	uint64_t spent = now_ns() - start;
+	uint64_t left = timeout_ns == UINT64_MAX ? UINT64_MAX
+			: timeout_ns > spent        ? timeout_ns - spent
+						    : 0;
+	VkSemaphoreWaitInfo info = {
+		.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
+		.semaphoreCount = 1,
+		.pSemaphores = &x->timeline,
+		.pValues = &ctx->value,
+	};
+	VkResult res;
+	VY_VK(res = d->vk.vkWaitSemaphores(d->dev, &info, left));
+	if (res == VK_TIMEOUT) {
+		return vy_err_set(err, VY_E_TIMEOUT, NULL,
+			"raise config.timeout_ms, or make the program do less work per dispatch",
+			"the dispatch did not finish within %llu ms",
+			(unsigned long long)(timeout_ns / 1000000));
+	}
+	return 0;
+error:
+	if (rc == VY_E_DEVICE_LOST) {
+		x->lost = true;
+	}
+	return rc;
+}
+
+uint64_t vy__vk_ctx_device_ns(struct vy_vk_exec *x, struct vy_vk_ctx *ctx)
+{
+	struct vy_vk_device *d = x->dev;
+	if (!ctx->timed) {
+		return UINT64_MAX;
+	}
+	uint64_t ts[2];
+	struct vy_err *err = NULL;
+	int rc = 0;
+	VkResult res;
+	VY_VK(res = d->vk.vkGetQueryPoolResults(d->dev, ctx->queries, 0, 2, sizeof(ts), ts,
+		      sizeof(ts[0]), VK_QUERY_RESULT_64_BIT));
+	if (res != VK_SUCCESS) {
+		return UINT64_MAX;
+	}
+	uint64_t ticks = (ts[1] - ts[0]) & d->timestamp_mask;
+	return (uint64_t)((double)ticks * d->timestamp_period_ns);
+error:
+	(void)rc;
+	return UINT64_MAX;
+}
+
+void vy__vk_ctx_release(struct vy_vk_exec *x, struct vy_vk_ctx *ctx)
+{
+	pthread_mutex_lock(&x->lock);
+	ctx_release_locked(x, ctx);
+	pthread_mutex_unlock(&x->lock);
+}
+
+void vy__vk_ctx_abandon(struct vy_vk_exec *x, struct vy_vk_ctx *ctx)
+{
+	pthread_mutex_lock(&x->lock);
+	if (!ctx->submitted && !ctx->failed) {
+		/* Still in the batch: let it run, so that its value is signalled in order. */
+		submit_batch_locked(x, NULL);
+	}
+	ctx->abandoned = true;
+	ctx->next = x->abandoned;
+	x->abandoned = ctx;
+	reclaim_locked(x);
+	pthread_mutex_unlock(&x->lock);
+}
+
+int vy__vk_exec_flush(struct vy_vk_exec *x, struct vy_err *err)
+{
+	pthread_mutex_lock(&x->lock);
+	int rc = submit_batch_locked(x, err);
+	pthread_mutex_unlock(&x->lock);
+	return rc;
+}
+
+int vy__vk_exec_drain(struct vy_vk_exec *x, struct vy_err *err)
+{
+	struct vy_vk_device *d = x->dev;
+	pthread_mutex_lock(&x->lock);
+	int rc = submit_batch_locked(x, err);
+	uint64_t last = x->submitted_value;
+	pthread_mutex_unlock(&x->lock);
+	if (rc) {
+		return rc;
+	}
+	if (last > 0) {
+		VkSemaphoreWaitInfo info = {
+			.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
+			.semaphoreCount = 1,
+			.pSemaphores = &x->timeline,
+			.pValues = &last,
+		};
+		VY_VK(d->vk.vkWaitSemaphores(d->dev, &info, UINT64_MAX));
+	}
+	pthread_mutex_lock(&x->lock);
+	reclaim_locked(x);
+	pthread_mutex_unlock(&x->lock);
+	return 0;
+error:
+	if (rc == VY_E_DEVICE_LOST) {
+		x->lost = true;
+	}
+	return rc;
+}

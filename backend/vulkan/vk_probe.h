@@ -1,0 +1,37 @@
+/*
+ * The float probe of DESIGN.md §4.4: when a device opens, one small self-test dispatch runs a
+ * hand-written GLSL kernel over a few thousand fixed f32 triples and compares its results with
+ * the host's correctly rounded ones, to learn whether fma() is fused, whether '/' and sqrt() are
+ * correctly rounded, and whether subnormal results are kept. The code generator lowers by these
+ * findings, and the device profile reports them.
+ *
+ * Thread-safety: runs during device open, before the backend is shared.
+ */
+#ifndef VY_BACKEND_VULKAN_VK_PROBE_H
+#define VY_BACKEND_VULKAN_VK_PROBE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "vk_exec.h"
+#include "vk_pipeline.h"
+#include "vk_shader.h"
+
+struct vy_vk_probe {
+	bool fma_fused;
+	bool div_exact;
+	bool sqrt_exact;
+	bool keeps_subnormals;
+	uint32_t samples;   /* triples checked */
+	uint32_t fma_diffs; /* results that differ from the host's, per operation */
+	uint32_t div_diffs;
+	uint32_t sqrt_diffs;
+	uint32_t subnormal_flushed;
+};
+
+/* Run the probe on the device behind `x`. Errors: those of compiling and dispatching. */
+int vy__vk_probe_run(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes, struct vy_vk_compiler *cc,
+	struct vy_vk_probe *out, struct vy_err *err);
+
+#endif

@@ -1,0 +1,105 @@
+/*
+ * The Vulkan backend (DESIGN.md §8): runs vyre programs on one Vulkan device through volk,
+ * shaderc and the code generator of vk_codegen.h, behind the contract of backend/backend.h.
+ *
+ * A backend owns one device: its own instance, logical device, compute queue, buffer pools,
+ * pipeline caches and (with a cache_dir) the disk cache of §7.3. When the device opens, a float
+ * probe (§4.4) measures fma, '/', sqrt and subnormal behaviour; the code generator lowers by what
+ * it found, and the device profile reports it.
+ *
+ * Contract answers: dispatch, dispatch_into and dispatch_timed; compile_native (a pipeline that
+ * dispatches repeatedly without recompiling); dispatch_async (several jobs per vkQueueSubmit);
+ * resident buffers (alloc, upload, download, free, resident_dispatch); device_profile and limits
+ * from the device; capabilities: subgroup_ops where the device has basic, arithmetic, ballot and
+ * shuffle subgroup operations in compute shaders, grid_sync (segments run in one command buffer,
+ * buffers staying on the device), async_compute; everything else false. prepare, flush (submit
+ * and wait for all work, save the pipeline cache), shutdown, device_lost and try_recover
+ * (recreates the device; resident buffers of the lost device are gone).
+ *
+ * Resident dispatch: one resource per non-workgroup buffer, in binding order. Each is bound with
+ * the buffer's byte length (its static size, or for a count-0 buffer the whole elements of the
+ * resource); buffers of role output (binding.h) are zero-filled first, as a plain dispatch gives
+ * them, every other buffer is read and written in place.
+ *
+ * Thread-safety: a backend accepts concurrent calls of every entry except shutdown and destroy
+ * (backend.h). The enumeration function may be called at any time.
+ */
+#ifndef VY_BACKEND_VULKAN_VULKAN_H
+#define VY_BACKEND_VULKAN_VULKAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "err.h"
+
+struct vy_vulkan_options {
+	uint32_t device_index; /* in vy_vulkan_devices_enumerate order */
+	const char *cache_dir; /* borrowed; NULL: no disk cache */
+	/*
+	 * Enable VK_LAYER_KHRONOS_validation and check every generated module with spirv-val.
+	 * The environment variable VYRED_VULKAN_VALIDATION=1 turns it on too.
+	 */
+	bool enable_validation;
+};
+
+struct vy_vulkan_device_info {
+	uint32_t index;
+	char name[VY_DEVICE_NAME_MAX];
+	const char *type; /* "discrete", "integrated", "virtual", "cpu" or "other"; static */
+	uint32_t vendor_id;
+	uint32_t device_id;
+	uint32_t driver_version;
+	uint32_t api_version;
+	bool usable; /* Vulkan 1.2 or newer with a compute queue */
+};
+
+/*
+ * List the Vulkan devices: up to `cap` entries into `out` (may be NULL when cap is 0), and the
+ * total count in *n. Errors: UNSUPPORTED_FEATURE when there is no Vulkan loader or instance.
+ */
+int vy_vulkan_devices_enumerate(struct vy_vulkan_device_info *out, uint32_t cap, uint32_t *n,
+	struct vy_err *err);
+
+/*
+ * Open a backend on the device `opts->device_index` (opts may be NULL for device 0, no disk
+ * cache, no validation). On success *out is a new backend (free it with vy_backend_destroy);
+ * on failure *out is NULL. Errors: UNSUPPORTED_FEATURE (no loader, no such device, Vulkan below
+ * 1.2, no compute queue, validation layer missing when asked for), OUT_OF_MEMORY,
+ * DISPATCH_FAILED (the cache folder cannot be created, the probe failed).
+ */
+int vy_vulkan_backend_create(
+	const struct vy_vulkan_options *opts, struct vy_backend **out, struct vy_err *err);
+
+/* The backend id in the registry and in profiles. */
+#define VY_VULKAN_BACKEND_ID "vulkan"
+
+/* Counters of the disk cache and the submission path of one backend. */
+struct vy_vulkan_stats {
+	uint64_t spirv_disk_hits;   /* shaders loaded from disk instead of compiled */
+	uint64_t spirv_disk_misses; /* shaders compiled because disk had none or a bad one */
+	uint64_t disk_writes;
+	uint64_t disk_rejected;      /* cache files that failed a check and were ignored */
+	uint64_t disk_write_errors;
+	bool pipeline_cache_from_disk; /* the VkPipelineCache was seeded from disk at open */
+	uint64_t submits;              /* vkQueueSubmit calls */
+	uint64_t jobs;                 /* jobs submitted (several per submit when batched) */
+	uint64_t bytes_in_use;         /* device and staging bytes handed out */
+	uint64_t bytes_held;           /* device and staging bytes allocated from Vulkan */
+	uint64_t resident_buffers;
+};
+
+/* Fill *out for a backend made by vy_vulkan_backend_create; false for any other backend. */
+bool vy_vulkan_stats(struct vy_backend *b, struct vy_vulkan_stats *out);
+
+/* Whether the Vulkan validation layer is installed (tests enable it where it is). */
+bool vy_vulkan_validation_available(void);
+
+/*
+ * Warnings and errors reported by the validation layer to any backend of this process so far,
+ * and the text of the last one (into buf, `size` bytes; empty when none).
+ */
+uint64_t vy_vulkan_validation_messages(char *buf, size_t size);
+
+#endif

@@ -1,0 +1,595 @@
+/*
+ * The code generator (backend/vulkan/vk_codegen.h): every example program of the repository
+ * (tests/programs, the programs of docs/ir.md, the conformance corpus) becomes GLSL that shaderc
+ * compiles without a warning and whose SPIR-V passes the validator for Vulkan 1.2, for each math
+ * profile a device can report; the generated text holds the bounds checks, canonicalizations and
+ * exact emulations that the semantics need; the interface (bindings, spec constants, trap
+ * sidecar) is what the runtime relies on; unsupported programs fail with the documented codes.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <json-c/json.h>
+#include <shaderc/shaderc.h>
+#include <spirv-tools/libspirv.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+#include "err.h"
+#include "grid_sync.h"
+#include "ir.h"
+#include "node_path.h"
+#include "validate.h"
+#include "vk_codegen.h"
+#include "vmath.h"
+
+/* What the probe reports on lavapipe, on NVIDIA, and on a device with neither fma nor doubles. */
+static const struct vy_vk_codegen_options profiles[] = {
+	{.math = {.fma_fused = false, .div_exact = true, .sqrt_exact = true, .has_f64 = true},
+		.subgroups = true,
+		.subgroup_size = 8},
+	{.math = {.fma_fused = true, .div_exact = false, .sqrt_exact = false, .has_f64 = true},
+		.subgroups = true,
+		.subgroup_size = 32},
+	{.math = {.fma_fused = false, .div_exact = false, .sqrt_exact = false, .has_f64 = false},
+		.subgroups = true,
+		.subgroup_size = 16},
+};
+static const char *const profile_names[] = {"lavapipe", "nvidia", "integer"};
+#define N_PROFILES (sizeof(profiles) / sizeof(profiles[0]))
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		return NULL;
+	}
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	rewind(f);
+	char *text = malloc((size_t)n + 1);
+	cr_assert_not_null(text);
+	size_t got = fread(text, 1, (size_t)n, f);
+	fclose(f);
+	text[got] = '\0';
+	return text;
+}
+
+/* The result of compiling a shader: status, warnings and the message log, and the module. */
+struct compiled {
+	shaderc_compilation_status status;
+	size_t warnings;
+	char log[4096];
+	uint32_t *words;
+	size_t n_words;
+};
+
+static void compile(const char *glsl, struct compiled *out)
+{
+	shaderc_compiler_t c = shaderc_compiler_initialize();
+	cr_assert_not_null(c);
+	shaderc_compile_options_t o = shaderc_compile_options_initialize();
+	shaderc_compile_options_set_target_env(
+		o, shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_2);
+	shaderc_compilation_result_t r = shaderc_compile_into_spv(
+		c, glsl, strlen(glsl), shaderc_compute_shader, "vyre.comp", "main", o);
+	memset(out, 0, sizeof(*out));
+	out->status = shaderc_result_get_compilation_status(r);
+	out->warnings = shaderc_result_get_num_warnings(r);
+	snprintf(out->log, sizeof(out->log), "%s", shaderc_result_get_error_message(r));
+	if (out->status == shaderc_compilation_status_success) {
+		out->n_words = shaderc_result_get_length(r) / 4;
+		out->words = malloc(out->n_words * 4);
+		cr_assert_not_null(out->words);
+		memcpy(out->words, shaderc_result_get_bytes(r), out->n_words * 4);
+	}
+	shaderc_result_release(r);
+	shaderc_compile_options_release(o);
+	shaderc_compiler_release(c);
+}
+
+/* spirv-val for Vulkan 1.2; returns NULL when valid, else the validator's message (static). */
+static const char *spirv_val(const uint32_t *words, size_t n_words)
+{
+	static char message[1024];
+	spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_2);
+	spv_const_binary_t bin = {words, n_words};
+	spv_diagnostic diag = NULL;
+	spv_result_t r = spvValidate(ctx, &bin, &diag);
+	const char *result = NULL;
+	if (r != SPV_SUCCESS) {
+		snprintf(message, sizeof(message), "%s", diag ? diag->error : "invalid module");
+		result = message;
+	}
+	spvDiagnosticDestroy(diag);
+	spvContextDestroy(ctx);
+	return result;
+}
+
+/*
+ * The runtime's compile step as the test sees it: KERNEL_COMPILE_FAILED with shaderc's log and
+ * the text of the first line that the log names.
+ */
+static int compile_or_fail(const char *glsl, struct compiled *out, struct vy_err *err)
+{
+	compile(glsl, out);
+	if (out->status == shaderc_compilation_status_success) {
+		return 0;
+	}
+	unsigned line = 0;
+	const char *at = strstr(out->log, "vyre.comp:");
+	if (at) {
+		line = (unsigned)strtoul(at + strlen("vyre.comp:"), NULL, 10);
+	}
+	const char *text = glsl;
+	for (unsigned i = 1; i < line && text; i++) {
+		text = strchr(text, '\n');
+		text = text ? text + 1 : NULL;
+	}
+	int len = 0;
+	if (text && line > 0) {
+		const char *end = strchr(text, '\n');
+		len = end ? (int)(end - text) : (int)strlen(text);
+	}
+	return vy_err_set(err, VY_E_KERNEL_COMPILE_FAILED, NULL,
+		"report the program and this message as a code generator bug",
+		"line %u: %.*s: %s", line, len, len ? text : "", out->log);
+}
+
+/* Generate, compile and validate one program for every profile. */
+static void check_program(struct vy_program *p, const char *what)
+{
+	struct vy_err err = {0};
+	cr_assert_eq(vy_validate_first(p, NULL, &err), 0, "%s: %s (at %s)", what, err.message,
+		err.at);
+	if (vy_vmath_needed(p)) {
+		cr_assert_eq(vy_vmath_lower(p, &err), 0, "%s: %s", what, err.message);
+	}
+	struct vy_grid_sync_split split = {0};
+	vy_grid_sync_split(p, &split);
+	for (uint32_t s = 0; s < split.len; s++) {
+		for (size_t k = 0; k < N_PROFILES; k++) {
+			char *glsl = NULL;
+			struct vy_vk_shader_layout layout;
+			int rc = vy_vk_codegen(split.segments[s], &profiles[k], &glsl, &layout, &err);
+			cr_assert_eq(rc, 0, "%s segment %u, %s profile: %s (at %s)", what, s,
+				profile_names[k], err.message, err.at);
+			struct compiled c;
+			rc = compile_or_fail(glsl, &c, &err);
+			cr_assert_eq(rc, 0, "%s segment %u, %s profile: %s", what, s,
+				profile_names[k], err.message);
+			cr_assert_eq(c.warnings, 0, "%s, %s profile: %s", what, profile_names[k], c.log);
+			const char *invalid = spirv_val(c.words, c.n_words);
+			cr_assert_null(invalid, "%s segment %u, %s profile: spirv-val: %s", what, s,
+				profile_names[k], invalid);
+			free(c.words);
+			free(glsl);
+		}
+	}
+	vy_grid_sync_split_finish(&split);
+}
+
+static void check_json(const char *text, const char *what)
+{
+	struct vy_program *p = NULL;
+	struct vy_err err = {0};
+	cr_assert_eq(vy_program_from_json(text, strlen(text), &p, &err), 0, "%s: %s", what,
+		err.message);
+	check_program(p, what);
+	vy_program_destroy(p);
+}
+
+static int check_dir(const char *dir, bool wrapped)
+{
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d, "no %s", dir);
+	int n = 0;
+	struct dirent *ent;
+	while ((ent = readdir(d))) {
+		size_t len = strlen(ent->d_name);
+		if (len < 6 || strcmp(ent->d_name + len - 5, ".json") != 0) {
+			continue;
+		}
+		char path[2048];
+		snprintf(path, sizeof(path), "%s/%s", dir, ent->d_name);
+		char *text = read_file(path);
+		cr_assert_not_null(text, "cannot read %s", path);
+		if (wrapped) {
+			/* A conformance case holds its program under "program". */
+			json_object *doc = json_tokener_parse(text);
+			json_object *prog = NULL;
+			cr_assert(doc && json_object_object_get_ex(doc, "program", &prog),
+				"%s has no program", path);
+			check_json(json_object_to_json_string_ext(prog, JSON_C_TO_STRING_PLAIN),
+				ent->d_name);
+			json_object_put(doc);
+		} else {
+			check_json(text, ent->d_name);
+		}
+		free(text);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+Test(codegen, example_programs_compile_and_pass_spirv_val_for_every_profile, .timeout = 60)
+{
+	char dir[1024];
+	snprintf(dir, sizeof(dir), "%s/tests/programs", VY_SOURCE_ROOT);
+	int n = check_dir(dir, false);
+	cr_assert_geq(n, 10, "expected at least 10 example programs, found %d", n);
+}
+
+Test(codegen, conformance_programs_compile_and_pass_spirv_val_for_every_profile, .timeout = 120)
+{
+	char dir[1024];
+	snprintf(dir, sizeof(dir), "%s/tests/conformance/cases", VY_SOURCE_ROOT);
+	int n = check_dir(dir, true);
+	cr_assert_geq(n, 10, "expected the conformance corpus, found %d cases", n);
+}
+
+Test(codegen, ir_reference_programs_compile_and_pass_spirv_val_for_every_profile, .timeout = 60)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/docs/ir.md", VY_SOURCE_ROOT);
+	char *doc = read_file(path);
+	cr_assert_not_null(doc, "no docs/ir.md");
+	int n = 0;
+	for (char *p = strstr(doc, "```json\n"); p; p = strstr(p, "```json\n")) {
+		p += 8;
+		char *end = strstr(p, "```");
+		cr_assert_not_null(end, "unterminated json block in docs/ir.md");
+		*end = '\0';
+		const char *q = p;
+		while (*q == ' ' || *q == '\n' || *q == '{') {
+			q++;
+		}
+		if (strncmp(q, "\"vyre\"", 6) == 0) {
+			char what[64];
+			snprintf(what, sizeof(what), "docs/ir.md program %d", n + 1);
+			check_json(p, what);
+			n++;
+		}
+		p = end + 3;
+	}
+	free(doc);
+	cr_assert_geq(n, 20, "expected the examples of docs/ir.md, found %d", n);
+}
+
+/* Generate the GLSL of a JSON program (validated and lowered) for one profile. */
+static char *glsl_of(const char *json, const struct vy_vk_codegen_options *opts,
+	struct vy_vk_shader_layout *layout)
+{
+	struct vy_program *p = NULL;
+	struct vy_err err = {0};
+	cr_assert_eq(vy_program_from_json(json, strlen(json), &p, &err), 0, "%s", err.message);
+	cr_assert_eq(vy_validate_first(p, NULL, &err), 0, "%s", err.message);
+	cr_assert_eq(vy_vmath_lower(p, &err), 0, "%s", err.message);
+	char *glsl = NULL;
+	int rc = vy_vk_codegen(p, opts, &glsl, layout, &err);
+	cr_assert_eq(rc, 0, "%s", err.message);
+	vy_program_destroy(p);
+	return glsl;
+}
+
+static const char tiny[] =
+	"{\"vyre\": 1, \"workgroup_size\": [64, 1, 1], \"buffers\": ["
+	"{\"name\": \"x\", \"binding\": 0, \"access\": \"read_only\", \"type\": \"f32\", \"count\": 0},"
+	"{\"name\": \"y\", \"binding\": 1, \"access\": \"write_only\", \"type\": \"f32\", \"count\": 64}],"
+	"\"entry\": [[\"let\", \"i\", [\"gid\", 0]],"
+	"[\"store\", \"y\", [\"var\", \"i\"], [\"mul\", [\"load\", \"x\", [\"var\", \"i\"]], "
+	"[\"f32\", 2.0]]]]}";
+
+Test(codegen, loads_and_stores_are_bounds_checked_and_floats_canonicalized)
+{
+	struct vy_vk_shader_layout layout;
+	char *glsl = glsl_of(tiny, &profiles[0], &layout);
+	/* Each buffer's length is read once (0 for a binding marked empty) and guards each access. */
+	cr_assert(strstr(glsl, "uint vy_len0 = (vy_pc.empty_bindings & 1u) != 0u ? 0u : "
+			       "uint(b0_x.d.length());"),
+		"%s", glsl);
+	cr_assert(strstr(glsl, "if (v0_i < vy_len0) {"), "load not bounds-checked:\n%s", glsl);
+	cr_assert(strstr(glsl, "= vy_canon(b0_x.d[v0_i]);"), "load not canonicalized:\n%s", glsl);
+	cr_assert(strstr(glsl, "if (v0_i < vy_len1) {"), "store not bounds-checked:\n%s", glsl);
+	cr_assert(strstr(glsl, "precise float r = uintBitsToFloat(a) * uintBitsToFloat(b);"), "%s",
+		glsl);
+	cr_assert(strstr(glsl, "return vy_canon(floatBitsToUint(r));") ||
+			  strstr(glsl, "uint x = vy_canon(floatBitsToUint(r));"),
+		"%s", glsl);
+	cr_assert_null(strstr(glsl, "isnan("), "NaN tests must use the bits:\n%s", glsl);
+	cr_assert(strstr(glsl, "0x40000000u"), "the literal 2.0 as bits:\n%s", glsl);
+	free(glsl);
+}
+
+static const char math[] =
+	"{\"vyre\": 1, \"workgroup_size\": [64, 1, 1], \"buffers\": ["
+	"{\"name\": \"x\", \"binding\": 0, \"access\": \"read_only\", \"type\": \"f32\", \"count\": 0},"
+	"{\"name\": \"y\", \"binding\": 1, \"access\": \"write_only\", \"type\": \"f32\", \"count\": 64}],"
+	"\"entry\": [[\"let\", \"v\", [\"load\", \"x\", [\"gid\", 0]]],"
+	"[\"let\", \"q\", [\"div\", [\"var\", \"v\"], [\"f32\", 3.0]]],"
+	"[\"let\", \"r\", [\"sqrt\", [\"var\", \"q\"]]],"
+	"[\"store\", \"y\", [\"gid\", 0], [\"fma\", [\"var\", \"r\"], [\"var\", \"v\"], [\"var\", "
+	"\"q\"]]]]}";
+
+Test(codegen, each_profile_gets_builtins_where_exact_and_emulations_elsewhere)
+{
+	struct vy_vk_shader_layout layout;
+	/* lavapipe: builtin / and sqrt, fma through doubles rounded to odd. */
+	char *glsl = glsl_of(math, &profiles[0], &layout);
+	cr_assert(strstr(glsl, "uintBitsToFloat(a) / uintBitsToFloat(b)"), "%s", glsl);
+	cr_assert(strstr(glsl, "sqrt(uintBitsToFloat(x))"), "%s", glsl);
+	cr_assert(strstr(glsl, "precise double p"), "%s", glsl);
+	cr_assert_null(strstr(glsl, "fma(uintBitsToFloat"), "lavapipe's fma() is not fused");
+	cr_assert(layout.uses_f64);
+	free(glsl);
+	/* NVIDIA: native fma, exact division and square root from the bits. */
+	glsl = glsl_of(math, &profiles[1], &layout);
+	cr_assert(strstr(glsl, "fma(uintBitsToFloat(a), uintBitsToFloat(b), uintBitsToFloat(c))"),
+		"%s", glsl);
+	cr_assert_null(strstr(glsl, "uintBitsToFloat(a) / uintBitsToFloat(b)"), "%s", glsl);
+	cr_assert_null(strstr(glsl, "sqrt("), "%s", glsl);
+	cr_assert(strstr(glsl, "uint d = r / nb;"), "%s", glsl);
+	cr_assert_null(strstr(glsl, "double"), "%s", glsl);
+	cr_assert_not(layout.uses_f64);
+	free(glsl);
+	/* Neither fused fma nor doubles: fma from the bits, no double anywhere. */
+	glsl = glsl_of(math, &profiles[2], &layout);
+	cr_assert(strstr(glsl, "return vy_ffma_exact(a, b, c);"), "%s", glsl);
+	cr_assert_null(strstr(glsl, "double"), "%s", glsl);
+	cr_assert_not(layout.uses_f64);
+	free(glsl);
+}
+
+Test(codegen, a_compile_error_names_the_failing_line)
+{
+	struct vy_vk_shader_layout layout;
+	char *glsl = glsl_of(tiny, &profiles[0], &layout);
+	/* Break the statement that multiplies: the log must point at that line. */
+	char *at = strstr(glsl, "vy_fmul(");
+	cr_assert_not_null(at);
+	memcpy(at, "vy_fmux(", 8);
+	unsigned line = 1;
+	for (const char *c = glsl; c < at; c++) {
+		line += *c == '\n';
+	}
+	struct compiled c;
+	struct vy_err err = {0};
+	int rc = compile_or_fail(glsl, &c, &err);
+	cr_assert_eq(rc, VY_E_KERNEL_COMPILE_FAILED);
+	char want[32];
+	snprintf(want, sizeof(want), "line %u: ", line);
+	cr_assert(strstr(err.message, want), "wanted \"%s\" in: %s", want, err.message);
+	cr_assert(strstr(err.message, "vy_fmux("), "the failing line's text: %s", err.message);
+	cr_assert(strstr(err.message, "no matching overloaded function") ||
+			  strstr(err.message, "vy_fmux"),
+		"%s", err.message);
+	free(glsl);
+}
+
+static const char layout_program[] =
+	"{\"vyre\": 1, \"workgroup_size\": [32, 2, 1], \"buffers\": ["
+	"{\"name\": \"out\", \"binding\": 7, \"access\": \"read_write\", \"type\": \"u32\", "
+	"\"count\": 4, \"output\": true},"
+	"{\"name\": \"tile\", \"binding\": 3, \"access\": \"workgroup\", \"type\": \"f32\", \"count\": 64},"
+	"{\"name\": \"params\", \"binding\": 5, \"access\": \"uniform\", \"type\": \"u32\", \"count\": 4},"
+	"{\"name\": \"src\", \"binding\": 1, \"access\": \"read_only\", \"type\": \"i32\", \"count\": 0}],"
+	"\"entry\": [[\"let\", \"a\", [\"spec\", \"zeta\", \"u32\", [\"u32\", 9]]],"
+	"[\"let\", \"b\", [\"spec\", \"alpha\", \"f32\", [\"f32\", 1.5]]],"
+	"[\"let\", \"c\", [\"spec\", \"zeta\", \"u32\", [\"u32\", 9]]],"
+	"[\"let\", \"d\", [\"spec\", \"mid\", \"bool\", [\"bool\", true]]],"
+	"[\"store\", \"out\", [\"var\", \"a\"], [\"load\", \"params\", [\"u32\", 0]]]]}";
+
+Test(codegen, layout_lists_bindings_in_binding_order_and_spec_constants_by_name)
+{
+	struct vy_vk_shader_layout layout;
+	char *glsl = glsl_of(layout_program, &profiles[1], &layout);
+	cr_assert_eq(layout.n_bindings, 3, "workgroup buffers have no binding");
+	/* src (binding 1, buffer 3), params (5, buffer 2), out (7, buffer 0). */
+	uint32_t want_index[] = {3, 2, 0};
+	bool want_ro[] = {true, true, false};
+	for (uint32_t k = 0; k < 3; k++) {
+		cr_assert_eq(layout.bindings[k].vk_binding, k);
+		cr_assert_eq(layout.bindings[k].buffer_index, want_index[k], "binding %u", k);
+		cr_assert_eq(layout.bindings[k].read_only, want_ro[k], "binding %u", k);
+	}
+	cr_assert_eq(layout.trap_binding, 3);
+	cr_assert_eq(layout.trap_bytes, VY_VK_TRAP_BYTES);
+	cr_assert_eq(layout.push_constant_bytes, sizeof(struct vy_vk_push));
+	cr_assert_eq(sizeof(struct vy_vk_push), 32);
+	cr_assert_eq(layout.n_spec, 3);
+	const char *names[] = {"alpha", "mid", "zeta"};
+	enum vy_type types[] = {VY_TYPE_F32, VY_TYPE_BOOL, VY_TYPE_U32};
+	uint32_t bits[] = {0x3FC00000u, 1, 9};
+	for (uint32_t i = 0; i < 3; i++) {
+		cr_assert_str_eq(layout.spec[i].name, names[i]);
+		cr_assert_eq(layout.spec[i].constant_id, 3 + i);
+		cr_assert_eq(layout.spec[i].type, types[i]);
+		cr_assert_eq(layout.spec[i].default_bits, bits[i]);
+	}
+	cr_assert(strstr(glsl, "layout(constant_id = 3) const uint s3_alpha = 1069547520u;"), "%s",
+		glsl);
+	cr_assert(strstr(glsl, "layout(std430, set = 0, binding = 1) readonly buffer VyBuf2"), "%s",
+		glsl);
+	cr_assert(strstr(glsl, "layout(std430, set = 0, binding = 3) buffer VyTrap"), "%s", glsl);
+	cr_assert(strstr(glsl, "shared uint b1_tile[64];"), "%s", glsl);
+	cr_assert(strstr(glsl, "b1_tile[vy_i] = 0u;"), "workgroup memory starts zeroed:\n%s", glsl);
+	cr_assert(strstr(glsl, "local_size_x = 32, local_size_y = 2, local_size_z = 1"), "%s",
+		glsl);
+	cr_assert_eq(layout.subgroup_features, 0);
+	free(glsl);
+}
+
+static const char awkward_names[] =
+	"{\"vyre\": 1, \"workgroup_size\": [64, 1, 1], \"buffers\": ["
+	"{\"name\": \"__buf\", \"binding\": 0, \"access\": \"read_write\", \"type\": \"u32\", "
+	"\"count\": 0},"
+	"{\"name\": \"main\", \"binding\": 1, \"access\": \"read_only\", \"type\": \"u32\", "
+	"\"count\": 0}],"
+	"\"entry\": [[\"let\", \"float\", [\"gid\", 0]],"
+	"[\"let\", \"a__b_\", [\"spec\", \"__LINE__\", \"u32\", [\"u32\", 1]]],"
+	"[\"let\", \"gl_Position\", [\"load\", \"main\", [\"var\", \"float\"]]],"
+	"[\"block\", [[\"let\", \"t0\", [\"var\", \"gl_Position\"]],"
+	"[\"store\", \"__buf\", [\"var\", \"float\"], [\"add\", [\"var\", \"t0\"], "
+	"[\"var\", \"a__b_\"]]]]],"
+	"[\"block\", [[\"let\", \"t0\", [\"u32\", 3]],"
+	"[\"store\", \"__buf\", [\"var\", \"t0\"], [\"var\", \"t0\"]]]]]}";
+
+Test(codegen, user_names_never_clash_with_glsl_or_generated_names)
+{
+	struct vy_program *p = NULL;
+	struct vy_err err = {0};
+	cr_assert_eq(vy_program_from_json(awkward_names, strlen(awkward_names), &p, &err), 0, "%s",
+		err.message);
+	check_program(p, "awkward names");
+	vy_program_destroy(p);
+	struct vy_vk_shader_layout layout;
+	char *glsl = glsl_of(awkward_names, &profiles[0], &layout);
+	cr_assert_null(strstr(glsl, "__"), "a reserved double underscore:\n%s", glsl);
+	free(glsl);
+}
+
+static const char subgroup_program[] =
+	"{\"vyre\": 1, \"workgroup_size\": [64, 1, 1], \"buffers\": ["
+	"{\"name\": \"x\", \"binding\": 0, \"access\": \"read_only\", \"type\": \"f32\", \"count\": 0},"
+	"{\"name\": \"y\", \"binding\": 1, \"access\": \"write_only\", \"type\": \"f32\", \"count\": 64}],"
+	"\"entry\": [[\"let\", \"v\", [\"load\", \"x\", [\"gid\", 0]]],"
+	"[\"store\", \"y\", [\"gid\", 0], [\"subgroup_reduce\", \"add\", [\"var\", \"v\"]]]]}";
+
+Test(codegen, subgroups_need_the_device_feature_and_sum_floats_in_lane_order)
+{
+	struct vy_vk_shader_layout layout;
+	char *glsl = glsl_of(subgroup_program, &profiles[1], &layout);
+	cr_assert(strstr(glsl, "#extension GL_KHR_shader_subgroup_basic : require"), "%s", glsl);
+	/* f32 sums are a fold over the active lanes in ascending order, as the reference's. */
+	cr_assert(strstr(glsl, "for (uint l = 0u; l < gl_SubgroupSize; ++l) {"), "%s", glsl);
+	cr_assert_null(strstr(glsl, "subgroupAdd("), "a builtin f32 sum has no fixed order");
+	cr_assert_eq(layout.subgroup_features,
+		VY_VK_SUBGROUP_BASIC | VY_VK_SUBGROUP_BALLOT | VY_VK_SUBGROUP_SHUFFLE);
+	free(glsl);
+
+	struct vy_program *p = NULL;
+	struct vy_err err = {0};
+	cr_assert_eq(vy_program_from_json(subgroup_program, strlen(subgroup_program), &p, &err), 0);
+	cr_assert_eq(vy_validate_first(p, NULL, &err), 0);
+	struct vy_vk_codegen_options no_subgroups = profiles[0];
+	no_subgroups.subgroups = false;
+	int rc = vy_vk_codegen(p, &no_subgroups, &glsl, &layout, &err);
+	cr_assert_eq(rc, VY_E_UNSUPPORTED_FEATURE);
+	cr_assert_null(glsl);
+	cr_assert_str_eq(err.at, "entry[1].store");
+	cr_assert(strstr(err.message, "subgroup"), "%s", err.message);
+	cr_assert(err.fix[0] != '\0');
+	vy_program_destroy(p);
+}
+
+Test(codegen, grid_sync_and_unlowered_math_are_refused)
+{
+	struct vy_program *p = vy_program_create(NULL, 64, 1, 1);
+	vy_program_add_buffer(p, "x", 0, VY_ACCESS_READ_WRITE, VY_TYPE_F32, 0);
+	vy_program_set_entry(p,
+		vy_ir_seq(p, vy_ir_barrier(p, VY_ORDER_SEQ_CST), vy_ir_barrier(p, VY_ORDER_GRID_SYNC),
+			NULL));
+	struct vy_err err = {0};
+	cr_assert_eq(vy_validate_first(p, NULL, &err), 0, "%s", err.message);
+	char *glsl = NULL;
+	struct vy_vk_shader_layout layout;
+	cr_assert_eq(vy_vk_codegen(p, &profiles[0], &glsl, &layout, &err), VY_E_UNSUPPORTED_FEATURE);
+	cr_assert_str_eq(err.at, "entry[1].barrier");
+	cr_assert_null(glsl);
+	vy_program_destroy(p);
+
+	p = vy_program_create(NULL, 64, 1, 1);
+	vy_program_add_buffer(p, "x", 0, VY_ACCESS_READ_WRITE, VY_TYPE_F32, 0);
+	vy_program_set_entry(p,
+		vy_ir_seq(p,
+			vy_ir_store(p, "x", vy_ir_u32(p, 0),
+				vy_ir_unary(p, VY_UN_EXP, vy_ir_load(p, "x", vy_ir_u32(p, 0)))),
+			NULL));
+	cr_assert_eq(vy_validate_first(p, NULL, &err), 0, "%s", err.message);
+	cr_assert_eq(vy_vk_codegen(p, &profiles[1], &glsl, &layout, &err), VY_E_INTERNAL);
+	cr_assert(strstr(err.message, "exp"), "%s", err.message);
+	cr_assert_null(glsl);
+	vy_program_destroy(p);
+}
+
+/* A let, a loop whose body divides i32 values, and a store after it. */
+static struct vy_program *trapping(void)
+{
+	struct vy_program *p = vy_program_create(NULL, 64, 1, 1);
+	vy_program_add_buffer(p, "x", 0, VY_ACCESS_READ_WRITE, VY_TYPE_I32, 0);
+	struct vy_expr *q = vy_ir_binary(p, VY_BIN_DIV, vy_ir_load(p, "x", vy_ir_var(p, "k")),
+		vy_ir_load(p, "x", vy_ir_u32(p, 0)));
+	vy_program_set_entry(p,
+		vy_ir_seq(p, vy_ir_let(p, "n", vy_ir_u32(p, 4)),
+			vy_ir_loop(p, "k", vy_ir_u32(p, 0), vy_ir_var(p, "n"),
+				vy_ir_seq(p, vy_ir_store(p, "x", vy_ir_var(p, "k"), q), NULL)),
+			NULL));
+	struct vy_err err = {0};
+	cr_assert_eq(vy_validate_first(p, NULL, &err), 0, "%s", err.message);
+	return p;
+}
+
+Test(codegen, traps_record_the_node_and_kind_in_the_sidecar)
+{
+	struct vy_program *p = trapping();
+	char *glsl = NULL;
+	struct vy_vk_shader_layout layout;
+	struct vy_err err = {0};
+	cr_assert_eq(vy_vk_codegen(p, &profiles[1], &glsl, &layout, &err), 0, "%s", err.message);
+	/* The loop is node 1 and the store node 2: their trap keys are node * 3 + kind. */
+	char want[64];
+	snprintf(want, sizeof(want), "vy_trap_raise(%uu);",
+		(unsigned)vy_trap_key(1, VY_TRAP_LOOP_LIMIT));
+	cr_assert(strstr(glsl, want), "%s not in:\n%s", want, glsl);
+	snprintf(want, sizeof(want), "vy_trap_raise(%uu);",
+		(unsigned)vy_trap_key(2, VY_TRAP_INT_DIV_ZERO));
+	cr_assert(strstr(glsl, want), "%s not in:\n%s", want, glsl);
+	snprintf(want, sizeof(want), "vy_trap_raise(%uu);",
+		(unsigned)vy_trap_key(2, VY_TRAP_INT_OVERFLOW_DIV));
+	cr_assert(strstr(glsl, want), "%s not in:\n%s", want, glsl);
+	/* The bound is read once, into a temporary, before the loop. */
+	cr_assert(strstr(glsl, "uint t0 = v0_n;"), "%s", glsl);
+	cr_assert(strstr(glsl, "for (uint v1_k = 0u; v1_k < t0; ++v1_k) {"), "%s", glsl);
+	free(glsl);
+
+	uint32_t none[2] = {0, 0};
+	cr_assert_eq(vy_vk_trap_decode(p, none, sizeof(none), &err), 0);
+
+	uint32_t div[2] = {~(uint32_t)vy_trap_key(2, VY_TRAP_INT_DIV_ZERO), 5};
+	cr_assert_eq(vy_vk_trap_decode(p, div, sizeof(div), &err), VY_E_TRAP);
+	cr_assert_str_eq(err.at, "entry[1].loop.body[0].store");
+	cr_assert(strstr(err.message, "int_div_zero"), "%s", err.message);
+	cr_assert(strstr(err.message, "5 invocation"), "%s", err.message);
+	cr_assert(strstr(err.fix, "divisor"), "%s", err.fix);
+
+	uint32_t loop[2] = {~(uint32_t)vy_trap_key(1, VY_TRAP_LOOP_LIMIT), 1};
+	cr_assert_eq(vy_vk_trap_decode(p, loop, sizeof(loop), &err), VY_E_TRAP);
+	cr_assert_str_eq(err.at, "entry[1].loop");
+	cr_assert(strstr(err.message, "loop_limit"), "%s", err.message);
+
+	uint32_t stray[2] = {~(uint32_t)vy_trap_key(40, VY_TRAP_LOOP_LIMIT), 1};
+	cr_assert_eq(vy_vk_trap_decode(p, stray, sizeof(stray), &err), VY_E_INTERNAL);
+	cr_assert_eq(vy_vk_trap_decode(p, div, 4, &err), VY_E_INTERNAL);
+	vy_program_destroy(p);
+}
+
+static const char ordered[] =
+	"{\"vyre\": 1, \"workgroup_size\": [64, 1, 1], \"buffers\": ["
+	"{\"name\": \"c\", \"binding\": 0, \"access\": \"read_write\", \"type\": \"u32\", \"count\": 4}],"
+	"\"entry\": [[\"store\", \"c\", [\"u32\", 1], [\"add\", "
+	"[\"atomic\", \"add\", \"c\", [\"u32\", 0], [\"u32\", 1]], "
+	"[\"load\", \"c\", [\"u32\", 0]]]]]}";
+
+Test(codegen, operands_run_once_in_order_and_atomics_are_bounds_checked)
+{
+	struct vy_vk_shader_layout layout;
+	char *glsl = glsl_of(ordered, &profiles[0], &layout);
+	const char *atomic = strstr(glsl, "atomicAdd(b0_c.d[0u], 1u)");
+	const char *load = strstr(glsl, "= b0_c.d[0u];");
+	cr_assert(atomic && load && atomic < load, "the load must follow the atomic:\n%s", glsl);
+	cr_assert(strstr(glsl, "uint t0 = 0u;\n\tif (0u < vy_len0) {\n\t\tt0 = atomicAdd("), "%s",
+		glsl);
+	free(glsl);
+}
