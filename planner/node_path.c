@@ -62,8 +62,8 @@ static bool walk_block(struct walk *w, const struct vy_block *b, const char *nam
 	return false;
 }
 
-static bool find(struct walk *w, const struct vy_program *p, uint32_t index,
-	const struct vy_node *node)
+static bool find(
+	struct walk *w, const struct vy_program *p, uint32_t index, const struct vy_node *node)
 {
 	memset(w, 0, sizeof(*w));
 	w->want_index = index;
@@ -163,7 +163,8 @@ static bool map_block(struct origins *o, const struct vy_block *w, const struct 
 		}
 		o->out[o->next_lowered++] = o->next_written++;
 		const struct vy_node *wn = w->items[j++];
-		if (!map_block(o, &wn->body, &ln->body) || !map_block(o, &wn->orelse, &ln->orelse)) {
+		if (!map_block(o, &wn->body, &ln->body) ||
+			!map_block(o, &wn->orelse, &ln->orelse)) {
 			return false;
 		}
 	}

@@ -23,7 +23,8 @@
  *   entry's only node (the wrapped form the split of planner/grid_sync.h peels). Each side of a
  *   grid_sync barrier runs as its own launch, so a variable declared before one cannot be used
  *   or assigned after it.
- * - Types: add sub mul div mod min max on u32, i32, f32; bit_and bit_or bit_xor mul_high on u32
+ * - Types: add sub mul div min max on u32, i32, f32; mod on u32 and i32 (an exact f32
+ *   remainder has no cheap exact GPU form); bit_and bit_or bit_xor mul_high on u32
  *   and i32; abs_diff and sat_* on u32 only; shl shr rotl rotr take a u32 or i32 value and a u32
  *   count; eq and ne compare any two values of one type, lt le gt ge compare u32, i32 or f32 (not
  *   bool); and, or, not take u32 or bool. bit_not popcount clz ctz reverse_bits keep the type of

@@ -110,8 +110,8 @@ struct compiler {
 };
 
 /* Record the first error; later ones are dropped. */
-static void fail_at_node(struct compiler *c, uint32_t node, int code, const char *fix,
-	const char *what)
+static void fail_at_node(
+	struct compiler *c, uint32_t node, int code, const char *fix, const char *what)
 {
 	if (c->rc) {
 		return;
@@ -320,8 +320,8 @@ static void compile_node(struct compiler *c, const struct vy_node *n, struct ref
 	case VY_NODE_RETURN:
 		break;
 	default:
-		fail_at_node(c, r->index, VY_E_INTERNAL, "validate the program before dispatching it",
-			"unknown node kind");
+		fail_at_node(c, r->index, VY_E_INTERNAL,
+			"validate the program before dispatching it", "unknown node kind");
 		break;
 	}
 }

@@ -177,8 +177,8 @@ static void subgroup_reduce(struct ref_exec *x, const struct ref_expr *e,
 			x->sg_acc[g] = v[l];
 			x->sg_has[g] = 1;
 		} else {
-			x->sg_acc[g] = vy__ref_reduce_step(
-				(enum vy_reduce_op)e->op, (enum vy_type)e->atype, x->sg_acc[g], v[l]);
+			x->sg_acc[g] = vy__ref_reduce_step((enum vy_reduce_op)e->op,
+				(enum vy_type)e->atype, x->sg_acc[g], v[l]);
 		}
 	}
 	for (uint32_t k = 0; k < lanes->n; k++) {
@@ -187,8 +187,8 @@ static void subgroup_reduce(struct ref_exec *x, const struct ref_expr *e,
 	}
 }
 
-static void subgroup_shuffle(struct ref_exec *x, const struct ref_lanes *lanes,
-	const uint32_t *v, const uint32_t *from, uint32_t *out)
+static void subgroup_shuffle(struct ref_exec *x, const struct ref_lanes *lanes, const uint32_t *v,
+	const uint32_t *from, uint32_t *out)
 {
 	for (uint32_t k = 0; k < lanes->n; k++) {
 		x->active[lanes->at[k]] = 1;
@@ -204,8 +204,8 @@ static void subgroup_shuffle(struct ref_exec *x, const struct ref_lanes *lanes,
 	}
 }
 
-static void subgroup_ballot(struct ref_exec *x, const struct ref_lanes *lanes,
-	const uint32_t *cond, uint32_t *out)
+static void subgroup_ballot(
+	struct ref_exec *x, const struct ref_lanes *lanes, const uint32_t *cond, uint32_t *out)
 {
 	uint32_t groups = (x->n + x->sg - 1) / x->sg;
 	memset(x->sg_acc, 0, (size_t)groups * sizeof(*x->sg_acc));
@@ -278,7 +278,8 @@ static const uint32_t *eval(struct ref_exec *x, const struct ref_expr *e,
 		if (e->atype == VY_TYPE_F32) {
 			vy__ref_f32_unary((enum vy_unop)e->op, lanes, a, out);
 		} else {
-			vy__ref_int_unary((enum vy_unop)e->op, (enum vy_type)e->atype, lanes, a, out);
+			vy__ref_int_unary(
+				(enum vy_unop)e->op, (enum vy_type)e->atype, lanes, a, out);
 		}
 		break;
 	case VY_EXPR_SELECT:
@@ -442,8 +443,8 @@ static int exec_node(struct ref_exec *x, const struct ref_node *r, struct ref_la
 		const uint32_t *idx = eval(x, r->args[0], lanes, x->tmp, 0);
 		const uint32_t *val = eval(x, r->args[1], lanes, x->tmp + x->n, 0);
 		uint32_t bi = r->buffer;
-		vy__ref_store(x->bw[bi], x->bc[bi], (enum vy_type)x->btype[bi], lanes, x->alive, idx,
-			val);
+		vy__ref_store(x->bw[bi], x->bc[bi], (enum vy_type)x->btype[bi], lanes, x->alive,
+			idx, val);
 		break;
 	}
 	case VY_NODE_IF: {
@@ -583,8 +584,10 @@ static int alloc_lanes(struct ref_exec *x)
 	}
 	uint8_t *p = calloc(1, bytes);
 	if (!p) {
-		fprintf(stderr, "vyred: out of memory allocating %zu bytes of lane state\n", bytes);
-		abort();
+		return vy_err_set(x->err, VY_E_OUT_OF_MEMORY, NULL,
+			"keep fewer variables live at once, use a smaller workgroup, or retry "
+			"later",
+			"no memory for %zu MiB of invocation state", bytes >> 20);
 	}
 	/* Widest elements first, so that every array is aligned for its type. */
 	x->block = p;

@@ -86,7 +86,8 @@ static inline uint32_t ref_bits(float f)
 /* i32 meaning of a word, without implementation-defined conversions. */
 static inline int32_t ref_i32(uint32_t v)
 {
-	return v < UINT32_C(0x80000000) ? (int32_t)v : (int32_t)(v - UINT32_C(0x80000000)) + INT32_MIN;
+	return v < UINT32_C(0x80000000) ? (int32_t)v
+					: (int32_t)(v - UINT32_C(0x80000000)) + INT32_MIN;
 }
 
 /* ---- The compiled program ---- */
@@ -94,7 +95,8 @@ static inline int32_t ref_i32(uint32_t v)
 struct ref_expr {
 	uint8_t kind;  /* enum vy_expr_kind */
 	uint8_t type;  /* enum vy_type of the result */
-	uint8_t atype; /* enum vy_type of the first operand (binary, unary, cast, reduce, shuffle) */
+	uint8_t atype; /* enum vy_type of the first operand (binary, unary, cast, reduce, shuffle)
+			*/
 	uint8_t nargs;
 	uint32_t op;  /* enum vy_binop, vy_unop, vy_atomic_op or vy_reduce_op */
 	uint32_t imm; /* literal bits, axis, variable slot, buffer index or spec index */
@@ -109,9 +111,9 @@ struct ref_block {
 };
 
 struct ref_node {
-	uint8_t kind;   /* enum vy_node_kind */
-	uint32_t index; /* preorder number in the written program (planner/node_path.h) */
-	uint32_t slot;  /* let, assign: the variable; loop: the counter, its bound at slot + 1 */
+	uint8_t kind;    /* enum vy_node_kind */
+	uint32_t index;  /* preorder number in the written program (planner/node_path.h) */
+	uint32_t slot;   /* let, assign: the variable; loop: the counter, its bound at slot + 1 */
 	uint32_t buffer; /* store: the buffer's index in the program */
 	const struct ref_expr *args[2];
 	struct ref_block body; /* then, or the body */
@@ -126,10 +128,10 @@ struct ref_spec {
 
 struct ref_prog {
 	struct vy_program *program; /* owned: the validated, lowered clone that runs */
-	/* owned: the validated clone before lowering, when lowering changed it; NULL otherwise. Node
-	 * numbers and paths name nodes of this program, the one its author wrote. */
+	/* owned: the validated clone before lowering, when lowering changed it; NULL otherwise.
+	 * Node numbers and paths name nodes of this program, the one its author wrote. */
 	struct vy_program *written;
-	struct vy_arena *arena;     /* owned: everything below */
+	struct vy_arena *arena; /* owned: everything below */
 	struct ref_block entry;
 	uint32_t n_slots;    /* variable slots live at once, at most */
 	uint32_t expr_depth; /* deepest operand level below a node's expression */
@@ -173,10 +175,10 @@ struct ref_mem {
 /*
  * Bind the inputs of a dispatch: read_only, uniform and read_write buffers get a copy of their
  * input, output buffers zeroed words, workgroup buffers nothing (the run makes them). `plan` was
- * built for these inputs, which it has checked.
+ * built for these inputs, which it has checked. Returns 0, or OUT_OF_MEMORY with nothing bound.
  */
-void vy__ref_mem_bind(struct ref_mem *mem, const struct vy_program *p,
-	const struct vy_binding_plan *plan, const struct vy_bytes *inputs);
+int vy__ref_mem_bind(struct ref_mem *mem, const struct vy_program *p,
+	const struct vy_binding_plan *plan, const struct vy_bytes *inputs, struct vy_err *err);
 /* Move the buffers with an output index into `outputs`, in output order. */
 void vy__ref_mem_outputs(struct ref_mem *mem, const struct vy_program *p,
 	const struct vy_binding_plan *plan, struct vy_outputs *outputs);
@@ -209,8 +211,8 @@ void vy__ref_residents_finish(struct ref_residents *t);
 int vy__ref_residents_alloc(
 	struct ref_residents *t, size_t len, struct vy_resource *out, struct vy_err *err);
 /* Copy in or out at `offset`; NOT_FOUND for an unknown id, BAD_REQUEST past the end. */
-int vy__ref_residents_upload(struct ref_residents *t, const struct vy_resource *res,
-	size_t offset, struct vy_bytes data, struct vy_err *err);
+int vy__ref_residents_upload(struct ref_residents *t, const struct vy_resource *res, size_t offset,
+	struct vy_bytes data, struct vy_err *err);
 int vy__ref_residents_download(struct ref_residents *t, const struct vy_resource *res,
 	size_t offset, uint8_t *dst, size_t len, struct vy_err *err);
 /* Drop the table's reference: the id is gone at once, the memory when the last user lets go. */
@@ -238,9 +240,8 @@ void vy__ref_int_binary(struct ref_exec *x, enum vy_binop op, enum vy_type type,
 	const struct ref_lanes *lanes, const uint32_t *a, const uint32_t *b, uint32_t *out);
 void vy__ref_int_unary(enum vy_unop op, enum vy_type type, const struct ref_lanes *lanes,
 	const uint32_t *a, uint32_t *out);
-void vy__ref_f32_binary(
-	enum vy_binop op, const struct ref_lanes *lanes, const uint32_t *a, const uint32_t *b,
-	uint32_t *out);
+void vy__ref_f32_binary(enum vy_binop op, const struct ref_lanes *lanes, const uint32_t *a,
+	const uint32_t *b, uint32_t *out);
 void vy__ref_f32_unary(
 	enum vy_unop op, const struct ref_lanes *lanes, const uint32_t *a, uint32_t *out);
 void vy__ref_f32_fma(const struct ref_lanes *lanes, const uint32_t *a, const uint32_t *b,
@@ -264,7 +265,8 @@ void vy__ref_load(const uint32_t *words, uint32_t count, enum vy_type type,
 	const struct ref_lanes *lanes, const uint32_t *idx, uint32_t *out);
 /* Store for each live lane, in ascending lane order; out of bounds does nothing. */
 void vy__ref_store(uint32_t *words, uint32_t count, enum vy_type type,
-	const struct ref_lanes *lanes, const uint8_t *alive, const uint32_t *idx, const uint32_t *val);
+	const struct ref_lanes *lanes, const uint8_t *alive, const uint32_t *idx,
+	const uint32_t *val);
 /*
  * Apply an atomic for each live lane in ascending lane order and give each lane the old value;
  * `expected` is read by compare_exchange only. Out of bounds does nothing and gives 0.

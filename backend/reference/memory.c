@@ -15,26 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "err.h"
 #include "interp.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	"the reference interpreter reads buffers as little-endian words in place");
 
-static uint32_t *words_alloc(uint32_t count)
-{
-	if (count == 0) {
-		return NULL;
-	}
-	uint32_t *w = calloc(count, sizeof(*w));
-	if (!w) {
-		fprintf(stderr, "vyred: out of memory allocating a buffer of %u words\n", count);
-		abort();
-	}
-	return w;
-}
-
-void vy__ref_mem_bind(struct ref_mem *mem, const struct vy_program *p,
-	const struct vy_binding_plan *plan, const struct vy_bytes *inputs)
+int vy__ref_mem_bind(struct ref_mem *mem, const struct vy_program *p,
+	const struct vy_binding_plan *plan, const struct vy_bytes *inputs, struct vy_err *err)
 {
 	memset(mem, 0, sizeof(*mem));
 	for (uint32_t i = 0; i < plan->n_bindings; i++) {
@@ -46,14 +34,26 @@ void vy__ref_mem_bind(struct ref_mem *mem, const struct vy_program *p,
 			continue;
 		}
 		mem->count[bi] = b->element_count;
-		mem->words[bi] = words_alloc(b->element_count);
+		if (b->element_count == 0) {
+			continue;
+		}
+		/* Counts come from programs and requests: running out of memory is an answer. */
+		mem->words[bi] = calloc(b->element_count, sizeof(uint32_t));
+		if (!mem->words[bi]) {
+			vy__ref_mem_finish(mem);
+			return vy_err_set(err, VY_E_OUT_OF_MEMORY, NULL,
+				"declare a smaller buffer or free memory on the host",
+				"no memory for buffer `%s` of %u elements", b->name,
+				b->element_count);
+		}
 		mem->owned[bi] = true;
-		if (b->input_index != VY_BINDING_NONE && b->element_count > 0) {
+		if (b->input_index != VY_BINDING_NONE) {
 			/* The plan checked the input's length against the element count. */
 			memcpy(mem->words[bi], inputs[b->input_index].data,
 				(size_t)b->element_count * sizeof(uint32_t));
 		}
 	}
+	return 0;
 }
 
 void vy__ref_mem_outputs(struct ref_mem *mem, const struct vy_program *p,
@@ -65,7 +65,8 @@ void vy__ref_mem_outputs(struct ref_mem *mem, const struct vy_program *p,
 		if (p->buffers[bi].access == VY_ACCESS_WORKGROUP) {
 			vy_outputs_push_zeroed(outputs, len);
 		} else if (mem->owned[bi]) {
-			vy_outputs_push(outputs, (uint8_t *)mem->words[bi], mem->words[bi] ? len : 0);
+			vy_outputs_push(
+				outputs, (uint8_t *)mem->words[bi], mem->words[bi] ? len : 0);
 			mem->words[bi] = NULL;
 			mem->owned[bi] = false;
 		} else {
@@ -106,7 +107,8 @@ void vy__ref_load(const uint32_t *words, uint32_t count, enum vy_type type,
 }
 
 void vy__ref_store(uint32_t *words, uint32_t count, enum vy_type type,
-	const struct ref_lanes *lanes, const uint8_t *alive, const uint32_t *idx, const uint32_t *val)
+	const struct ref_lanes *lanes, const uint8_t *alive, const uint32_t *idx,
+	const uint32_t *val)
 {
 	for (uint32_t k = 0; k < lanes->n; k++) {
 		uint32_t l = lanes->at[k];

@@ -9,8 +9,6 @@
  * and sqrt are C's '/' and sqrtf, which IEEE 754 requires to be correctly rounded.
  *
  * Where DESIGN.md leaves room:
- *   mod on f32       fmodf: the exact remainder of the truncated quotient, with the sign of a;
- *                    x mod 0, inf mod y and NaN operands give NaN; x mod inf is x.
  *   sign             -1.0, +0.0 (for both zeros) or 1.0; NaN for NaN.
  *   min, max         a NaN operand is ignored (both NaN gives NaN); -0 is below +0.
  *   f32 -> bool      true when the canonical value is not a zero: NaN is true, -0 is false.
@@ -102,9 +100,6 @@ void vy__ref_f32_binary(enum vy_binop op, const struct ref_lanes *lanes, const u
 		break;
 	case VY_BIN_DIV:
 		EACH(ref_bits(ref_f32(a[l]) / ref_f32(b[l])));
-		break;
-	case VY_BIN_MOD:
-		EACH(ref_bits(fmodf(ref_f32(a[l]), ref_f32(b[l]))));
 		break;
 	case VY_BIN_MIN:
 		EACH(vy__ref_f32_min(a[l], b[l]));

@@ -9,9 +9,9 @@
  *   and, or, not     logical on u32 and bool: nonzero is true; the result is 1 or 0 (true or
  *                    false for bool), never a bitwise combination (bit_and and friends are).
  *   unpack fields    unpack4_low(x)  = x & 0xF         the low nibble
- *                    unpack4_high(x) = (x >> 4) & 0xF  the nibble above it
+ *                    unpack4_high(x) = x >> 28         the high nibble
  *                    unpack8_low(x)  = x & 0xFF        the low byte
- *                    unpack8_high(x) = (x >> 8) & 0xFF the byte above it
+ *                    unpack8_high(x) = x >> 24         the high byte
  *   neg on u32       0 - x (wrapping), like i32.
  *   i32 traps        x / 0 and x % 0 trap int_div_zero; INT_MIN / -1 and INT_MIN % -1 trap
  *                    int_overflow_div; the trapping lane's result is 0.
@@ -42,7 +42,8 @@ static inline uint32_t mul_high(uint32_t a, uint32_t b, bool is_signed)
 		return (uint32_t)(((uint64_t)a * b) >> 32);
 	}
 	int64_t p = (int64_t)ref_i32(a) * (int64_t)ref_i32(b);
-	/* The conversion to uint64_t is modular, so the high word keeps the signed product's bits. */
+	/* The conversion to uint64_t is modular, so the high word keeps the signed product's bits.
+	 */
 	return (uint32_t)((uint64_t)p >> 32);
 }
 
@@ -272,13 +273,13 @@ void vy__ref_int_unary(enum vy_unop op, enum vy_type type, const struct ref_lane
 		EACH(a[l] & 0xFu);
 		break;
 	case VY_UN_UNPACK4_HIGH:
-		EACH((a[l] >> 4) & 0xFu);
+		EACH(a[l] >> 28);
 		break;
 	case VY_UN_UNPACK8_LOW:
 		EACH(a[l] & 0xFFu);
 		break;
 	case VY_UN_UNPACK8_HIGH:
-		EACH((a[l] >> 8) & 0xFFu);
+		EACH(a[l] >> 24);
 		break;
 	default:
 		assert(!"not an integer unary operation");

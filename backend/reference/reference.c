@@ -36,9 +36,8 @@ static void run_config(const struct reference *r, const struct vy_dispatch_confi
 					   ? config->max_loop_iterations
 					   : VY_DISPATCH_DEFAULT_MAX_LOOP_ITERATIONS;
 	out->timeout_ms = config->timeout_ms;
-	out->deadline_ns = config->timeout_ms
-				   ? vy__ref_now_ns() + (uint64_t)config->timeout_ms * 1000000u
-				   : 0;
+	out->deadline_ns =
+		config->timeout_ms ? vy__ref_now_ns() + (uint64_t)config->timeout_ms * 1000000u : 0;
 	out->subgroup_size = r->subgroup_size;
 }
 
@@ -76,9 +75,9 @@ static int run_timed(const struct ref_prog *rp, struct ref_mem *mem, const struc
 }
 
 /* Run a prepared program on the inputs of a dispatch and hand its outputs over. */
-static int run_inputs(struct reference *r, const struct ref_prog *rp,
-	const struct vy_bytes *inputs, size_t n_inputs, const struct vy_dispatch_config *config,
-	struct vy_outputs *outputs, uint64_t *run_ns, struct vy_err *err)
+static int run_inputs(struct reference *r, const struct ref_prog *rp, const struct vy_bytes *inputs,
+	size_t n_inputs, const struct vy_dispatch_config *config, struct vy_outputs *outputs,
+	uint64_t *run_ns, struct vy_err *err)
 {
 	struct vy_binding_plan *plan = NULL;
 	int rc = vy_binding_plan_build_for_inputs(rp->program, inputs, n_inputs, &plan, err);
@@ -91,8 +90,10 @@ static int run_inputs(struct reference *r, const struct ref_prog *rp,
 		struct ref_run_config cfg;
 		run_config(r, config, &cfg);
 		struct ref_mem mem;
-		vy__ref_mem_bind(&mem, rp->program, plan, inputs);
-		rc = run_timed(rp, &mem, &launch, &cfg, run_ns, err);
+		rc = vy__ref_mem_bind(&mem, rp->program, plan, inputs, err);
+		if (rc == 0) {
+			rc = run_timed(rp, &mem, &launch, &cfg, run_ns, err);
+		}
 		if (rc == 0) {
 			vy__ref_mem_outputs(&mem, rp->program, plan, outputs);
 		}
@@ -196,9 +197,11 @@ static int bind_resources(struct vy_binding_plan *plan, struct ref_resident **bu
 		if (count == 0) {
 			if (res->len % 4 != 0 || res->len / 4 > UINT32_MAX) {
 				return vy_err_set(err, VY_E_BAD_REQUEST, at,
-					"size the resident buffer in whole 4-byte elements, at most "
+					"size the resident buffer in whole 4-byte elements, at "
+					"most "
 					"4294967295 of them",
-					"resident buffer of %zu bytes bound to count-0 buffer `%s` is "
+					"resident buffer of %zu bytes bound to count-0 buffer `%s` "
+					"is "
 					"not a whole number of u32-sized elements within the index "
 					"range",
 					res->len, b->name);
@@ -207,8 +210,8 @@ static int bind_resources(struct vy_binding_plan *plan, struct ref_resident **bu
 		} else if (res->len < count * 4) {
 			return vy_err_set(err, VY_E_BAD_REQUEST, at,
 				"allocate the resident buffer with at least count * 4 bytes",
-				"resident buffer of %zu bytes is smaller than buffer `%s` of %" PRIu64
-				" elements",
+				"resident buffer of %zu bytes is smaller than buffer `%s` of "
+				"%" PRIu64 " elements",
 				res->len, b->name, count);
 		}
 		b->element_count = (uint32_t)count;
@@ -320,8 +323,8 @@ static int ref_resident_upload(struct vy_backend *b, const struct vy_resource *r
 	return vy__ref_residents_upload(&impl(b)->residents, res, offset, data, err);
 }
 
-static int ref_resident_download(struct vy_backend *b, const struct vy_resource *res,
-	size_t offset, uint8_t *dst, size_t len, struct vy_err *err)
+static int ref_resident_download(struct vy_backend *b, const struct vy_resource *res, size_t offset,
+	uint8_t *dst, size_t len, struct vy_err *err)
 {
 	return vy__ref_residents_download(&impl(b)->residents, res, offset, dst, len, err);
 }

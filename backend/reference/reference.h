@@ -1,9 +1,13 @@
 /*
  * The reference backend (DESIGN.md §4): a CPU interpreter of the whole vyre IR behind the backend
  * contract (backend.h). Its outputs define the semantics: every other backend must return the
- * same bytes for every program of the conformance corpus. docs/semantics.md describes the rules;
- * the comments at the top of interp.c, ops_int.c, ops_float.c and memory.c record the decisions
- * made where DESIGN.md leaves room.
+ * same bytes for every program of the conformance corpus. The comments at the top of interp.c,
+ * ops_int.c, ops_float.c and memory.c record the decisions made where DESIGN.md leaves room.
+ *
+ * Node paths in errors name nodes of the program as written (planner/node_path.h), also when the
+ * math-library lowering inserted nodes; a grid_sync segment's errors name nodes of the segment,
+ * as the split driver runs it, with the message prefixed "grid_sync segment K: ". A timeout
+ * (config.timeout_ms) applies to each launch, so to each grid_sync segment on its own.
  *
  * What it offers through the contract:
  *   dispatch         validate (the validator's first error is INVALID_PROGRAM or
@@ -28,7 +32,9 @@
  * Run-time failures: TRAP names the trap kind and the node path of the lowest-numbered node that
  * trapped; DISPATCH_FAILED names a barrier that only part of a workgroup's live invocations
  * reached (a barrier in divergent control flow that slipped past validation); TIMEOUT when the
- * run passes config.timeout_ms; BAD_REQUEST for a config.spec value of the wrong type.
+ * run passes config.timeout_ms; BAD_REQUEST for a config.spec value of the wrong type;
+ * OUT_OF_MEMORY when a buffer, or the invocation state of a workgroup (at most 512 MiB: variable
+ * slots times lanes), cannot be held.
  *
  * Thread-safety: every entry but destroy may be called from any number of threads at once. A
  * dispatch runs on the calling thread; workgroups run one after another, so a dispatch is

@@ -51,7 +51,8 @@ static size_t find(const struct ref_residents *t, uint64_t id)
 static int not_found(struct vy_err *err, const char *at, uint64_t id)
 {
 	return vy_err_set(err, VY_E_NOT_FOUND, at,
-		"allocate the buffer again and upload its contents; a freed handle never comes back",
+		"allocate the buffer again and upload its contents; a freed handle never comes "
+		"back",
 		"no resident buffer 0x%016" PRIx64 " on the reference backend", id);
 }
 
@@ -110,7 +111,8 @@ int vy__ref_residents_alloc(
 			size_t cap = t->cap ? t->cap * 2 : 16;
 			struct ref_resident **items = realloc(t->items, cap * sizeof(*items));
 			if (!items) {
-				fprintf(stderr, "vyred: out of memory growing the resident table\n");
+				fprintf(stderr,
+					"vyred: out of memory growing the resident table\n");
 				abort();
 			}
 			t->items = items;
@@ -137,8 +139,8 @@ static int check_range(const struct ref_resident *r, size_t offset, size_t len, 
 	return 0;
 }
 
-int vy__ref_residents_upload(struct ref_residents *t, const struct vy_resource *res,
-	size_t offset, struct vy_bytes data, struct vy_err *err)
+int vy__ref_residents_upload(struct ref_residents *t, const struct vy_resource *res, size_t offset,
+	struct vy_bytes data, struct vy_err *err)
 {
 	pthread_mutex_lock(&t->lock);
 	size_t i = find(t, res->id);

@@ -134,6 +134,15 @@ static void ident(char *buf, size_t size, char prefix, uint32_t n, const char *n
 	buf[at] = '\0';
 }
 
+static uint32_t bucket(const char *name)
+{
+	uint32_t h = 2166136261u;
+	for (const char *c = name; *c; c++) {
+		h = (h ^ (uint8_t)*c) * 16777619u;
+	}
+	return h & (VY__VK_VAR_HEADS - 1);
+}
+
 static void var_push(struct vy__vk_gen *g, const char *name, uint32_t id)
 {
 	if (g->n_vars == g->cap_vars) {
@@ -146,12 +155,24 @@ static void var_push(struct vy__vk_gen *g, const char *name, uint32_t id)
 		g->vars = vars;
 		g->cap_vars = cap;
 	}
-	g->vars[g->n_vars++] = (struct vy__vk_var){name, id};
+	uint32_t b = bucket(name);
+	g->vars[g->n_vars] = (struct vy__vk_var){name, id, g->heads[b]};
+	g->heads[b] = (int32_t)g->n_vars;
+	g->n_vars++;
+}
+
+/* Drop the variables pushed since the stack held `mark` entries. */
+static void var_pop_to(struct vy__vk_gen *g, uint32_t mark)
+{
+	while (g->n_vars > mark) {
+		const struct vy__vk_var *v = &g->vars[--g->n_vars];
+		g->heads[bucket(v->name)] = v->next;
+	}
 }
 
 void vy__vk_var_ident(const struct vy__vk_gen *g, const char *name, char *buf, size_t size)
 {
-	for (uint32_t i = g->n_vars; i-- > 0;) {
+	for (int32_t i = g->heads[bucket(name)]; i >= 0; i = g->vars[i].next) {
 		if (strcmp(g->vars[i].name, name) == 0) {
 			ident(buf, size, 'v', g->vars[i].id, name);
 			return;
@@ -229,13 +250,15 @@ static void plan_bindings(const struct vy_program *p, struct vy_vk_shader_layout
 			continue;
 		}
 		uint32_t at = n;
-		while (at > 0 && p->buffers[layout->bindings[at - 1].buffer_index].binding > b->binding) {
+		while (at > 0 &&
+			p->buffers[layout->bindings[at - 1].buffer_index].binding > b->binding) {
 			layout->bindings[at] = layout->bindings[at - 1];
 			at--;
 		}
 		layout->bindings[at] = (struct vy_vk_binding){
 			.buffer_index = i,
-			.read_only = b->access == VY_ACCESS_READ_ONLY || b->access == VY_ACCESS_UNIFORM,
+			.read_only =
+				b->access == VY_ACCESS_READ_ONLY || b->access == VY_ACCESS_UNIFORM,
 		};
 		n++;
 	}
@@ -321,6 +344,7 @@ static void store(struct vy__vk_gen *g, const struct vy_node *n)
 	char arr[160], len[160];
 	vy__vk_buffer_array(g, b, arr, sizeof(arr));
 	vy__vk_buffer_len(g, b, len, sizeof(len));
+	vy__vk_index(g, &idx);
 	vy__vk_line(g, "if (%s < %s) {", idx.text, len);
 	/* f32 values are canonical already; a bool is stored as the word 1 or 0. */
 	if (val.type == VY_TYPE_BOOL) {
@@ -359,7 +383,7 @@ static void loop(struct vy__vk_gen *g, const struct vy_node *n)
 	uint32_t mark = g->n_vars;
 	var_push(g, n->name, id);
 	block(g, &n->body);
-	g->n_vars = mark;
+	var_pop_to(g, mark);
 	g->indent--;
 	vy__vk_line(g, "}");
 }
@@ -442,10 +466,10 @@ static void node(struct vy__vk_gen *g, const struct vy_node *n)
 	case VY_NODE_BARRIER:
 		if (n->order == VY_ORDER_GRID_SYNC) {
 			vy__vk_fail(g, VY_E_UNSUPPORTED_FEATURE,
-				"move the grid_sync barrier to the top level of the entry, or of a "
-				"region that is the whole entry, where the runtime splits the program",
-				"a grid_sync barrier reached code generation; it cannot be a barrier "
-				"inside one shader");
+				"move the grid_sync barrier to the top level of the entry, or of "
+				"a region that is the whole entry, where the runtime splits it",
+				"a grid_sync barrier reached code generation, but no barrier "
+				"inside one shader waits for the whole grid");
 			return;
 		}
 		/* Release this invocation's writes, meet, then acquire the others'. Every order
@@ -468,7 +492,7 @@ static void block(struct vy__vk_gen *g, const struct vy_block *b)
 	for (uint32_t i = 0; i < b->len && !g->rc; i++) {
 		node(g, b->items[i]);
 	}
-	g->n_vars = mark;
+	var_pop_to(g, mark);
 }
 
 /* ---- The shader ---- */
@@ -501,8 +525,8 @@ static void emit_interface(struct vy__vk_gen *g, struct vy__vk_str *out)
 	for (uint32_t i = 0; i < layout->n_spec; i++) {
 		const struct vy_vk_spec *s = &layout->spec[i];
 		ident(id, sizeof(id), 's', s->constant_id, s->name);
-		vy__vk_str_addf(out, "layout(constant_id = %u) const uint %s = %uu;\n", s->constant_id,
-			id, s->default_bits);
+		vy__vk_str_addf(out, "layout(constant_id = %u) const uint %s = %uu;\n",
+			s->constant_id, id, s->default_bits);
 	}
 	if (layout->n_spec > 0) {
 		vy__vk_str_add(out, "\n");
@@ -510,10 +534,12 @@ static void emit_interface(struct vy__vk_gen *g, struct vy__vk_str *out)
 
 	for (uint32_t k = 0; k < layout->n_bindings; k++) {
 		const struct vy_vk_binding *bd = &layout->bindings[k];
-		const char *qual = bd->read_only ? "readonly " : (g->has_barrier ? "coherent " : "");
+		const char *qual =
+			bd->read_only ? "readonly " : (g->has_barrier ? "coherent " : "");
 		ident(id, sizeof(id), 'b', bd->buffer_index, p->buffers[bd->buffer_index].name);
 		vy__vk_str_addf(out,
-			"layout(std430, set = 0, binding = %u) %sbuffer VyBuf%u {\n\tuint d[];\n} %s;\n",
+			"layout(std430, set = 0, binding = %u) %sbuffer VyBuf%u {\n\tuint d[];\n} "
+			"%s;\n",
 			bd->vk_binding, qual, bd->buffer_index, id);
 	}
 	vy__vk_str_addf(out,
@@ -573,7 +599,8 @@ static void emit_prologue(struct vy__vk_gen *g, struct vy__vk_str *out)
 		uint32_t i = g->layout->bindings[k].buffer_index;
 		ident(id, sizeof(id), 'b', i, p->buffers[i].name);
 		vy__vk_str_addf(out,
-			"\tuint vy_len%u = (vy_pc.empty_bindings & %uu) != 0u ? 0u : uint(%s.d.length());\n",
+			"\tuint vy_len%u = (vy_pc.empty_bindings & %uu) != 0u ? 0u : "
+			"uint(%s.d.length());\n",
 			k, 1u << k, id);
 	}
 	bool shared = false;
@@ -583,13 +610,15 @@ static void emit_prologue(struct vy__vk_gen *g, struct vy__vk_str *out)
 			continue;
 		}
 		if (!shared) {
-			vy__vk_str_add(out, "\tuint vy_wsize = gl_WorkGroupSize.x * gl_WorkGroupSize.y *"
-					    " gl_WorkGroupSize.z;\n");
+			vy__vk_str_add(out,
+				"\tuint vy_wsize = gl_WorkGroupSize.x * gl_WorkGroupSize.y *"
+				" gl_WorkGroupSize.z;\n");
 			shared = true;
 		}
 		ident(id, sizeof(id), 'b', i, b->name);
 		vy__vk_str_addf(out,
-			"\tfor (uint vy_i = gl_LocalInvocationIndex; vy_i < %uu; vy_i += vy_wsize) {\n"
+			"\tfor (uint vy_i = gl_LocalInvocationIndex; vy_i < %uu; vy_i += vy_wsize) "
+			"{\n"
 			"\t\t%s[vy_i] = 0u;\n"
 			"\t}\n",
 			b->count, id);
@@ -628,6 +657,9 @@ int vy_vk_codegen(const struct vy_program *program, const struct vy_vk_codegen_o
 	for (uint32_t k = 0; k < layout->n_bindings; k++) {
 		g.vk_binding[layout->bindings[k].buffer_index] = layout->bindings[k].vk_binding;
 	}
+	for (uint32_t i = 0; i < VY__VK_VAR_HEADS; i++) {
+		g.heads[i] = -1;
+	}
 	block(&g, &program->entry);
 	if (g.rc) {
 		vy__vk_str_finish(&g.body);
@@ -656,8 +688,8 @@ int vy_vk_codegen(const struct vy_program *program, const struct vy_vk_codegen_o
 
 /* ---- Traps ---- */
 
-int vy_vk_trap_decode(const struct vy_program *program, const void *sidecar, size_t len,
-	struct vy_err *err)
+int vy_vk_trap_decode(
+	const struct vy_program *program, const void *sidecar, size_t len, struct vy_err *err)
 {
 	if (!sidecar || len < VY_VK_TRAP_BYTES) {
 		return vy_err_set(err, VY_E_INTERNAL, NULL,

@@ -85,7 +85,7 @@ struct vy_vk_shader_layout {
 	uint32_t push_constant_bytes; /* sizeof(struct vy_vk_push) */
 	uint32_t n_spec;
 	struct vy_vk_spec spec[VY_VK_MAX_SPEC]; /* constant ids 3.. (0..2 are the workgroup size) */
-	bool uses_f64;              /* the shader needs shaderFloat64 */
+	bool uses_f64;                          /* the shader needs shaderFloat64 */
 	uint32_t subgroup_features; /* VY_VK_SUBGROUP_* the shader needs in the compute stage */
 };
 
@@ -98,7 +98,7 @@ struct vy_vk_push {
 	uint32_t loop_limit_hi;         /* high word */
 	/*
 	 * Bit k set: binding k is bound to no data (an empty buffer bound as a null descriptor or a
-	 * placeholder range), so the shader takes its length as 0 whatever .length() says.
+	 * dummy range), so the shader takes its length as 0 whatever .length() says.
 	 */
 	uint32_t empty_bindings;
 };
@@ -132,7 +132,7 @@ int vy_vk_codegen(const struct vy_program *program, const struct vy_vk_codegen_o
  * node path (also in `at`) and the number of invocations that trapped. A sidecar that is too
  * short or names no node of the program gives VY_E_INTERNAL.
  */
-int vy_vk_trap_decode(const struct vy_program *program, const void *sidecar, size_t len,
-	struct vy_err *err);
+int vy_vk_trap_decode(
+	const struct vy_program *program, const void *sidecar, size_t len, struct vy_err *err);
 
 #endif

@@ -47,8 +47,8 @@ static void set(struct vy__vk_val *out, enum vy_type type, const char *fmt, ...)
 static void temp(struct vy__vk_gen *g, struct vy__vk_val *out, enum vy_type type, const char *fmt,
 	...) __attribute__((format(printf, 4, 5)));
 
-static void temp(struct vy__vk_gen *g, struct vy__vk_val *out, enum vy_type type, const char *fmt,
-	...)
+static void temp(
+	struct vy__vk_gen *g, struct vy__vk_val *out, enum vy_type type, const char *fmt, ...)
 {
 	char rhs[512];
 	va_list ap;
@@ -59,6 +59,14 @@ static void temp(struct vy__vk_gen *g, struct vy__vk_val *out, enum vy_type type
 	uint32_t id = g->next_temp++;
 	vy__vk_line(g, "%s t%u = %s;", vy__vk_glsl_type(type), id, rhs);
 	set(out, type, "t%u", id);
+}
+
+void vy__vk_index(struct vy__vk_gen *g, struct vy__vk_val *idx)
+{
+	if (idx->text[0] >= '0' && idx->text[0] <= '9') {
+		struct vy__vk_val lit = *idx;
+		temp(g, idx, VY_TYPE_U32, "%s", lit.text);
+	}
 }
 
 /* The canonical form of f32 bits, as the reference's ref_canon. */
@@ -317,8 +325,10 @@ static void binary(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_
 		f32_binary(g, op, &a, &b, out);
 	} else if (a.type == VY_TYPE_BOOL) {
 		/* eq, ne, and, or: the only operations on bool. */
-		static const char *const ops[VY_BINOP_COUNT] = {
-			[VY_BIN_EQ] = "==", [VY_BIN_NE] = "!=", [VY_BIN_AND] = "&&", [VY_BIN_OR] = "||"};
+		static const char *const ops[VY_BINOP_COUNT] = {[VY_BIN_EQ] = "==",
+			[VY_BIN_NE] = "!=",
+			[VY_BIN_AND] = "&&",
+			[VY_BIN_OR] = "||"};
 		assert(ops[op]);
 		temp(g, out, VY_TYPE_BOOL, "%s %s %s", a.text, ops[op], b.text);
 	} else {
@@ -350,8 +360,8 @@ static bool lowered(enum vy_unop op)
 	}
 }
 
-static void f32_unary(struct vy__vk_gen *g, enum vy_unop op, const struct vy__vk_val *a,
-	struct vy__vk_val *out)
+static void f32_unary(
+	struct vy__vk_gen *g, enum vy_unop op, const struct vy__vk_val *a, struct vy__vk_val *out)
 {
 	const char *x = a->text;
 	switch (op) {
@@ -545,6 +555,7 @@ static void load(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_va
 	char arr[160], len[160];
 	vy__vk_buffer_array(g, b, arr, sizeof(arr));
 	vy__vk_buffer_len(g, b, len, sizeof(len));
+	vy__vk_index(g, &idx);
 	temp(g, out, t, "%s", t == VY_TYPE_BOOL ? "false" : "0u");
 	vy__vk_line(g, "if (%s < %s) {", idx.text, len);
 	switch (t) {
@@ -590,6 +601,7 @@ static void atomic(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_
 	char arr[160], len[160];
 	vy__vk_buffer_array(g, b, arr, sizeof(arr));
 	vy__vk_buffer_len(g, b, len, sizeof(len));
+	vy__vk_index(g, &idx);
 	temp(g, out, VY_TYPE_U32, "0u");
 	vy__vk_line(g, "if (%s < %s) {", idx.text, len);
 	if (cas) {
@@ -695,7 +707,8 @@ static void subgroup(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__v
 		use(g, VY__VK_USE(SG_SHUFFLE));
 		g->subgroup_features |= VY_VK_SUBGROUP_BALLOT | VY_VK_SUBGROUP_SHUFFLE;
 		temp(g, out, a.type, "%s(%s, %s)",
-			a.type == VY_TYPE_BOOL ? "vy_sg_shuffle_b" : "vy_sg_shuffle", a.text, b.text);
+			a.type == VY_TYPE_BOOL ? "vy_sg_shuffle_b" : "vy_sg_shuffle", a.text,
+			b.text);
 		return;
 	case VY_EXPR_SUBGROUP_BALLOT:
 		vy__vk_expr(g, e->args[0], &a);

@@ -93,7 +93,11 @@ struct vy__vk_val {
 struct vy__vk_var {
 	const char *name; /* borrowed from the program */
 	uint32_t id;
+	int32_t next; /* the entry below in the same hash chain, or -1 */
 };
+
+/* Hash chains of the scope stack; a power of two. */
+#define VY__VK_VAR_HEADS 1024u
 
 struct vy__vk_gen {
 	const struct vy_program *p;
@@ -110,9 +114,15 @@ struct vy__vk_gen {
 	uint32_t node;      /* preorder number of the node being generated */
 	uint32_t next_node; /* preorder number of the next node */
 
-	struct vy__vk_var *vars; /* owned: the scope stack */
+	/*
+	 * The scope stack, with a hash chain per bucket. Entries are pushed and popped in stack
+	 * order and each push goes to the head of its chain, so a lookup meets the innermost
+	 * binding first and a popped entry is always the head of its chain.
+	 */
+	struct vy__vk_var *vars; /* owned */
 	uint32_t n_vars;
 	uint32_t cap_vars;
+	int32_t heads[VY__VK_VAR_HEADS];
 
 	uint32_t vk_binding[VY_IR_MAX_BUFFERS]; /* by program buffer index; workgroup: unused */
 
@@ -141,8 +151,15 @@ uint32_t vy__vk_buffer_find(const struct vy__vk_gen *g, const char *name);
 void vy__vk_spec_ident(const struct vy__vk_gen *g, const char *name, char *buf, size_t size);
 
 /* Emit the statements computing `e` into temporaries, in evaluation order; `out` receives the
- * operand holding its value. After an error `out` holds a placeholder of the right type. */
+ * operand holding its value. After an error `out` holds a zero of the right type. */
 void vy__vk_expr(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_val *out);
+
+/*
+ * Make an index operand safe to subscript with: glslang rejects a constant subscript that is
+ * negative as an int (a u32 of 2^31 or more) or past a fixed array's end, even in a branch that
+ * the bounds check never takes, so a literal index is first copied into a temporary.
+ */
+void vy__vk_index(struct vy__vk_gen *g, struct vy__vk_val *idx);
 
 /* A condition operand (u32 or bool) as a GLSL bool expression. */
 void vy__vk_cond_text(const struct vy__vk_val *v, char *buf, size_t size);

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend.h"
 #include "binding.h"
@@ -36,6 +37,7 @@
 #include "ir.h"
 #include "json.h"
 #include "launch.h"
+#include "node_path.h"
 #include "reference/reference.h"
 #include "registry.h"
 #include "spec.h"
@@ -557,7 +559,7 @@ struct ulp_check {
 	double lo, hi, max;
 };
 
-struct kase {
+struct corpus_case {
 	char name[256];
 	json_object *root; /* owned */
 	struct vy_program *program;
@@ -576,7 +578,7 @@ struct kase {
 	size_t n_ulp;
 };
 
-static void case_finish(struct kase *k)
+static void case_finish(struct corpus_case *k)
 {
 	if (k->inputs) {
 		for (uint32_t i = 0; k->plan && i < k->plan->n_inputs; i++) {
@@ -592,12 +594,12 @@ static void case_finish(struct kase *k)
 	memset(k, 0, sizeof(*k));
 }
 
-static const struct vy_buffer *output_buffer(const struct kase *k, size_t o)
+static const struct vy_buffer *output_buffer(const struct corpus_case *k, size_t o)
 {
 	return &k->program->buffers[k->plan->output_indices[o]];
 }
 
-static const struct vy_buffer *input_buffer(const struct kase *k, size_t i)
+static const struct vy_buffer *input_buffer(const struct corpus_case *k, size_t i)
 {
 	return &k->program->buffers[k->plan->input_indices[i]];
 }
@@ -666,7 +668,7 @@ static int parse_axes(json_object *v, const char *what, uint32_t out[3], char *w
 	return 0;
 }
 
-static int parse_config(struct kase *k, json_object *cfg, char *why)
+static int parse_config(struct corpus_case *k, json_object *cfg, char *why)
 {
 	static const char *const keys[] = {
 		"grid", "workgroup_size", "spec", "max_loop_iterations", NULL};
@@ -722,7 +724,7 @@ static int parse_config(struct kase *k, json_object *cfg, char *why)
 	return 0;
 }
 
-static int parse_inputs(struct kase *k, json_object *inputs, char *why)
+static int parse_inputs(struct corpus_case *k, json_object *inputs, char *why)
 {
 	uint32_t n = k->plan->n_inputs;
 	if (inputs && !json_object_is_type(inputs, json_type_array)) {
@@ -783,7 +785,7 @@ static const struct {
 	{"cos", cos}, {"tan", tan}, {"asin", asin}, {"acos", acos}, {"atan", atan}, {"sinh", sinh},
 	{"cosh", cosh}, {"tanh", tanh}, {"reciprocal", recip}, {"inverse_sqrt", rsqrt}};
 
-static int parse_ulp(struct kase *k, json_object *list, char *why)
+static int parse_ulp(struct corpus_case *k, json_object *list, char *why)
 {
 	static const char *const keys[] = {"op", "input", "output", "domain", "max", NULL};
 	size_t n = json_object_is_type(list, json_type_array) ? json_object_array_length(list) : 0;
@@ -840,7 +842,7 @@ static int parse_ulp(struct kase *k, json_object *list, char *why)
 	return 0;
 }
 
-static int parse_expect(struct kase *k, json_object *e, char *why)
+static int parse_expect(struct corpus_case *k, json_object *e, char *why)
 {
 	static const char *const out_keys[] = {"outputs", "source", NULL};
 	static const char *const err_keys[] = {"error", "trap", "at", NULL};
@@ -943,7 +945,7 @@ static json_object *parse_file(const char *path, char *why)
 }
 
 /* Load and check one case file; on failure `why` says what is wrong with it. */
-static int case_load(struct kase *k, const char *path, char *why)
+static int case_load(struct corpus_case *k, const char *path, char *why)
 {
 	static const char *const keys[] = {
 		"notes", "subgroup_size", "program", "config", "inputs", "expect", "ulp", NULL};
@@ -1018,12 +1020,14 @@ struct target {
 	struct vy_backend *backend; /* owned */
 	char label[48];
 	uint32_t subgroup_size;
+	double seconds; /* spent in dispatches, over the corpus */
 };
 
 struct result {
 	int rc;
 	struct vy_err err;
 	struct vy_outputs outputs;
+	double ms; /* wall time of the dispatch */
 };
 
 struct ulp_row {
@@ -1050,17 +1054,21 @@ struct runner {
 };
 
 static void report(struct runner *r, const char *status, const char *name, const char *label,
-	const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+	const struct result *res, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
+/* One line per case and backend; `res` gives the run time, NULL when nothing ran. */
 static void report(struct runner *r, const char *status, const char *name, const char *label,
-	const char *fmt, ...)
+	const struct result *res, const char *fmt, ...)
 {
-	char detail[2048];
+	char detail[2048], took[32] = "";
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
-	printf("%-4s  %-40s %-16s %s\n", status, name, label, detail);
+	if (res) {
+		snprintf(took, sizeof(took), "%.1f ms", res->ms);
+	}
+	printf("%-4s  %-40s %-16s %10s  %s\n", status, name, label, took, detail);
 	fflush(stdout);
 	if (strcmp(status, "PASS") == 0) {
 		r->passed++;
@@ -1097,20 +1105,34 @@ static struct target *oracle_for(struct runner *r, uint32_t subgroup_size, char 
 	return t;
 }
 
-static void run_case(const struct kase *k, struct target *t, struct result *res)
+static double now_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void run_case(
+	struct runner *r, const struct corpus_case *k, struct target *t, struct result *res)
 {
 	vy_outputs_init(&res->outputs);
 	memset(&res->err, 0, sizeof(res->err));
+	double start = now_seconds();
 	res->rc = vy_backend_dispatch(t->backend, k->program, k->views, k->plan->n_inputs,
 		&k->config, &res->outputs, &res->err);
+	double took = now_seconds() - start;
+	res->ms = took * 1000.0;
+	t->seconds += took;
+	r->runs++;
 }
 
+/* The trap kind a TRAP message names, or "". */
 static const char *trap_kind_in(const char *message)
 {
-	static const char *const kinds[] = {"int_div_zero", "int_overflow_div", "loop_limit"};
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		if (strstr(message, kinds[i])) {
-			return kinds[i];
+	for (int i = 0; i < VY_TRAP_KIND_COUNT; i++) {
+		const char *kind = vy_trap_kind_name((enum vy_trap_kind)i);
+		if (strstr(message, kind)) {
+			return kind;
 		}
 	}
 	return "";
@@ -1123,7 +1145,7 @@ static void describe_error(const struct result *res, char *buf, size_t size)
 }
 
 /* Compare one output's bytes with expected words; describe the first difference in `why`. */
-static bool same_words(const struct kase *k, size_t o, const uint8_t *got, size_t got_len,
+static bool same_words(const struct corpus_case *k, size_t o, const uint8_t *got, size_t got_len,
 	const uint32_t *want, size_t want_len, const char *got_name, const char *want_name,
 	char *why)
 {
@@ -1149,7 +1171,7 @@ static bool same_words(const struct kase *k, size_t o, const uint8_t *got, size_
 
 /* The reference's result against the case's written expectation. */
 static bool check_expectation(
-	struct runner *r, const struct kase *k, const struct result *res, char *why)
+	struct runner *r, const struct corpus_case *k, const struct result *res, char *why)
 {
 	char err_text[VY_ERR_MESSAGE_MAX + VY_ERR_AT_MAX + 64];
 	if (k->expect_code) {
@@ -1247,7 +1269,8 @@ static double ulp_error(float got, double exact)
 }
 
 /* Measure the lowered functions of the case; false when one exceeds its maximum. */
-static bool check_ulp(struct runner *r, const struct kase *k, const struct result *res, char *why)
+static bool check_ulp(
+	struct runner *r, const struct corpus_case *k, const struct result *res, char *why)
 {
 	bool ok = true;
 	char line[WHY_MAX] = "";
@@ -1300,7 +1323,7 @@ static bool check_ulp(struct runner *r, const struct kase *k, const struct resul
 }
 
 /* Another backend's result against the reference's, byte for byte (or the same error). */
-static bool same_as_reference(const struct kase *k, const struct result *ref,
+static bool same_as_reference(const struct corpus_case *k, const struct result *ref,
 	const struct result *res, const char *label, char *why)
 {
 	char a[VY_ERR_MESSAGE_MAX + VY_ERR_AT_MAX + 64], b[VY_ERR_MESSAGE_MAX + VY_ERR_AT_MAX + 64];
@@ -1359,27 +1382,26 @@ static bool selected(const struct runner *r, const char *name)
 static void run_one(struct runner *r, const char *dir, const char *file)
 {
 	char path[4096], why[WHY_MAX] = "";
-	struct kase k = {0};
+	struct corpus_case k = {0};
 	snprintf(k.name, sizeof(k.name), "%.*s", (int)(strlen(file) - 5), file);
 	snprintf(path, sizeof(path), "%s/%s", dir, file);
 	r->cases++;
 	vy_spec_map_init(&k.spec);
 	if (case_load(&k, path, why)) {
 		r->broken_cases++;
-		report(r, "FAIL", k.name, "(case)", "%s", why);
+		report(r, "FAIL", k.name, "(case)", NULL, "%s", why);
 		case_finish(&k);
 		return;
 	}
 	uint32_t sg = k.subgroup_size ? k.subgroup_size : VY_REFERENCE_DEFAULT_SUBGROUP_SIZE;
 	struct target *oracle = oracle_for(r, sg, why);
 	if (!oracle) {
-		report(r, "FAIL", k.name, "reference", "%s", why);
+		report(r, "FAIL", k.name, "reference", NULL, "%s", why);
 		case_finish(&k);
 		return;
 	}
 	struct result ref;
-	run_case(&k, oracle, &ref);
-	r->runs++;
+	run_case(r, &k, oracle, &ref);
 	bool ok = check_expectation(r, &k, &ref, why);
 	if (ok && k.n_ulp && ref.rc == 0) {
 		char detail[WHY_MAX];
@@ -1391,7 +1413,7 @@ static void run_one(struct runner *r, const char *dir, const char *file)
 			memcpy(why, both, sizeof(both));
 		}
 	}
-	report(r, ok ? "PASS" : "FAIL", k.name, oracle->label, "%s", why);
+	report(r, ok ? "PASS" : "FAIL", k.name, oracle->label, &ref, "%s", why);
 	if (!ok) {
 		json_object *notes = NULL;
 		json_object_object_get_ex(k.root, "notes", &notes);
@@ -1401,32 +1423,31 @@ static void run_one(struct runner *r, const char *dir, const char *file)
 		/* Without subgroup operations the simulated subgroup size must not matter. */
 		struct target *alt = oracle_for(r, OTHER_SUBGROUP_SIZE, why);
 		if (!alt) {
-			report(r, "FAIL", k.name, "reference", "%s", why);
+			report(r, "FAIL", k.name, "reference", NULL, "%s", why);
 		} else {
 			struct result res;
-			run_case(&k, alt, &res);
-			r->runs++;
+			run_case(r, &k, alt, &res);
 			bool same = same_as_reference(&k, &ref, &res, alt->label, why);
-			report(r, same ? "PASS" : "FAIL", k.name, alt->label, "%s", why);
+			report(r, same ? "PASS" : "FAIL", k.name, alt->label, &res, "%s", why);
 			vy_outputs_finish(&res.outputs);
 		}
 	}
 	for (size_t i = 0; i < r->n_others; i++) {
 		struct target *t = &r->others[i];
 		if (k.subgroup_size && t->subgroup_size != k.subgroup_size) {
-			report(r, "SKIP", k.name, t->label,
+			report(r, "SKIP", k.name, t->label, NULL,
 				"assumes subgroup size %" PRIu32 ", the backend has %" PRIu32,
 				k.subgroup_size, t->subgroup_size);
 			continue;
 		}
 		struct result res;
-		run_case(&k, t, &res);
-		r->runs++;
+		run_case(r, &k, t, &res);
 		if (res.rc == VY_E_UNSUPPORTED_FEATURE && ref.rc == 0) {
-			report(r, "SKIP", k.name, t->label, "unsupported: %s", res.err.message);
+			report(r, "SKIP", k.name, t->label, &res, "unsupported: %s",
+				res.err.message);
 		} else {
 			bool same = same_as_reference(&k, &ref, &res, t->label, why);
-			report(r, same ? "PASS" : "FAIL", k.name, t->label, "%s", why);
+			report(r, same ? "PASS" : "FAIL", k.name, t->label, &res, "%s", why);
 		}
 		vy_outputs_finish(&res.outputs);
 	}
@@ -1558,16 +1579,16 @@ int main(int argc, char **argv)
 				row->worst > row->max ? "  OVER" : "");
 		}
 	}
-	printf("\nconformance: %zu cases, %zu runs: %zu passed, %zu failed, %zu skipped; "
-	       "%zu cases checked against written outputs, %zu against written errors; "
-	       "backends:",
-		r.cases, r.runs, r.passed, r.failed, r.skipped, r.checked_outputs,
+	printf("\nconformance: %zu cases (%zu unreadable), %zu runs: %zu passed, %zu failed, "
+	       "%zu skipped; %zu cases checked against written outputs, %zu against written "
+	       "errors; backends:",
+		r.cases, r.broken_cases, r.runs, r.passed, r.failed, r.skipped, r.checked_outputs,
 		r.checked_errors);
 	for (size_t i = 0; i < r.n_oracles; i++) {
-		printf(" %s", r.oracles[i].label);
+		printf(" %s (%.2f s)", r.oracles[i].label, r.oracles[i].seconds);
 	}
 	for (size_t i = 0; i < r.n_others; i++) {
-		printf(" %s", r.others[i].label);
+		printf(" %s (%.2f s)", r.others[i].label, r.others[i].seconds);
 	}
 	printf("\n");
 	for (size_t i = 0; i < r.n_oracles; i++) {

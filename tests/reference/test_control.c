@@ -30,10 +30,12 @@ Test(reference_control, trap_reports_the_lowest_numbered_node)
 	vy_program_set_entry(p,
 		SEQ(LET("i", GID(0)),
 			IF(BIN(EQ, VAR("i"), U32(200)),
-				SEQ(LET("z", BIN(DIV, I32(1), CAST(I32, BIN(SUB, VAR("i"), U32(200)))))),
+				SEQ(LET("z",
+					BIN(DIV, I32(1), CAST(I32, BIN(SUB, VAR("i"), U32(200)))))),
 				EMPTY),
 			IF(BIN(EQ, VAR("i"), U32(3)),
-				SEQ(LET("w", BIN(MOD, I32(1), CAST(I32, BIN(SUB, VAR("i"), U32(3)))))),
+				SEQ(LET("w",
+					BIN(MOD, I32(1), CAST(I32, BIN(SUB, VAR("i"), U32(3)))))),
 				EMPTY),
 			STORE("out", VAR("i"), CAST(I32, VAR("i")))));
 	struct ref_result r = ref_dispatch(p, NULL, 0, NULL);
@@ -51,8 +53,8 @@ Test(reference_control, trap_kinds_break_ties_at_one_node)
 	struct vy_program *p = vy_program_create("kinds", 4, 1, 1);
 	BUF("d", 0, READ_ONLY, I32, 4);
 	BUF("out", 1, WRITE_ONLY, I32, 4);
-	vy_program_set_entry(p,
-		SEQ(STORE("out", GID(0), BIN(DIV, I32(INT32_MIN), LOAD("d", GID(0))))));
+	vy_program_set_entry(
+		p, SEQ(STORE("out", GID(0), BIN(DIV, I32(INT32_MIN), LOAD("d", GID(0))))));
 	uint32_t d[] = {2, 0xFFFFFFFFu, 0, 1};
 	struct vy_bytes in = ref_in(d, 4);
 	struct ref_result r = ref_dispatch(p, &in, 1, NULL);
@@ -99,9 +101,8 @@ Test(reference_control, endless_loop_ends_with_loop_limit)
 {
 	struct vy_program *p = vy_program_create("endless", 64, 1, 1);
 	BUF("out", 0, READ_WRITE, U32, 1)->output = true;
-	vy_program_set_entry(p,
-		SEQ(LOOP("i", U32(0), U32(0xFFFFFFFFu),
-			SEQ(LET("h", ATOMIC(ADD, "out", U32(0), U32(1)))))));
+	vy_program_set_entry(p, SEQ(LOOP("i", U32(0), U32(0xFFFFFFFFu),
+					SEQ(LET("h", ATOMIC(ADD, "out", U32(0), U32(1)))))));
 	struct timespec start;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	struct ref_result r = run_loops(p, 1000);
@@ -118,10 +119,10 @@ Test(reference_control, nested_endless_loops_end_with_loop_limit)
 {
 	struct vy_program *p = vy_program_create("nested", 32, 1, 1);
 	BUF("out", 0, WRITE_ONLY, U32, 32);
-	vy_program_set_entry(p,
-		SEQ(LOOP("i", U32(0), U32(0xFFFFFFFFu),
-			    SEQ(LOOP("j", U32(0), U32(0xFFFFFFFFu),
-				    SEQ(STORE("out", GID(0), BIN(ADD, VAR("i"), VAR("j")))))))));
+	vy_program_set_entry(
+		p, SEQ(LOOP("i", U32(0), U32(0xFFFFFFFFu),
+			   SEQ(LOOP("j", U32(0), U32(0xFFFFFFFFu),
+				   SEQ(STORE("out", GID(0), BIN(ADD, VAR("i"), VAR("j")))))))));
 	struct timespec start;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	struct ref_result r = run_loops(p, 5000);
@@ -155,8 +156,8 @@ Test(reference_control, timeout_ends_a_long_dispatch)
 {
 	struct vy_program *p = vy_program_create("slow", 64, 1, 1);
 	BUF("out", 0, WRITE_ONLY, U32, 64);
-	vy_program_set_entry(p,
-		SEQ(LOOP("i", U32(0), U32(0xFFFFFFFFu), SEQ(STORE("out", GID(0), VAR("i"))))));
+	vy_program_set_entry(
+		p, SEQ(LOOP("i", U32(0), U32(0xFFFFFFFFu), SEQ(STORE("out", GID(0), VAR("i"))))));
 	struct vy_dispatch_config cfg = {.max_loop_iterations = UINT64_MAX, .timeout_ms = 50};
 	struct timespec start;
 	clock_gettime(CLOCK_MONOTONIC, &start);
@@ -172,9 +173,8 @@ Test(reference_control, divergent_barrier_fails_the_dispatch)
 {
 	struct vy_program *p = vy_program_create("divergent", 16, 1, 1);
 	BUF("out", 0, WRITE_ONLY, U32, 16);
-	vy_program_set_entry(p,
-		SEQ(STORE("out", GID(0), U32(1)),
-			IF(BIN(LT, LID(0), U32(4)), SEQ(BARRIER()), EMPTY)));
+	vy_program_set_entry(p, SEQ(STORE("out", GID(0), U32(1)),
+					IF(BIN(LT, LID(0), U32(4)), SEQ(BARRIER()), EMPTY)));
 	struct ref_result r = ref_dispatch(p, NULL, 0, NULL);
 	ref_expect_error(&r, VY_E_INVALID_PROGRAM, "entry[1].if.then[0].barrier");
 	ref_result_finish(&r);
@@ -200,9 +200,8 @@ Test(reference_control, returned_invocations_take_no_part_in_barriers)
 {
 	struct vy_program *p = vy_program_create("returned", 8, 1, 1);
 	BUF("out", 0, WRITE_ONLY, U32, 8);
-	vy_program_set_entry(p,
-		SEQ(IF(BIN(EQ, LID(0), U32(5)), SEQ(RETURN()), EMPTY), BARRIER(),
-			STORE("out", GID(0), U32(1))));
+	vy_program_set_entry(p, SEQ(IF(BIN(EQ, LID(0), U32(5)), SEQ(RETURN()), EMPTY), BARRIER(),
+					STORE("out", GID(0), U32(1))));
 	cr_assert_eq(vy_validate(p, NULL, NULL), VY_E_INVALID_PROGRAM);
 	struct vy_backend *b = ref_backend(0);
 	struct ref_result r;
@@ -219,9 +218,8 @@ Test(reference_control, uniform_returns_and_barriers_run)
 {
 	struct vy_program *p = vy_program_create("uniform", 8, 1, 1);
 	BUF("out", 0, WRITE_ONLY, U32, 16);
-	vy_program_set_entry(p,
-		SEQ(IF(BIN(EQ, WGID(0), U32(1)), SEQ(RETURN()), EMPTY), BARRIER(),
-			STORE("out", GID(0), BIN(ADD, GID(0), U32(1))), BARRIER()));
+	vy_program_set_entry(p, SEQ(IF(BIN(EQ, WGID(0), U32(1)), SEQ(RETURN()), EMPTY), BARRIER(),
+					STORE("out", GID(0), BIN(ADD, GID(0), U32(1))), BARRIER()));
 	struct ref_result r = ref_dispatch(p, NULL, 0, NULL);
 	cr_assert_eq(r.rc, 0, "%s", r.err.message);
 	for (uint32_t k = 0; k < 16; k++) {
@@ -238,8 +236,8 @@ Test(reference_control, return_ends_the_invocation_inside_a_loop)
 	vy_program_set_entry(p,
 		SEQ(STORE("out", GID(0), U32(99)),
 			LOOP("k", U32(0), U32(100),
-				SEQ(IF(BIN(EQ, VAR("k"), GID(0)), SEQ(STORE("out", GID(0), VAR("k")), RETURN()),
-					EMPTY),
+				SEQ(IF(BIN(EQ, VAR("k"), GID(0)),
+					    SEQ(STORE("out", GID(0), VAR("k")), RETURN()), EMPTY),
 					STORE("out", GID(0), U32(1000)))),
 			STORE("out", GID(0), U32(5000))));
 	struct ref_result r = ref_dispatch(p, NULL, 0, NULL);
@@ -257,11 +255,15 @@ Test(reference_control, if_else_and_assign_follow_each_lane)
 	BUF("out", 0, WRITE_ONLY, U32, 8);
 	vy_program_set_entry(p,
 		SEQ(LET("x", GID(0)),
-			IF(BIN(BIT_AND, GID(0), U32(1)), SEQ(ASSIGN("x", BIN(MUL, VAR("x"), U32(10)))),
+			IF(BIN(BIT_AND, GID(0), U32(1)),
+				SEQ(ASSIGN("x", BIN(MUL, VAR("x"), U32(10)))),
 				SEQ(ASSIGN("x", BIN(ADD, BIN(MUL, U32(2), VAR("x")), VAR("x"))))),
-			vy_ir_block(p, SEQ(LET("y", U32(1)), ASSIGN("x", BIN(ADD, VAR("x"), VAR("y"))))),
-			vy_ir_region(p, "gen", SEQ(LET("y", U32(2)), ASSIGN("x", BIN(ADD, VAR("x"), VAR("y"))))),
-			STORE("out", GID(0), vy_ir_select(p, BIN(LT, VAR("x"), U32(20)), VAR("x"), U32(0)))));
+			vy_ir_block(p,
+				SEQ(LET("y", U32(1)), ASSIGN("x", BIN(ADD, VAR("x"), VAR("y"))))),
+			vy_ir_region(p, "gen",
+				SEQ(LET("y", U32(2)), ASSIGN("x", BIN(ADD, VAR("x"), VAR("y"))))),
+			STORE("out", GID(0),
+				vy_ir_select(p, BIN(LT, VAR("x"), U32(20)), VAR("x"), U32(0)))));
 	struct ref_result r = ref_dispatch(p, NULL, 0, NULL);
 	ref_expect(&r, (uint32_t[]){3, 13, 9, 0, 15, 0, 0, 0}, 8, "per-lane branches");
 	ref_result_finish(&r);
@@ -273,11 +275,11 @@ Test(reference_control, ids_follow_the_launch_geometry)
 {
 	struct vy_program *p = vy_program_create("ids", 4, 2, 2);
 	BUF("out", 0, WRITE_ONLY, U32, 9 * 192);
-	struct vy_expr *linear = BIN(ADD, GID(0),
-		BIN(MUL, U32(8), BIN(ADD, GID(1), BIN(MUL, U32(6), GID(2)))));
+	struct vy_expr *linear =
+		BIN(ADD, GID(0), BIN(MUL, U32(8), BIN(ADD, GID(1), BIN(MUL, U32(6), GID(2)))));
 	struct vy_node *stores[9];
-	struct vy_expr *vals[9] = {GID(0), GID(1), GID(2), LID(0), LID(1), LID(2), WGID(0),
-		WGID(1), WGID(2)};
+	struct vy_expr *vals[9] = {
+		GID(0), GID(1), GID(2), LID(0), LID(1), LID(2), WGID(0), WGID(1), WGID(2)};
 	for (uint32_t k = 0; k < 9; k++) {
 		stores[k] = STORE("out", BIN(ADD, BIN(MUL, VAR("at"), U32(9)), U32(k)), vals[k]);
 	}
@@ -292,7 +294,8 @@ Test(reference_control, ids_follow_the_launch_geometry)
 		for (uint32_t y = 0; y < 6; y++) {
 			for (uint32_t x = 0; x < 8; x++) {
 				uint32_t at = x + 8 * (y + 6 * z);
-				uint32_t want[9] = {x, y, z, x % 4, y % 2, z % 2, x / 4, y / 2, z / 2};
+				uint32_t want[9] = {
+					x, y, z, x % 4, y % 2, z % 2, x / 4, y / 2, z / 2};
 				for (uint32_t k = 0; k < 9; k++) {
 					cr_expect_eq(ref_word(&r, 0, at * 9 + k), want[k],
 						"id %u of invocation (%u, %u, %u)", k, x, y, z);
@@ -342,11 +345,11 @@ static struct vy_program *spec_program(void)
 	struct vy_expr *scale = vy_ir_spec(p, "scale", VY_TYPE_F32, fbits(2.0f));
 	struct vy_expr *reps = vy_ir_spec(p, "reps", VY_TYPE_U32, 3);
 	struct vy_expr *neg = vy_ir_spec(p, "negate", VY_TYPE_BOOL, 0);
-	vy_program_set_entry(p,
-		SEQ(LET("v", BIN(MUL, LOAD("x", GID(0)), scale)),
-			IF(neg, SEQ(ASSIGN("v", UN(NEG, VAR("v")))), EMPTY), LET("c", U32(0)),
-			LOOP("k", U32(0), reps, SEQ(ASSIGN("c", BIN(ADD, VAR("c"), U32(1))))),
-			STORE("y", GID(0), VAR("v")), STORE("n", GID(0), VAR("c"))));
+	vy_program_set_entry(
+		p, SEQ(LET("v", BIN(MUL, LOAD("x", GID(0)), scale)),
+			   IF(neg, SEQ(ASSIGN("v", UN(NEG, VAR("v")))), EMPTY), LET("c", U32(0)),
+			   LOOP("k", U32(0), reps, SEQ(ASSIGN("c", BIN(ADD, VAR("c"), U32(1))))),
+			   STORE("y", GID(0), VAR("v")), STORE("n", GID(0), VAR("c"))));
 	return p;
 }
 
@@ -392,11 +395,11 @@ static struct vy_program *two_phase(bool wrapped)
 	BUF("x", 0, READ_ONLY, U32, 32);
 	BUF("t", 1, READ_WRITE, U32, 32);
 	BUF("out", 2, WRITE_ONLY, U32, 32);
-	struct vy_block top = SEQ(
-		vy_ir_block(p, SEQ(STORE("t", GID(0), BIN(MUL, LOAD("x", GID(0)), U32(3))))),
-		vy_ir_barrier(p, VY_ORDER_GRID_SYNC),
-		vy_ir_block(p, SEQ(LET("j", BIN(MOD, BIN(ADD, GID(0), U32(9)), U32(32))),
-				       STORE("out", GID(0), LOAD("t", VAR("j"))))));
+	struct vy_block top =
+		SEQ(vy_ir_block(p, SEQ(STORE("t", GID(0), BIN(MUL, LOAD("x", GID(0)), U32(3))))),
+			vy_ir_barrier(p, VY_ORDER_GRID_SYNC),
+			vy_ir_block(p, SEQ(LET("j", BIN(MOD, BIN(ADD, GID(0), U32(9)), U32(32))),
+					       STORE("out", GID(0), LOAD("t", VAR("j"))))));
 	vy_program_set_entry(p, wrapped ? SEQ(vy_ir_region(p, "phases", top)) : top);
 	return p;
 }
@@ -432,8 +435,8 @@ Test(reference_control, grid_sync_runs_through_the_split_driver)
 		cr_assert_eq(vy_backend_resident_dispatch(b, p, res, 3, NULL, &tm, &err), 0, "%s",
 			err.message);
 		uint32_t got[32];
-		cr_assert_eq(vy_backend_resident_download(b, &res[2], 0, (uint8_t *)got, 128, &err),
-			0);
+		cr_assert_eq(
+			vy_backend_resident_download(b, &res[2], 0, (uint8_t *)got, 128, &err), 0);
 		for (uint32_t k = 0; k < 32; k++) {
 			cr_expect_eq(got[k], 3 * ((k + 9) % 32 + 1), "resident out[%u]", k);
 		}
@@ -446,10 +449,9 @@ Test(reference_control, grid_sync_errors_name_their_segment)
 {
 	struct vy_program *p = vy_program_create("late_trap", 4, 1, 1);
 	BUF("a", 0, READ_WRITE, I32, 4);
-	vy_program_set_entry(p,
-		SEQ(STORE("a", GID(0), BIN(SUB, LOAD("a", GID(0)), I32(1))),
-			vy_ir_barrier(p, VY_ORDER_GRID_SYNC),
-			STORE("a", GID(0), BIN(DIV, I32(100), LOAD("a", GID(0))))));
+	vy_program_set_entry(p, SEQ(STORE("a", GID(0), BIN(SUB, LOAD("a", GID(0)), I32(1))),
+					vy_ir_barrier(p, VY_ORDER_GRID_SYNC),
+					STORE("a", GID(0), BIN(DIV, I32(100), LOAD("a", GID(0))))));
 	uint32_t a[] = {1, 2, 3, 4};
 	struct vy_bytes in = ref_in(a, 4);
 	struct ref_result r = ref_dispatch(p, &in, 1, NULL);
@@ -494,10 +496,10 @@ Test(reference_control, lowered_programs_keep_the_written_node_paths)
 	BUF("x", 0, READ_ONLY, F32, 4);
 	BUF("d", 1, READ_ONLY, I32, 4);
 	BUF("y", 2, WRITE_ONLY, F32, 4);
-	vy_program_set_entry(p,
-		SEQ(LET("e", UN(EXP, LOAD("x", GID(0)))),
-			STORE("y", GID(0), BIN(ADD, VAR("e"), UN(EXP, LOAD("x", GID(0))))),
-			LET("q", BIN(DIV, I32(1), LOAD("d", GID(0))))));
+	vy_program_set_entry(
+		p, SEQ(LET("e", UN(EXP, LOAD("x", GID(0)))),
+			   STORE("y", GID(0), BIN(ADD, VAR("e"), UN(EXP, LOAD("x", GID(0))))),
+			   LET("q", BIN(DIV, I32(1), LOAD("d", GID(0))))));
 	uint32_t x[] = {fbits(0.0f), fbits(1.0f), fbits(-1.0f), fbits(2.0f)};
 	uint32_t d[] = {1, 1, 1, 1};
 	struct vy_bytes in[] = {ref_in(x, 4), ref_in(d, 4)};
@@ -577,11 +579,11 @@ Test(reference_control, saxpy_of_a_million_elements)
 	struct vy_program *p = vy_program_create("saxpy", 256, 1, 1);
 	BUF("x", 0, READ_ONLY, F32, 0);
 	BUF("y", 1, READ_WRITE, F32, 0);
-	vy_program_set_entry(p,
-		SEQ(LET("i", GID(0)), IF(BIN(GE, VAR("i"), LEN("y")), SEQ(RETURN()), EMPTY),
-			STORE("y", VAR("i"),
-				BIN(ADD, BIN(MUL, F32(2.0f), LOAD("x", VAR("i"))),
-					LOAD("y", VAR("i"))))));
+	vy_program_set_entry(
+		p, SEQ(LET("i", GID(0)), IF(BIN(GE, VAR("i"), LEN("y")), SEQ(RETURN()), EMPTY),
+			   STORE("y", VAR("i"),
+				   BIN(ADD, BIN(MUL, F32(2.0f), LOAD("x", VAR("i"))),
+					   LOAD("y", VAR("i"))))));
 	uint32_t *x = malloc(COUNT * 4);
 	uint32_t *y = malloc(COUNT * 4);
 	for (uint32_t k = 0; k < COUNT; k++) {

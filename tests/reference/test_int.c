@@ -21,10 +21,10 @@
 static void binary(enum vy_binop op, enum vy_type t, const uint32_t *a, const uint32_t *b,
 	const uint32_t *want, size_t n)
 {
-	enum vy_type tb = (op == VY_BIN_SHL || op == VY_BIN_SHR || op == VY_BIN_ROTL ||
-				  op == VY_BIN_ROTR)
-				  ? U
-				  : t;
+	enum vy_type tb =
+		(op == VY_BIN_SHL || op == VY_BIN_SHR || op == VY_BIN_ROTL || op == VY_BIN_ROTR)
+			? U
+			: t;
 	enum vy_type tr = (op >= VY_BIN_EQ && op <= VY_BIN_GE) ? B : t;
 	struct ref_result r = ref_binary(op, t, tb, tr, a, b, n);
 	char what[64];
@@ -33,8 +33,8 @@ static void binary(enum vy_binop op, enum vy_type t, const uint32_t *a, const ui
 	ref_result_finish(&r);
 }
 
-static void unary(enum vy_unop op, enum vy_type t, const uint32_t *a, const uint32_t *want,
-	size_t n)
+static void unary(
+	enum vy_unop op, enum vy_type t, const uint32_t *a, const uint32_t *want, size_t n)
 {
 	struct ref_result r = ref_unary(op, t, t, a, n);
 	char what[64];
@@ -76,8 +76,7 @@ Test(reference_int, i32_division_truncates_toward_zero)
 {
 	uint32_t a[] = {NEG(7), NEG(7), 7, 7, IMIN, IMIN, NEG(1)};
 	uint32_t b[] = {2, NEG(2), NEG(2), 2, 1, 2, NEG(1)};
-	binary(VY_BIN_DIV, I, a, b,
-		(uint32_t[]){NEG(3), 3, NEG(3), 3, IMIN, 0xC0000000u, 1}, N(a));
+	binary(VY_BIN_DIV, I, a, b, (uint32_t[]){NEG(3), 3, NEG(3), 3, IMIN, 0xC0000000u, 1}, N(a));
 	binary(VY_BIN_MOD, I, a, b, (uint32_t[]){NEG(1), NEG(1), 1, 1, 0, 0, 0}, N(a));
 }
 
@@ -123,8 +122,8 @@ Test(reference_int, shr_is_arithmetic_for_i32_and_logical_for_u32)
 {
 	uint32_t a[] = {0x80000000u, NEG(8), 0x80000000u, 0x40000000u, NEG(1)};
 	uint32_t b[] = {31, 1, 32, 30, 63};
-	binary(VY_BIN_SHR, I, a, b,
-		(uint32_t[]){0xFFFFFFFFu, NEG(4), 0x80000000u, 1, 0xFFFFFFFFu}, N(a));
+	binary(VY_BIN_SHR, I, a, b, (uint32_t[]){0xFFFFFFFFu, NEG(4), 0x80000000u, 1, 0xFFFFFFFFu},
+		N(a));
 	binary(VY_BIN_SHR, U, a, b, (uint32_t[]){1, 0x7FFFFFFCu, 0x80000000u, 1, 1}, N(a));
 }
 
@@ -166,16 +165,15 @@ Test(reference_int, mul_high_is_the_high_word_of_the_widening_product)
 	uint32_t b[] = {0xFFFFFFFFu, 2, 0x10u, IMIN, 2};
 	binary(VY_BIN_MUL_HIGH, U, a, b, (uint32_t[]){0xFFFFFFFEu, 1, 1, 0x40000000u, 1}, N(a));
 	/* Signed: (-1)(-1) = 1, (-2^31)(2) = -2^32, (2^28 + ...)(16), (-2^31)^2 = 2^62. */
-	binary(VY_BIN_MUL_HIGH, I, a, b,
-		(uint32_t[]){0, 0xFFFFFFFFu, 1, 0x40000000u, 0xFFFFFFFFu}, N(a));
+	binary(VY_BIN_MUL_HIGH, I, a, b, (uint32_t[]){0, 0xFFFFFFFFu, 1, 0x40000000u, 0xFFFFFFFFu},
+		N(a));
 }
 
 Test(reference_int, abs_diff_and_saturating_operations)
 {
 	uint32_t a[] = {3, 10, 0, 0xFFFFFFF0u, 0x10000u, 0xFFFFu};
 	uint32_t b[] = {10, 3, 0xFFFFFFFFu, 0x20u, 0x10000u, 0x10001u};
-	binary(VY_BIN_ABS_DIFF, U, a, b,
-		(uint32_t[]){7, 7, 0xFFFFFFFFu, 0xFFFFFFD0u, 0, 2}, N(a));
+	binary(VY_BIN_ABS_DIFF, U, a, b, (uint32_t[]){7, 7, 0xFFFFFFFFu, 0xFFFFFFD0u, 0, 2}, N(a));
 	binary(VY_BIN_SAT_ADD, U, a, b,
 		(uint32_t[]){13, 13, 0xFFFFFFFFu, 0xFFFFFFFFu, 0x20000u, 0x20000u}, N(a));
 	binary(VY_BIN_SAT_SUB, U, a, b, (uint32_t[]){0, 7, 0, 0xFFFFFFD0u, 0, 0}, N(a));
@@ -234,7 +232,7 @@ Test(reference_int, unpack_takes_the_documented_fields)
 {
 	uint32_t a[] = {0xABCD1234u, 0xFFFFFFFFu, 0};
 	unary(VY_UN_UNPACK4_LOW, U, a, (uint32_t[]){0x4, 0xF, 0}, N(a));
-	unary(VY_UN_UNPACK4_HIGH, U, a, (uint32_t[]){0x3, 0xF, 0}, N(a));
+	unary(VY_UN_UNPACK4_HIGH, U, a, (uint32_t[]){0xA, 0xF, 0}, N(a));
 	unary(VY_UN_UNPACK8_LOW, U, a, (uint32_t[]){0x34, 0xFF, 0}, N(a));
-	unary(VY_UN_UNPACK8_HIGH, U, a, (uint32_t[]){0x12, 0xFF, 0}, N(a));
+	unary(VY_UN_UNPACK8_HIGH, U, a, (uint32_t[]){0xAB, 0xFF, 0}, N(a));
 }

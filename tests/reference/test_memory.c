@@ -47,11 +47,12 @@ Test(reference_memory, count_zero_buffers_take_their_length_from_the_input)
 	BUF("x", 0, READ_ONLY, U32, 0);
 	BUF("y", 1, READ_WRITE, U32, 0);
 	BUF("n", 2, WRITE_ONLY, U32, 1);
-	vy_program_set_entry(p,
-		SEQ(LET("i", GID(0)),
-			IF(BIN(EQ, VAR("i"), U32(0)), SEQ(STORE("n", U32(0), LEN("x"))), EMPTY),
-			STORE("y", VAR("i"), BIN(ADD, LOAD("y", VAR("i")),
-						    BIN(MUL, LOAD("x", VAR("i")), U32(2))))));
+	vy_program_set_entry(
+		p, SEQ(LET("i", GID(0)),
+			   IF(BIN(EQ, VAR("i"), U32(0)), SEQ(STORE("n", U32(0), LEN("x"))), EMPTY),
+			   STORE("y", VAR("i"),
+				   BIN(ADD, LOAD("y", VAR("i")),
+					   BIN(MUL, LOAD("x", VAR("i")), U32(2))))));
 	uint32_t x[100];
 	uint32_t y[100];
 	for (uint32_t k = 0; k < 100; k++) {
@@ -84,11 +85,11 @@ Test(reference_memory, bool_buffers_read_nonzero_as_true_and_store_one_or_zero)
 	BUF("nb", 1, WRITE_ONLY, BOOL, 4);
 	BUF("w", 2, WRITE_ONLY, U32, 4);
 	BUF("f", 3, WRITE_ONLY, BOOL, 4);
-	vy_program_set_entry(p,
-		SEQ(LET("i", GID(0)), IF(BIN(GE, VAR("i"), U32(4)), SEQ(RETURN()), EMPTY),
-			STORE("nb", VAR("i"), UN(NOT, LOAD("b", VAR("i")))),
-			STORE("w", VAR("i"), CAST(U32, LOAD("b", VAR("i")))),
-			STORE("f", VAR("i"), CAST(BOOL, BIN(MUL, VAR("i"), U32(7))))));
+	vy_program_set_entry(
+		p, SEQ(LET("i", GID(0)), IF(BIN(GE, VAR("i"), U32(4)), SEQ(RETURN()), EMPTY),
+			   STORE("nb", VAR("i"), UN(NOT, LOAD("b", VAR("i")))),
+			   STORE("w", VAR("i"), CAST(U32, LOAD("b", VAR("i")))),
+			   STORE("f", VAR("i"), CAST(BOOL, BIN(MUL, VAR("i"), U32(7))))));
 	uint32_t b[] = {0, 1, 2, 0xFFFFFFFFu};
 	struct vy_bytes in = ref_in(b, 4);
 	struct ref_result r = ref_dispatch(p, &in, 1, NULL);
@@ -110,15 +111,14 @@ Test(reference_memory, workgroup_memory_starts_zeroed_in_every_workgroup)
 	struct vy_program *p = vy_program_create("zeroed", 16, 1, 1);
 	BUF("s", 0, WORKGROUP, U32, 16);
 	BUF("seen", 1, WRITE_ONLY, U32, 64);
-	vy_program_set_entry(p,
-		SEQ(STORE("seen", GID(0), LOAD("s", LID(0))),
-			STORE("s", LID(0), BIN(ADD, WGID(0), U32(1)))));
+	vy_program_set_entry(p, SEQ(STORE("seen", GID(0), LOAD("s", LID(0))),
+					STORE("s", LID(0), BIN(ADD, WGID(0), U32(1)))));
 	struct ref_result r = ref_dispatch(p, NULL, 0, NULL);
 	cr_assert_eq(r.rc, 0, "%s", r.err.message);
 	cr_assert_eq(ref_words(&r, 0), 64);
 	for (size_t k = 0; k < 64; k++) {
-		cr_expect_eq(ref_word(&r, 0, k), 0, "workgroup %zu saw a value left by another",
-			k / 16);
+		cr_expect_eq(
+			ref_word(&r, 0, k), 0, "workgroup %zu saw a value left by another", k / 16);
 	}
 	ref_result_finish(&r);
 	vy_program_destroy(p);
@@ -162,9 +162,9 @@ Test(reference_memory, atomic_histogram_counts_every_value)
 	bins->output = true;
 	vy_program_set_entry(p,
 		SEQ(LET("i", GID(0)), IF(BIN(GE, VAR("i"), LEN("data")), SEQ(RETURN()), EMPTY),
-			LET("prev", ATOMIC(ADD, "bins",
-					    BIN(BIT_AND, LOAD("data", VAR("i")), U32(15)),
-					    U32(1)))));
+			LET("prev",
+				ATOMIC(ADD, "bins", BIN(BIT_AND, LOAD("data", VAR("i")), U32(15)),
+					U32(1)))));
 	uint32_t data[1000];
 	uint32_t want[16] = {0};
 	uint32_t state = 12345;
@@ -186,8 +186,8 @@ Test(reference_memory, atomic_counter_hands_out_ids_in_lane_then_workgroup_order
 	struct vy_buffer *c = BUF("counter", 0, READ_WRITE, U32, 1);
 	c->output = true;
 	BUF("ticket", 1, WRITE_ONLY, U32, 80);
-	vy_program_set_entry(p,
-		SEQ(STORE("ticket", GID(0), ATOMIC(ADD, "counter", U32(0), U32(1)))));
+	vy_program_set_entry(
+		p, SEQ(STORE("ticket", GID(0), ATOMIC(ADD, "counter", U32(0), U32(1)))));
 	struct vy_dispatch_config cfg = {.grid = {5, 1, 1}};
 	struct ref_result r = ref_dispatch(p, NULL, 0, &cfg);
 	cr_assert_eq(r.rc, 0, "%s", r.err.message);
@@ -207,20 +207,20 @@ Test(reference_memory, compare_exchange_loop_adds_every_value)
 	struct vy_buffer *total = BUF("total", 1, READ_WRITE, U32, 1);
 	total->output = true;
 	BUF("tries", 2, WRITE_ONLY, U32, 64);
-	struct vy_expr *cas = vy_ir_atomic_cas(p, "total", U32(0), VAR("old"),
-		BIN(ADD, VAR("old"), LOAD("v", GID(0))));
-	vy_program_set_entry(p,
-		SEQ(LET("done", BOOL(false)), LET("old", ATOMIC(OR, "total", U32(0), U32(0))),
-			LET("n", U32(0)),
-			LOOP("k", U32(0), U32(100),
-				SEQ(IF(UN(NOT, VAR("done")),
-					SEQ(ASSIGN("n", BIN(ADD, VAR("n"), U32(1))),
-						LET("got", cas),
-						IF(BIN(EQ, VAR("got"), VAR("old")),
-							SEQ(ASSIGN("done", BOOL(true))),
-							SEQ(ASSIGN("old", VAR("got"))))),
-					EMPTY))),
-			STORE("tries", GID(0), VAR("n"))));
+	struct vy_expr *cas = vy_ir_atomic_cas(
+		p, "total", U32(0), VAR("old"), BIN(ADD, VAR("old"), LOAD("v", GID(0))));
+	vy_program_set_entry(
+		p, SEQ(LET("done", BOOL(false)), LET("old", ATOMIC(OR, "total", U32(0), U32(0))),
+			   LET("n", U32(0)),
+			   LOOP("k", U32(0), U32(100),
+				   SEQ(IF(UN(NOT, VAR("done")),
+					   SEQ(ASSIGN("n", BIN(ADD, VAR("n"), U32(1))),
+						   LET("got", cas),
+						   IF(BIN(EQ, VAR("got"), VAR("old")),
+							   SEQ(ASSIGN("done", BOOL(true))),
+							   SEQ(ASSIGN("old", VAR("got"))))),
+					   EMPTY))),
+			   STORE("tries", GID(0), VAR("n"))));
 	uint32_t v[64];
 	uint32_t want = 0;
 	for (uint32_t k = 0; k < 64; k++) {
@@ -252,8 +252,7 @@ Test(reference_memory, every_atomic_returns_the_old_value)
 			STORE("old", U32(4), ATOMIC(MIN, "m", U32(4), U32(0x80000000u))),
 			STORE("old", U32(5), ATOMIC(MAX, "m", U32(5), U32(0x80000000u))),
 			STORE("old", U32(6), ATOMIC(EXCHANGE, "m", U32(6), U32(42))),
-			STORE("old", U32(7),
-				vy_ir_atomic_cas(p, "m", U32(7), U32(9), U32(10)))));
+			STORE("old", U32(7), vy_ir_atomic_cas(p, "m", U32(7), U32(9), U32(10)))));
 	uint32_t m[] = {2, 0xF0u, 0xF0u, 0x0Fu, 5, 5, 7, 8};
 	struct vy_bytes in = ref_in(m, 8);
 	/* One invocation: the default grid would cover the 8 elements of m. */
@@ -263,7 +262,8 @@ Test(reference_memory, every_atomic_returns_the_old_value)
 	uint32_t want_m[] = {1, 0x30u, 0xFFu, 0xF0u, 5, 0x80000000u, 42, 8};
 	for (size_t k = 0; k < 8; k++) {
 		cr_expect_eq(ref_word(&r, 0, k), want_m[k], "m[%zu] = 0x%x", k, ref_word(&r, 0, k));
-		cr_expect_eq(ref_word(&r, 1, k), m[k], "old value of m[%zu] = 0x%x", k, ref_word(&r, 1, k));
+		cr_expect_eq(ref_word(&r, 1, k), m[k], "old value of m[%zu] = 0x%x", k,
+			ref_word(&r, 1, k));
 	}
 	ref_result_finish(&r);
 
@@ -303,11 +303,12 @@ static struct vy_program *resident_program(void)
 	struct vy_buffer *hits = BUF("hits", 2, READ_WRITE, U32, 1);
 	hits->output = true;
 	BUF("tmp", 3, WORKGROUP, U32, 8);
-	vy_program_set_entry(p,
-		SEQ(LET("i", GID(0)), IF(BIN(GE, VAR("i"), LEN("y")), SEQ(RETURN()), EMPTY),
-			STORE("y", VAR("i"),
-				BIN(ADD, LOAD("y", VAR("i")), BIN(MUL, U32(3), LOAD("x", VAR("i"))))),
-			LET("h", ATOMIC(ADD, "hits", U32(0), U32(1)))));
+	vy_program_set_entry(
+		p, SEQ(LET("i", GID(0)), IF(BIN(GE, VAR("i"), LEN("y")), SEQ(RETURN()), EMPTY),
+			   STORE("y", VAR("i"),
+				   BIN(ADD, LOAD("y", VAR("i")),
+					   BIN(MUL, U32(3), LOAD("x", VAR("i"))))),
+			   LET("h", ATOMIC(ADD, "hits", U32(0), U32(1)))));
 	return p;
 }
 
@@ -356,30 +357,29 @@ Test(reference_memory, resident_buffers_run_in_place)
 	cr_assert_eq(vy_backend_resident_upload(b, &x, 32, ref_in(two, 2), &err), 0);
 	cr_assert_eq(vy_backend_resident_download(b, &x, 36, (uint8_t *)&h, 4, &err), 0);
 	cr_expect_eq(h, 8);
-	cr_expect_eq(vy_backend_resident_upload(b, &x, 36, ref_in(two, 2), &err),
-		VY_E_BAD_REQUEST);
-	cr_expect_eq(vy_backend_resident_download(b, &x, 41, (uint8_t *)&h, 0, &err),
-		VY_E_BAD_REQUEST);
+	cr_expect_eq(vy_backend_resident_upload(b, &x, 36, ref_in(two, 2), &err), VY_E_BAD_REQUEST);
+	cr_expect_eq(
+		vy_backend_resident_download(b, &x, 41, (uint8_t *)&h, 0, &err), VY_E_BAD_REQUEST);
 
 	/* Wrong resource counts and sizes. */
 	cr_expect_eq(vy_backend_resident_dispatch(b, p, res, 2, NULL, &t, &err), VY_E_BAD_REQUEST);
 	struct vy_resource odd;
 	cr_assert_eq(vy_backend_resident_alloc(b, 6, &odd, &err), 0);
 	struct vy_resource with_odd[] = {x, odd, hits};
-	cr_expect_eq(vy_backend_resident_dispatch(b, p, with_odd, 3, NULL, &t, &err),
-		VY_E_BAD_REQUEST);
+	cr_expect_eq(
+		vy_backend_resident_dispatch(b, p, with_odd, 3, NULL, &t, &err), VY_E_BAD_REQUEST);
 	cr_expect_str_eq(err.at, "resources[1]");
 	struct vy_resource small_hits[] = {x, y, odd};
 	odd.len = 0;
 	cr_assert_eq(vy_backend_resident_free(b, odd, &err), 0);
-	cr_expect_eq(vy_backend_resident_dispatch(b, p, small_hits, 3, NULL, &t, &err),
-		VY_E_NOT_FOUND);
+	cr_expect_eq(
+		vy_backend_resident_dispatch(b, p, small_hits, 3, NULL, &t, &err), VY_E_NOT_FOUND);
 
 	/* A freed handle is gone. */
 	cr_assert_eq(vy_backend_resident_free(b, y, &err), 0);
 	cr_expect_eq(vy_backend_resident_free(b, y, &err), VY_E_NOT_FOUND);
-	cr_expect_eq(vy_backend_resident_download(b, &y, 0, (uint8_t *)got, 4, &err),
-		VY_E_NOT_FOUND);
+	cr_expect_eq(
+		vy_backend_resident_download(b, &y, 0, (uint8_t *)got, 4, &err), VY_E_NOT_FOUND);
 	cr_expect_eq(vy_backend_resident_dispatch(b, p, res, 3, NULL, &t, &err), VY_E_NOT_FOUND);
 	cr_expect_str_eq(err.at, "resources[1]");
 	vy_program_destroy(p);
@@ -407,14 +407,14 @@ Test(reference_memory, resident_and_input_dispatches_compute_the_same_bytes)
 	for (int i = 0; i < 3; i++) {
 		cr_assert_eq(vy_backend_resident_alloc(b, sizes[i], &res[i], &err), 0);
 		if (data[i]) {
-			cr_assert_eq(vy_backend_resident_upload(b, &res[i], 0,
-					     ref_in(data[i], sizes[i] / 4), &err),
+			cr_assert_eq(vy_backend_resident_upload(
+					     b, &res[i], 0, ref_in(data[i], sizes[i] / 4), &err),
 				0);
 		}
 	}
 	struct vy_timing t;
-	cr_assert_eq(vy_backend_resident_dispatch(b, p, res, 3, NULL, &t, &err), 0, "%s",
-		err.message);
+	cr_assert_eq(
+		vy_backend_resident_dispatch(b, p, res, 3, NULL, &t, &err), 0, "%s", err.message);
 	for (int o = 0; o < 2; o++) {
 		uint8_t got[52];
 		size_t len = r.out.items[o].len;

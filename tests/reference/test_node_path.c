@@ -23,13 +23,13 @@ static struct vy_program *sample(void)
 {
 	struct vy_program *p = vy_program_create("paths", 1, 1, 1);
 	BUF("out", 0, WRITE_ONLY, U32, 4);
-	vy_program_set_entry(p,
-		SEQ(LET("a", U32(1)),
-			IF(BOOL(true),
-				SEQ(LOOP("i", U32(0), U32(2),
-					SEQ(STORE("out", VAR("i"), VAR("a"))))),
-				SEQ(RETURN())),
-			vy_ir_region(p, "gen", SEQ(vy_ir_block(p, SEQ(BARRIER()))))));
+	vy_program_set_entry(
+		p, SEQ(LET("a", U32(1)),
+			   IF(BOOL(true),
+				   SEQ(LOOP("i", U32(0), U32(2),
+					   SEQ(STORE("out", VAR("i"), VAR("a"))))),
+				   SEQ(RETURN())),
+			   vy_ir_region(p, "gen", SEQ(vy_ir_block(p, SEQ(BARRIER()))))));
 	return p;
 }
 
@@ -120,7 +120,8 @@ Test(node_path, origins_map_inserted_lets_to_the_next_statement)
 Test(node_path, trap_sites_order_by_node_then_kind)
 {
 	cr_expect_lt(vy_trap_key(3, VY_TRAP_LOOP_LIMIT), vy_trap_key(4, VY_TRAP_INT_DIV_ZERO));
-	cr_expect_lt(vy_trap_key(4, VY_TRAP_INT_DIV_ZERO), vy_trap_key(4, VY_TRAP_INT_OVERFLOW_DIV));
+	cr_expect_lt(
+		vy_trap_key(4, VY_TRAP_INT_DIV_ZERO), vy_trap_key(4, VY_TRAP_INT_OVERFLOW_DIV));
 	cr_expect_lt(vy_trap_key(4, VY_TRAP_INT_OVERFLOW_DIV), vy_trap_key(4, VY_TRAP_LOOP_LIMIT));
 	cr_expect_str_eq(vy_trap_kind_name(VY_TRAP_INT_DIV_ZERO), "int_div_zero");
 	cr_expect_str_eq(vy_trap_kind_name(VY_TRAP_INT_OVERFLOW_DIV), "int_overflow_div");

@@ -11,8 +11,8 @@
 
 #define WG 64u
 
-static struct ref_result run_sg(uint32_t sg, struct vy_program *p, const struct vy_bytes *in,
-	size_t n_in)
+static struct ref_result run_sg(
+	uint32_t sg, struct vy_program *p, const struct vy_bytes *in, size_t n_in)
 {
 	struct vy_backend *b = ref_backend(sg);
 	struct ref_result r = ref_dispatch_on(b, p, in, n_in, NULL);
@@ -28,9 +28,8 @@ Test(reference_subgroup, lane_and_size_follow_the_simulated_width)
 	struct vy_program *p = vy_program_create("lanes", WG, 1, 1);
 	BUF("lane", 0, WRITE_ONLY, U32, 2 * WG);
 	BUF("size", 1, WRITE_ONLY, U32, 2 * WG);
-	vy_program_set_entry(p,
-		SEQ(STORE("lane", GID(0), vy_ir_subgroup_lane(p)),
-			STORE("size", GID(0), vy_ir_subgroup_size(p))));
+	vy_program_set_entry(p, SEQ(STORE("lane", GID(0), vy_ir_subgroup_lane(p)),
+					STORE("size", GID(0), vy_ir_subgroup_size(p))));
 	for (size_t s = 0; s < 2; s++) {
 		struct ref_result r = run_sg(sizes[s], p, NULL, 0);
 		for (uint32_t k = 0; k < 2 * WG; k++) {
@@ -49,14 +48,14 @@ Test(reference_subgroup, reduce_combines_only_the_active_lanes)
 	BUF("all", 0, WRITE_ONLY, U32, WG);
 	BUF("some", 1, WRITE_ONLY, U32, WG);
 	struct vy_expr *v = BIN(ADD, GID(0), U32(1));
-	vy_program_set_entry(p,
-		SEQ(STORE("all", GID(0), vy_ir_subgroup_reduce(p, VY_REDUCE_ADD, v)),
-			STORE("some", GID(0), U32(0xFFFFFFFFu)),
-			IF(BIN(EQ, BIN(MOD, LID(0), U32(3)), U32(0)),
-				SEQ(STORE("some", GID(0),
-					vy_ir_subgroup_reduce(p, VY_REDUCE_ADD,
-						BIN(ADD, GID(0), U32(1))))),
-				EMPTY)));
+	vy_program_set_entry(
+		p, SEQ(STORE("all", GID(0), vy_ir_subgroup_reduce(p, VY_REDUCE_ADD, v)),
+			   STORE("some", GID(0), U32(0xFFFFFFFFu)),
+			   IF(BIN(EQ, BIN(MOD, LID(0), U32(3)), U32(0)),
+				   SEQ(STORE("some", GID(0),
+					   vy_ir_subgroup_reduce(
+						   p, VY_REDUCE_ADD, BIN(ADD, GID(0), U32(1))))),
+				   EMPTY)));
 	for (size_t s = 0; s < 2; s++) {
 		uint32_t sg = sizes[s];
 		struct ref_result r = run_sg(sg, p, NULL, 0);
@@ -141,8 +140,9 @@ Test(reference_subgroup, integer_reductions_respect_signedness)
 					uint32_t want =
 						reduce_ref(ops[o], signed_type, v + k - k % sg, sg);
 					cr_expect_eq(ref_word(&r, 0, o * WG + k), want,
-						"%s %s sg %u lane %u: got 0x%x want 0x%x", vy_type_name(t),
-						vy_reduce_name(ops[o]), sg, k, ref_word(&r, 0, o * WG + k), want);
+						"%s %s sg %u lane %u: got 0x%x want 0x%x",
+						vy_type_name(t), vy_reduce_name(ops[o]), sg, k,
+						ref_word(&r, 0, o * WG + k), want);
 				}
 			}
 			ref_result_finish(&r);
@@ -157,13 +157,14 @@ Test(reference_subgroup, f32_reductions_fold_in_lane_order)
 	struct vy_program *p = vy_program_create("f32_reduce", 8, 1, 1);
 	BUF("v", 0, READ_ONLY, F32, 8);
 	BUF("out", 1, WRITE_ONLY, F32, 24);
-	vy_program_set_entry(p,
-		SEQ(IF(BIN(GE, GID(0), U32(8)), SEQ(RETURN()), EMPTY),
-			STORE("out", GID(0), vy_ir_subgroup_reduce(p, VY_REDUCE_ADD, LOAD("v", GID(0)))),
-			STORE("out", BIN(ADD, GID(0), U32(8)),
-				vy_ir_subgroup_reduce(p, VY_REDUCE_MIN, LOAD("v", GID(0)))),
-			STORE("out", BIN(ADD, GID(0), U32(16)),
-				vy_ir_subgroup_reduce(p, VY_REDUCE_MAX, LOAD("v", GID(0))))));
+	vy_program_set_entry(
+		p, SEQ(IF(BIN(GE, GID(0), U32(8)), SEQ(RETURN()), EMPTY),
+			   STORE("out", GID(0),
+				   vy_ir_subgroup_reduce(p, VY_REDUCE_ADD, LOAD("v", GID(0)))),
+			   STORE("out", BIN(ADD, GID(0), U32(8)),
+				   vy_ir_subgroup_reduce(p, VY_REDUCE_MIN, LOAD("v", GID(0)))),
+			   STORE("out", BIN(ADD, GID(0), U32(16)),
+				   vy_ir_subgroup_reduce(p, VY_REDUCE_MAX, LOAD("v", GID(0))))));
 	uint32_t v[8] = {fbits(1e8f), fbits(1.0f), fbits(1.0f), fbits(1.0f), fbits(-0.0f),
 		fbits(0.0f), fbits(1.0f), 0x7FC00000u};
 	struct vy_bytes in = ref_in(v, 8);
@@ -192,12 +193,12 @@ Test(reference_subgroup, ballot_sets_a_bit_per_active_lane)
 	struct vy_program *p = vy_program_create("ballot", WG, 1, 1);
 	BUF("all", 0, WRITE_ONLY, U32, WG);
 	BUF("few", 1, WRITE_ONLY, U32, WG);
-	vy_program_set_entry(p,
-		SEQ(STORE("all", GID(0),
-			    vy_ir_subgroup_ballot(p, BIN(EQ, BIN(MOD, LID(0), U32(3)), U32(0)))),
-			IF(BIN(LT, LID(0), U32(5)),
-				SEQ(STORE("few", GID(0), vy_ir_subgroup_ballot(p, BOOL(true)))),
-				EMPTY)));
+	vy_program_set_entry(
+		p, SEQ(STORE("all", GID(0),
+			       vy_ir_subgroup_ballot(p, BIN(EQ, BIN(MOD, LID(0), U32(3)), U32(0)))),
+			   IF(BIN(LT, LID(0), U32(5)),
+				   SEQ(STORE("few", GID(0), vy_ir_subgroup_ballot(p, BOOL(true)))),
+				   EMPTY)));
 	static const uint32_t widths[] = {8, 32, 64};
 	for (size_t s = 0; s < 3; s++) {
 		uint32_t sg = widths[s];
@@ -226,17 +227,18 @@ Test(reference_subgroup, shuffle_reads_the_named_lane)
 	BUF("rot", 1, WRITE_ONLY, U32, WG);
 	BUF("far", 2, WRITE_ONLY, U32, WG);
 	BUF("even", 3, WRITE_ONLY, U32, WG);
-	struct vy_expr *next = BIN(MOD, BIN(ADD, vy_ir_subgroup_lane(p), U32(1)),
-		vy_ir_subgroup_size(p));
-	vy_program_set_entry(p,
-		SEQ(LET("v", LOAD("x", GID(0))),
-			STORE("rot", GID(0), vy_ir_subgroup_shuffle(p, VAR("v"), next)),
-			STORE("far", GID(0), vy_ir_subgroup_shuffle(p, VAR("v"), U32(100))),
-			IF(BIN(EQ, BIN(MOD, LID(0), U32(2)), U32(0)),
-				SEQ(STORE("even", GID(0),
-					vy_ir_subgroup_shuffle(p, VAR("v"),
-						BIN(ADD, vy_ir_subgroup_lane(p), U32(1))))),
-				SEQ(STORE("even", GID(0), vy_ir_subgroup_shuffle(p, VAR("v"), U32(0)))))));
+	struct vy_expr *next =
+		BIN(MOD, BIN(ADD, vy_ir_subgroup_lane(p), U32(1)), vy_ir_subgroup_size(p));
+	vy_program_set_entry(
+		p, SEQ(LET("v", LOAD("x", GID(0))),
+			   STORE("rot", GID(0), vy_ir_subgroup_shuffle(p, VAR("v"), next)),
+			   STORE("far", GID(0), vy_ir_subgroup_shuffle(p, VAR("v"), U32(100))),
+			   IF(BIN(EQ, BIN(MOD, LID(0), U32(2)), U32(0)),
+				   SEQ(STORE("even", GID(0),
+					   vy_ir_subgroup_shuffle(p, VAR("v"),
+						   BIN(ADD, vy_ir_subgroup_lane(p), U32(1))))),
+				   SEQ(STORE("even", GID(0),
+					   vy_ir_subgroup_shuffle(p, VAR("v"), U32(0)))))));
 	uint32_t x[WG];
 	for (uint32_t k = 0; k < WG; k++) {
 		x[k] = 1000 + k;
@@ -249,9 +251,10 @@ Test(reference_subgroup, shuffle_reads_the_named_lane)
 			uint32_t base = k - k % sg;
 			cr_expect_eq(ref_word(&r, 0, k), x[base + (k % sg + 1) % sg]);
 			cr_expect_eq(ref_word(&r, 1, k), 0, "lane 100 is out of range");
-			/* Odd lanes run the else arm: lane 0 runs the then arm, so it is inactive. */
-			cr_expect_eq(ref_word(&r, 2, k), 0, "sg %u lane %u reads an inactive lane", sg,
-				k);
+			/* Odd lanes run the else arm: lane 0 runs the then arm, so it is inactive.
+			 */
+			cr_expect_eq(ref_word(&r, 2, k), 0, "sg %u lane %u reads an inactive lane",
+				sg, k);
 		}
 		ref_result_finish(&r);
 	}
@@ -264,9 +267,10 @@ Test(reference_subgroup, the_last_subgroup_may_be_partial)
 	struct vy_program *p = vy_program_create("partial", 12, 1, 1);
 	BUF("sum", 0, WRITE_ONLY, U32, 12);
 	BUF("from5", 1, WRITE_ONLY, U32, 12);
-	vy_program_set_entry(p,
-		SEQ(STORE("sum", GID(0), vy_ir_subgroup_reduce(p, VY_REDUCE_ADD, GID(0))),
-			STORE("from5", GID(0), vy_ir_subgroup_shuffle(p, BIN(ADD, GID(0), U32(1)), U32(5)))));
+	vy_program_set_entry(
+		p, SEQ(STORE("sum", GID(0), vy_ir_subgroup_reduce(p, VY_REDUCE_ADD, GID(0))),
+			   STORE("from5", GID(0),
+				   vy_ir_subgroup_shuffle(p, BIN(ADD, GID(0), U32(1)), U32(5)))));
 	struct ref_result r = run_sg(8, p, NULL, 0);
 	for (uint32_t k = 0; k < 12; k++) {
 		cr_expect_eq(ref_word(&r, 0, k), k < 8 ? 28 : 38, "lane %u", k);
@@ -312,10 +316,9 @@ Test(reference_subgroup, concurrent_dispatches_do_not_interfere)
 	BUF("out", 1, WRITE_ONLY, U32, WG);
 	/* Lane l of a subgroup adds x[base] + l, so the sum is 8 * x[base] + 28. */
 	struct vy_expr *first = vy_ir_subgroup_shuffle(p, LOAD("x", GID(0)), U32(0));
-	vy_program_set_entry(p,
-		SEQ(STORE("out", GID(0),
-			vy_ir_subgroup_reduce(p, VY_REDUCE_ADD,
-				BIN(ADD, first, vy_ir_subgroup_lane(p))))));
+	vy_program_set_entry(p, SEQ(STORE("out", GID(0),
+					vy_ir_subgroup_reduce(p, VY_REDUCE_ADD,
+						BIN(ADD, first, vy_ir_subgroup_lane(p))))));
 	uint32_t x[4][WG];
 	struct worker w[4];
 	pthread_t th[4];

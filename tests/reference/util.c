@@ -54,8 +54,8 @@ struct ref_result ref_dispatch_on(struct vy_backend *b, struct vy_program *p,
 	return r;
 }
 
-struct ref_result ref_dispatch(struct vy_program *p, const struct vy_bytes *inputs,
-	size_t n_inputs, const struct vy_dispatch_config *config)
+struct ref_result ref_dispatch(struct vy_program *p, const struct vy_bytes *inputs, size_t n_inputs,
+	const struct vy_dispatch_config *config)
 {
 	struct vy_backend *b = ref_backend(0);
 	struct ref_result r = ref_dispatch_on(b, p, inputs, n_inputs, config);
@@ -136,8 +136,8 @@ static struct vy_expr *make_fma(struct vy_program *p, const void *ctx)
 	return vy_ir_fma(p, ld(p, "a"), ld(p, "b"), ld(p, "c"));
 }
 
-static struct ref_result run_elementwise(struct vy_program *p, const uint32_t *const *in,
-	size_t n_in, size_t n)
+static struct ref_result run_elementwise(
+	struct vy_program *p, const uint32_t *const *in, size_t n_in, size_t n)
 {
 	struct vy_bytes inputs[3];
 	for (size_t i = 0; i < n_in; i++) {
@@ -153,8 +153,7 @@ struct ref_result ref_binary(enum vy_binop op, enum vy_type ta, enum vy_type tb,
 {
 	struct op_ctx c = {op, VY_TYPE_NONE};
 	const uint32_t *in[] = {a, b};
-	return run_elementwise(
-		elementwise(ta, tb, VY_TYPE_NONE, tr, n, make_binary, &c), in, 2, n);
+	return run_elementwise(elementwise(ta, tb, VY_TYPE_NONE, tr, n, make_binary, &c), in, 2, n);
 }
 
 struct ref_result ref_unary(
@@ -186,8 +185,7 @@ void ref_expect(const struct ref_result *r, const uint32_t *want, size_t n, cons
 {
 	cr_assert_eq(r->rc, 0, "%s: dispatch failed: %s (at %s; fix: %s)", what, r->err.message,
 		r->err.at, r->err.fix);
-	cr_assert_eq(ref_words(r, 0), n, "%s: %zu results, expected %zu", what, ref_words(r, 0),
-		n);
+	cr_assert_eq(ref_words(r, 0), n, "%s: %zu results, expected %zu", what, ref_words(r, 0), n);
 	for (size_t k = 0; k < n; k++) {
 		uint32_t got = ref_word(r, 0, k);
 		cr_expect_eq(got, want[k], "%s, element %zu: got 0x%08x, expected 0x%08x", what, k,

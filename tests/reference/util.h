@@ -65,8 +65,8 @@ size_t ref_words(const struct ref_result *r, size_t i);
 struct vy_bytes ref_in(const uint32_t *words, size_t n);
 
 /* Dispatch on a fresh default backend (subgroup size 8); `config` may be NULL. */
-struct ref_result ref_dispatch(struct vy_program *p, const struct vy_bytes *inputs,
-	size_t n_inputs, const struct vy_dispatch_config *config);
+struct ref_result ref_dispatch(struct vy_program *p, const struct vy_bytes *inputs, size_t n_inputs,
+	const struct vy_dispatch_config *config);
 /* Dispatch on the given backend. */
 struct ref_result ref_dispatch_on(struct vy_backend *b, struct vy_program *p,
 	const struct vy_bytes *inputs, size_t n_inputs, const struct vy_dispatch_config *config);
