@@ -88,14 +88,18 @@ void vy_grid_sync_split(const struct vy_program *program, struct vy_grid_sync_sp
 	out->arena = vy_arena_create();
 	out->len = barriers + 1;
 	out->segments = vy_arena_calloc(out->arena, out->len, sizeof(*out->segments));
+	out->starts = vy_arena_calloc(out->arena, out->len, sizeof(*out->starts));
+	out->wrapped = generator != NULL;
 	if (barriers == 0) {
 		out->segments[0] = segment_view(out->arena, program, program->entry);
+		out->wrapped = false;
 		return;
 	}
 	uint32_t k = 0;
 	uint32_t start = 0;
 	for (uint32_t i = 0; i <= top->len; i++) {
 		if (i == top->len || is_grid_sync(top->items[i])) {
+			out->starts[k] = start;
 			out->segments[k++] = segment_of(
 				out->arena, program, generator, top->items + start, i - start);
 			start = i + 1;
@@ -167,7 +171,25 @@ static uint32_t carried_buffers(const struct vy_program *program, struct carried
 	return n_carried;
 }
 
-static void prefix_error(struct vy_err *err, int code, uint32_t segment)
+/* Move the top-level index of a segment location by `offset`, in place. */
+static void shift_location(char *at, size_t size, bool wrapped, uint32_t offset)
+{
+	const char *head = wrapped ? "entry[0].region.body[" : "entry[";
+	size_t hl = strlen(head);
+	if (offset == 0 || strncmp(at, head, hl) != 0) {
+		return;
+	}
+	char *end;
+	unsigned long index = strtoul(at + hl, &end, 10);
+	if (end == at + hl || *end != ']') {
+		return;
+	}
+	char moved[VY_ERR_AT_MAX];
+	snprintf(moved, sizeof(moved), "%.*s%lu%s", (int)hl, at, index + offset, end);
+	snprintf(at, size, "%s", moved);
+}
+
+static void prefix_error(struct vy_err *err, uint32_t segment)
 {
 	if (!err) {
 		return;
@@ -183,10 +205,18 @@ static void prefix_error(struct vy_err *err, int code, uint32_t segment)
 	memmove(err->message + plen, err->message, mlen);
 	memcpy(err->message, prefix, plen);
 	err->message[plen + mlen] = '\0';
-	if (err->code == 0) {
-		err->code = code;
-	}
 }
+
+void vy_grid_sync_segment_error(const struct vy_grid_sync_split *split, uint32_t k,
+	struct vy_err *err)
+{
+	if (!err) {
+		return;
+	}
+	prefix_error(err, k);
+	shift_location(err->at, sizeof(err->at), split->wrapped, split->starts[k]);
+}
+
 
 /*
  * Replace the input of every carried buffer by its output from the segment just run. The output
@@ -255,7 +285,10 @@ int vy_grid_sync_dispatch(struct vy_backend *b, const struct vy_program *program
 		rc = vy_backend_dispatch_into(b, split.segments[k], current, n_inputs, config,
 			last ? outputs : &seg_out, err);
 		if (rc) {
-			prefix_error(err, rc, k);
+			if (err && err->code == 0) {
+				err->code = rc;
+			}
+			vy_grid_sync_segment_error(&split, k, err);
 		} else if (!last) {
 			rc = carry_outputs(
 				b, carried, n_carried, &seg_out, current, owned, n_inputs, k, err);

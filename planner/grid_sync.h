@@ -43,6 +43,8 @@ bool vy_grid_sync_contains(const struct vy_program *program);
 struct vy_grid_sync_split {
 	struct vy_arena *arena;             /* owned: holds the segments */
 	const struct vy_program **segments; /* views into the source program */
+	uint32_t *starts; /* top-level position in the source of each segment's first node */
+	bool wrapped;     /* the source is one region around the top level */
 	uint32_t len;
 };
 
@@ -56,6 +58,15 @@ struct vy_grid_sync_split {
  * Never fails (out of memory aborts).
  */
 void vy_grid_sync_split(const struct vy_program *program, struct vy_grid_sync_split *out);
+
+/*
+ * Turn an error of segment `k` into an error of the whole program: the message gets the prefix
+ * "grid_sync segment K: " and a location inside the segment (`entry[2].store`, or
+ * `entry[0].region.body[2].store` for a wrapped program) is moved to the same node of the source
+ * program. `err` may be NULL.
+ */
+void vy_grid_sync_segment_error(const struct vy_grid_sync_split *split, uint32_t k,
+	struct vy_err *err);
 
 /* Free the segments and empty the split. NULL and zeroed splits are accepted. */
 void vy_grid_sync_split_finish(struct vy_grid_sync_split *split);

@@ -41,14 +41,16 @@ static void run_config(const struct reference *r, const struct vy_dispatch_confi
 	out->subgroup_size = r->subgroup_size;
 }
 
-/* The launch of `rp` for this plan; an overriding workgroup size must fit the interpreter. */
-static int launch_for(const struct ref_prog *rp, const struct vy_binding_plan *plan,
+/* The launch of `program` for this plan; an overriding workgroup size must fit the interpreter.
+ * A program split at grid_sync barriers launches every segment with the whole program's grid. */
+static int launch_for(const struct vy_program *program, const struct vy_binding_plan *plan,
 	const struct vy_dispatch_config *config, struct vy_launch *launch, struct vy_err *err)
 {
 	struct vy_launch_config lc;
 	memcpy(lc.grid, config->grid, sizeof(lc.grid));
 	memcpy(lc.workgroup_size, config->workgroup_size, sizeof(lc.workgroup_size));
-	int rc = vy_launch_compute(rp->program, rp->features, plan, &lc, NULL, launch, err);
+	int rc = vy_launch_compute(
+		program, vy_launch_features_scan(program), plan, &lc, NULL, launch, err);
 	if (rc) {
 		return rc;
 	}
@@ -65,41 +67,51 @@ static int launch_for(const struct ref_prog *rp, const struct vy_binding_plan *p
 	return 0;
 }
 
-static int run_timed(const struct ref_prog *rp, struct ref_mem *mem, const struct vy_launch *launch,
-	const struct ref_run_config *cfg, uint64_t *run_ns, struct vy_err *err)
+/* Prepare `program` (validated when `validate`) and run it once on bound memory. */
+static int run_once(const struct vy_program *program, bool validate, struct ref_mem *mem,
+	const struct vy_launch *launch, const struct ref_run_config *cfg, uint64_t *run_ns,
+	struct vy_err *err)
 {
-	uint64_t start = vy__ref_now_ns();
-	int rc = vy__ref_run(rp, mem, launch, cfg, err);
-	*run_ns += vy__ref_now_ns() - start;
+	struct ref_prog *rp = NULL;
+	int rc = vy__ref_prog_create(program, validate, &rp, err);
+	if (rc == 0) {
+		uint64_t start = vy__ref_now_ns();
+		rc = vy__ref_run(rp, mem, launch, cfg, err);
+		*run_ns += vy__ref_now_ns() - start;
+	}
+	vy__ref_prog_destroy(rp);
 	return rc;
 }
 
-/* Run a prepared program on the inputs of a dispatch and hand its outputs over. */
-static int run_inputs(struct reference *r, const struct ref_prog *rp, const struct vy_bytes *inputs,
-	size_t n_inputs, const struct vy_dispatch_config *config, struct vy_outputs *outputs,
-	uint64_t *run_ns, struct vy_err *err)
+/*
+ * Run `program` on bound memory. A program with top-level grid_sync barriers runs segment after
+ * segment over the same memory, as one grid whose every invocation meets at each barrier: every
+ * buffer keeps what the segments before wrote (workgroup memory starts zeroed in each, as in any
+ * launch). Errors of a segment are prefixed with its index and located in the whole program.
+ */
+static int run_program(struct reference *r, const struct vy_program *program, bool validate,
+	const struct vy_binding_plan *plan, struct ref_mem *mem,
+	const struct vy_dispatch_config *config, uint64_t *run_ns, struct vy_err *err)
 {
-	struct vy_binding_plan *plan = NULL;
-	int rc = vy_binding_plan_build_for_inputs(rp->program, inputs, n_inputs, &plan, err);
+	struct vy_launch launch;
+	int rc = launch_for(program, plan, config, &launch, err);
 	if (rc) {
 		return rc;
 	}
-	struct vy_launch launch;
-	rc = launch_for(rp, plan, config, &launch, err);
-	if (rc == 0) {
-		struct ref_run_config cfg;
-		run_config(r, config, &cfg);
-		struct ref_mem mem;
-		rc = vy__ref_mem_bind(&mem, rp->program, plan, inputs, err);
-		if (rc == 0) {
-			rc = run_timed(rp, &mem, &launch, &cfg, run_ns, err);
-		}
-		if (rc == 0) {
-			vy__ref_mem_outputs(&mem, rp->program, plan, outputs);
-		}
-		vy__ref_mem_finish(&mem);
+	struct ref_run_config cfg;
+	run_config(r, config, &cfg);
+	if (!vy_grid_sync_contains(program)) {
+		return run_once(program, validate, mem, &launch, &cfg, run_ns, err);
 	}
-	vy_binding_plan_destroy(plan);
+	struct vy_grid_sync_split split;
+	vy_grid_sync_split(program, &split);
+	for (uint32_t k = 0; k < split.len && rc == 0; k++) {
+		rc = run_once(split.segments[k], validate, mem, &launch, &cfg, run_ns, err);
+		if (rc) {
+			vy_grid_sync_segment_error(&split, k, err);
+		}
+	}
+	vy_grid_sync_split_finish(&split);
 	return rc;
 }
 
@@ -108,23 +120,26 @@ static int dispatch_impl(struct vy_backend *b, const struct vy_program *program,
 	struct vy_outputs *outputs, uint64_t *run_ns, struct vy_err *err)
 {
 	*run_ns = 0;
-	if (vy_grid_sync_contains(program)) {
-		/* The whole program first, so that its errors carry whole-program paths. */
-		int rc = validate ? vy__ref_validate(program, err) : 0;
-		if (rc) {
-			return rc;
-		}
-		uint64_t start = vy__ref_now_ns();
-		rc = vy_grid_sync_dispatch(b, program, inputs, n_inputs, config, outputs, err);
-		*run_ns = vy__ref_now_ns() - start;
+	/* The whole program first, so that its errors carry whole-program paths. */
+	int rc = validate ? vy__ref_validate(program, err) : 0;
+	if (rc) {
 		return rc;
 	}
-	struct ref_prog *rp = NULL;
-	int rc = vy__ref_prog_create(program, validate, &rp, err);
-	if (rc == 0) {
-		rc = run_inputs(impl(b), rp, inputs, n_inputs, config, outputs, run_ns, err);
+	struct vy_binding_plan *plan = NULL;
+	rc = vy_binding_plan_build_for_inputs(program, inputs, n_inputs, &plan, err);
+	if (rc) {
+		return rc;
 	}
-	vy__ref_prog_destroy(rp);
+	struct ref_mem mem;
+	rc = vy__ref_mem_bind(&mem, program, plan, inputs, err);
+	if (rc == 0) {
+		rc = run_program(impl(b), program, validate, plan, &mem, config, run_ns, err);
+	}
+	if (rc == 0) {
+		vy__ref_mem_outputs(&mem, program, plan, outputs);
+	}
+	vy__ref_mem_finish(&mem);
+	vy_binding_plan_destroy(plan);
 	return rc;
 }
 
@@ -162,19 +177,6 @@ static int ref_dispatch_timed(struct vy_backend *b, const struct vy_program *pro
 	timing->wall_ns = vy__ref_now_ns() - start;
 	timing->device_ns = run_ns;
 	return rc;
-}
-
-/* Prefix a segment's error as the split driver does, so both grid_sync paths read alike. */
-static void segment_error(struct vy_err *err, uint32_t segment)
-{
-	if (!err) {
-		return;
-	}
-	char message[VY_ERR_MESSAGE_MAX];
-	/* A message already at the limit loses its tail, not the prefix. */
-	snprintf(message, sizeof(message), "grid_sync segment %" PRIu32 ": %.*s", segment,
-		VY_ERR_MESSAGE_MAX - 40, err->message);
-	memcpy(err->message, message, sizeof(message));
 }
 
 /* Bind resource k to the k-th non-workgroup buffer in binding order. */
@@ -232,47 +234,6 @@ static void zero_outputs(const struct vy_binding_plan *plan, struct ref_mem *mem
 	}
 }
 
-/* Prepare and run one program (or grid_sync segment) in place on bound resources. */
-static int run_resident(struct reference *r, const struct vy_program *program,
-	const struct vy_binding_plan *plan, struct ref_mem *mem,
-	const struct vy_dispatch_config *config, uint64_t *run_ns, struct vy_err *err)
-{
-	struct ref_prog *rp = NULL;
-	int rc = vy__ref_prog_create(program, true, &rp, err);
-	struct vy_launch launch;
-	if (rc == 0) {
-		rc = launch_for(rp, plan, config, &launch, err);
-	}
-	if (rc == 0) {
-		struct ref_run_config cfg;
-		run_config(r, config, &cfg);
-		zero_outputs(plan, mem);
-		rc = run_timed(rp, mem, &launch, &cfg, run_ns, err);
-	}
-	vy__ref_prog_destroy(rp);
-	return rc;
-}
-
-static int resident_split(struct reference *r, const struct vy_program *program,
-	const struct vy_binding_plan *plan, struct ref_mem *mem,
-	const struct vy_dispatch_config *config, uint64_t *run_ns, struct vy_err *err)
-{
-	int rc = vy__ref_validate(program, err);
-	if (rc) {
-		return rc;
-	}
-	struct vy_grid_sync_split split;
-	vy_grid_sync_split(program, &split);
-	for (uint32_t k = 0; k < split.len && rc == 0; k++) {
-		rc = run_resident(r, split.segments[k], plan, mem, config, run_ns, err);
-		if (rc) {
-			segment_error(err, k);
-		}
-	}
-	vy_grid_sync_split_finish(&split);
-	return rc;
-}
-
 static int ref_resident_dispatch(struct vy_backend *b, const struct vy_program *program,
 	const struct vy_resource *resources, size_t n_resources,
 	const struct vy_dispatch_config *config, struct vy_timing *timing, struct vy_err *err)
@@ -298,10 +259,12 @@ static int ref_resident_dispatch(struct vy_backend *b, const struct vy_program *
 	if (rc == 0) {
 		struct ref_mem mem;
 		rc = bind_resources(plan, bufs, n_resources, &mem, err);
-		if (rc == 0 && vy_grid_sync_contains(program)) {
-			rc = resident_split(r, program, plan, &mem, config, &run_ns, err);
-		} else if (rc == 0) {
-			rc = run_resident(r, program, plan, &mem, config, &run_ns, err);
+		if (rc == 0) {
+			rc = vy__ref_validate(program, err);
+		}
+		if (rc == 0) {
+			zero_outputs(plan, &mem);
+			rc = run_program(r, program, true, plan, &mem, config, &run_ns, err);
 		}
 		vy__ref_residents_release(&r->residents, bufs, n_resources);
 	}
@@ -348,7 +311,7 @@ static const char *ref_version(struct vy_backend *b)
 
 static bool ref_supports(struct vy_backend *b, enum vy_capability cap)
 {
-	return cap == VY_CAP_SUBGROUP_OPS;
+	return cap == VY_CAP_SUBGROUP_OPS || cap == VY_CAP_GRID_SYNC;
 }
 
 static void ref_max_workgroup_size(struct vy_backend *b, uint32_t out[3])

@@ -674,3 +674,34 @@ Test(grid_sync, driver_reports_a_backend_that_returns_too_few_outputs)
 	recorder_finish();
 	vy_program_destroy(p);
 }
+
+Test(grid_sync, segment_errors_are_located_in_the_whole_program)
+{
+	for (int wrapped = 0; wrapped < 2; wrapped++) {
+		struct vy_program *p = vy_program_create(NULL, 1, 1, 1);
+		vy_program_add_buffer(p, "buf", 0, VY_ACCESS_READ_WRITE, VY_TYPE_U32, 4);
+		struct vy_block top = vy_ir_seq(p, vy_ir_return(p), grid_sync(p), vy_ir_return(p),
+			vy_ir_return(p), grid_sync(p), vy_ir_return(p), NULL);
+		if (wrapped) {
+			set_wrapped_entry(p, top);
+		} else {
+			vy_program_set_entry(p, top);
+		}
+		struct vy_grid_sync_split split;
+		vy_grid_sync_split(p, &split);
+		cr_assert_eq(split.len, 3);
+		struct vy_err err;
+		vy_err_set(&err, VY_E_TRAP, wrapped ? "entry[0].region.body[1].store" : "entry[1].store",
+			"fix it", "trap int_div_zero");
+		vy_grid_sync_segment_error(&split, 1, &err);
+		cr_assert_str_eq(err.at, wrapped ? "entry[0].region.body[3].store" : "entry[3].store");
+		cr_assert_str_eq(err.message, "grid_sync segment 1: trap int_div_zero");
+		cr_assert_eq(err.code, VY_E_TRAP);
+		vy_err_set(&err, VY_E_TRAP, wrapped ? "entry[0].region.body[0]" : "entry[0]", "fix it",
+			"late");
+		vy_grid_sync_segment_error(&split, 2, &err);
+		cr_assert_str_eq(err.at, wrapped ? "entry[0].region.body[5]" : "entry[5]");
+		vy_grid_sync_split_finish(&split);
+		vy_program_destroy(p);
+	}
+}

@@ -1,7 +1,7 @@
 /*
  * Control flow, traps and limits of the reference interpreter (DESIGN.md §4.5, §5): trap sites
  * and their node paths, the loop limit, a divergent barrier, return, ids and launch geometry,
- * spec values, grid_sync through the split driver, timeouts, and the math-library lowering seen
+ * spec values, grid_sync segments over shared memory, timeouts, and the math-library lowering seen
  * from the interpreter.
  */
 #include <criterion/criterion.h>
@@ -404,7 +404,7 @@ static struct vy_program *two_phase(bool wrapped)
 	return p;
 }
 
-Test(reference_control, grid_sync_runs_through_the_split_driver)
+Test(reference_control, grid_sync_segments_see_what_earlier_segments_wrote)
 {
 	uint32_t x[32];
 	uint32_t t[32];
@@ -445,7 +445,7 @@ Test(reference_control, grid_sync_runs_through_the_split_driver)
 	}
 }
 
-Test(reference_control, grid_sync_errors_name_their_segment)
+Test(reference_control, grid_sync_errors_name_their_segment_and_whole_program_node)
 {
 	struct vy_program *p = vy_program_create("late_trap", 4, 1, 1);
 	BUF("a", 0, READ_WRITE, I32, 4);
@@ -455,9 +455,22 @@ Test(reference_control, grid_sync_errors_name_their_segment)
 	uint32_t a[] = {1, 2, 3, 4};
 	struct vy_bytes in = ref_in(a, 4);
 	struct ref_result r = ref_dispatch(p, &in, 1, NULL);
-	ref_expect_error(&r, VY_E_TRAP, "entry[0].store");
+	ref_expect_error(&r, VY_E_TRAP, "entry[2].store");
 	cr_expect(strncmp(r.err.message, "grid_sync segment 1: trap int_div_zero", 38) == 0, "%s",
 		r.err.message);
+	ref_result_finish(&r);
+	vy_program_destroy(p);
+}
+
+/* A grid barrier keeps every buffer: a write_only buffer written before it is still there after. */
+Test(reference_control, grid_sync_keeps_output_buffers_written_before_it)
+{
+	struct vy_program *p = vy_program_create("keep", 1, 1, 1);
+	BUF("y", 0, WRITE_ONLY, U32, 2);
+	vy_program_set_entry(p, SEQ(STORE("y", U32(0), U32(7)), vy_ir_barrier(p, VY_ORDER_GRID_SYNC),
+					STORE("y", U32(1), U32(9))));
+	struct ref_result r = ref_dispatch(p, NULL, 0, NULL);
+	ref_expect(&r, (uint32_t[]){7, 9}, 2, "y after two segments");
 	ref_result_finish(&r);
 	vy_program_destroy(p);
 }
@@ -547,7 +560,7 @@ Test(reference_control, capabilities_and_device_profile)
 	struct vy_backend *b = ref_backend(32);
 	cr_expect_str_eq(b->id, "reference");
 	cr_expect(vy_backend_supports(b, VY_CAP_SUBGROUP_OPS));
-	cr_expect_not(vy_backend_supports(b, VY_CAP_GRID_SYNC));
+	cr_expect(vy_backend_supports(b, VY_CAP_GRID_SYNC));
 	cr_expect_eq(vy_backend_subgroup_size(b), 32);
 	cr_expect_eq(vy_backend_max_workgroup_invocations(b), 1024);
 	struct vy_device_profile prof;

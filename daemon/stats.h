@@ -1,0 +1,49 @@
+/*
+ * Counters and latency histograms of the daemon (DESIGN.md §7.6). A histogram has fixed
+ * buckets, four per power of two (each about 19% wide), so recording is a few instructions and
+ * a quantile is read in one pass; quantiles are reported as the upper edge of their bucket,
+ * capped at the largest value seen.
+ *
+ * Thread-safety: none; every histogram and counter here is written and read on the loop thread.
+ */
+#ifndef VY_DAEMON_STATS_H
+#define VY_DAEMON_STATS_H
+
+#include <stdint.h>
+
+#include "envelope.h"
+
+#define VY_HIST_BUCKETS 252
+
+struct vy_hist {
+	uint64_t count;
+	uint64_t sum;
+	uint64_t max;
+	uint32_t buckets[VY_HIST_BUCKETS];
+};
+
+void vy_hist_add(struct vy_hist *h, uint64_t value);
+/* The q-quantile (0 < q <= 1) of the recorded values, 0 when none were recorded. */
+uint64_t vy_hist_quantile(const struct vy_hist *h, double q);
+
+/* The index of an error code in the tables below (its row of VY_ERR_MAP). */
+#define VY_ERR_COUNT 17
+int vy_err_index(int code);
+/* The code of row `index` of VY_ERR_MAP. */
+int vy_err_at_index(int index);
+
+struct vy_stats {
+	uint64_t by_op[VY_OP_COUNT];
+	uint64_t by_error[VY_ERR_COUNT];
+	struct vy_hist latency[VY_OP_COUNT]; /* decode to reply, per operation */
+	struct vy_hist queue_wait;           /* enqueue to start on a device, every job */
+	uint64_t connections_accepted;
+	uint64_t connections_refused; /* beyond max_clients */
+	uint64_t connections_stalled; /* closed by stall_timeout_ms */
+	uint64_t bad_frames;
+	uint64_t bytes_in;
+	uint64_t bytes_out;
+	uint64_t backpressure_pauses;
+};
+
+#endif

@@ -1,0 +1,550 @@
+/*
+ * The daemon's objects and the calls between its files (DESIGN.md §7). One libuv loop thread owns
+ * every object here except what a device's lock guards; the thread pool runs validation and
+ * compilation on objects that no one else touches until their work completes; one submit thread
+ * per device runs jobs.
+ *
+ *   server     the loop, the listening socket, signals, timers, caches, devices, connections
+ *   conn       one client connection: its peer credentials, framing, replies, per-device queues
+ *   req        one request from decoding to its reply, with its job when it runs on a device
+ *   device     one opened backend with its submit thread, queues and completion async
+ *   prog       a program cache entry: canonical bytes, the validated program, its plan
+ *   pipe       a pipeline cache entry: (program, spec values, workgroup size, device) compiled
+ *   resident   a resident buffer of a client; shm: an attached shared memory region
+ *
+ * Lifetimes: connections and requests are freed at safe points (close callbacks, write
+ * callbacks), never inside the callback of the object being freed. Cache entries, resident
+ * buffers and shm regions are reference-counted on the loop thread: a table holds one
+ * reference, each request using one holds another, so a free or an eviction never pulls memory
+ * from under a running job.
+ */
+#ifndef VY_DAEMON_VYRED_H
+#define VY_DAEMON_VYRED_H
+
+#include <msgpack.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "backend.h"
+#include "binding.h"
+#include "codec.h"
+#include "config.h"
+#include "envelope.h"
+#include "frame.h"
+#include "list.h"
+#include "spec.h"
+#include "stats.h"
+#include "validate.h"
+
+#define VY_DAEMON_VERSION "0.1.0"
+#define VY_MAX_DEVICES 16
+#define VY_READ_CHUNK ((size_t)256 * 1024)
+/* Descriptors a peer may send ahead of the shm_attach frames that consume them. */
+#define VY_MAX_PENDING_FDS 8
+
+struct vy_server;
+struct vy_conn;
+struct vy_req;
+
+/* --- devices and jobs ---------------------------------------------------------------------- */
+
+/* One connection's queue of jobs for one device; in the device's ring while it holds jobs. */
+struct vy_cqueue {
+	struct vy_link jobs; /* guarded by the device lock */
+	struct vy_link ring; /* guarded by the device lock */
+	struct vy_conn *conn;
+};
+
+struct vy_device {
+	struct vy_server *srv;
+	uint32_t index;
+	struct vy_backend *backend; /* owned */
+	struct vy_device_profile profile;
+	struct vy_caps caps;
+	uint64_t fingerprint;
+	bool vulkan; /* the backend reports disk-cache hits through vy_vulkan_stats */
+	uv_async_t async;
+	bool async_open;
+	pthread_t thread;
+	bool thread_started;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	/* Guarded by lock. */
+	struct vy_link ring; /* vy_cqueue.ring, served round-robin */
+	struct vy_link done; /* finished jobs, handed to the loop by the async */
+	uint32_t depth;      /* jobs queued */
+	uint32_t running;    /* jobs of the batch in progress */
+	bool stop;
+	bool reset_pending; /* the device was lost and recovered; the loop drops its caches */
+	uint64_t generation;
+	uint64_t dispatches;
+	uint64_t busy_ns;
+	uint64_t batches;
+	uint64_t jobs_done;
+	uint32_t largest_batch;
+	uint64_t lost_count;
+};
+
+enum vy_job_kind {
+	VY_JOB_DISPATCH,          /* bytes and shm inputs, outputs in the reply */
+	VY_JOB_RESIDENT_DISPATCH, /* some buffer bound to a resident buffer */
+	VY_JOB_ALLOC,
+	VY_JOB_UPLOAD,
+	VY_JOB_DOWNLOAD,
+};
+
+/* How one non-workgroup buffer of a resident dispatch is bound. */
+struct vy_bind_src {
+	struct vy_resource res; /* the bound resource (a temporary is made on the device thread) */
+	bool temp;              /* allocated for this job, freed after it */
+	size_t temp_len;
+	const uint8_t *data; /* bytes to upload first (borrowed from the frame or a region) */
+	size_t data_len;
+	bool has_copy; /* copy this resource's bytes in first (a read_write input kept intact) */
+	struct vy_resource copy_from;
+	bool to_reply; /* read back into the reply's outputs */
+	uint32_t output_index;
+	size_t out_len; /* bytes read back */
+};
+
+struct vy_job {
+	struct vy_link link; /* in a cqueue, then in the device's done list */
+	enum vy_job_kind kind;
+	struct vy_req *req;
+	struct vy_device *dev;
+	bool canceled;
+	uint64_t t_enqueue;
+	uint64_t t_start;
+	uint64_t t_end;
+	int rc;
+	struct vy_err err;
+	/* dispatches */
+	const struct vy_program *program; /* borrowed from the request's program entry */
+	struct vy_pipeline *pl;           /* borrowed from the request's pipeline entry */
+	uint32_t n_inputs;
+	struct vy_bytes inputs[VY_MAX_INPUTS];
+	struct vy_dispatch_config cfg;
+	struct vy_outputs outputs;
+	struct vy_timing timing;
+	uint32_t n_srcs;
+	struct vy_bind_src srcs[VY_IR_MAX_BUFFERS];
+	/* resident operations */
+	struct vy_resource res;
+	size_t offset;
+	size_t len;
+	const uint8_t *data; /* upload: borrowed from the frame */
+	uint8_t *out;        /* download: owned */
+};
+
+/* --- caches -------------------------------------------------------------------------------- */
+
+struct vy_spec_decl {
+	const char *name; /* borrowed from the entry's program */
+	enum vy_type type;
+	uint32_t bits; /* the default */
+};
+
+enum vy_entry_state { VY_ENTRY_PENDING, VY_ENTRY_READY };
+
+struct vy_prog {
+	struct vy_server *srv;
+	struct vy_prog *chain;
+	struct vy_link lru;
+	struct vy_program_id id;
+	uint64_t hash;
+	uint8_t *canonical; /* owned */
+	size_t canonical_len;
+	struct vy_program *program; /* owned; validated (read-only) once ready */
+	enum vy_entry_state state;
+	struct vy_link waiters; /* requests, by vy_req.wait */
+	uint32_t refs;
+	bool in_table;
+	bool from_disk;
+	struct vy_binding_plan *plan; /* owned, built without inputs */
+	unsigned features;
+	uint32_t n_specs;
+	struct vy_spec_decl *specs; /* owned */
+	uint64_t hits;
+	uint64_t last_use_ns;
+	uv_work_t work;
+	int rc;
+	struct vy_err err;
+	struct vy_err_list errs;
+};
+
+struct vy_progcache {
+	struct vy_prog **buckets;
+	size_t n_buckets;
+	size_t count;
+	uint64_t bytes;
+	struct vy_link lru; /* most recent first */
+	uint64_t hits;
+	uint64_t misses;
+	uint64_t evictions;
+	uint64_t restored;
+	uint64_t disk_writes;
+	uint64_t disk_rejected;
+};
+
+struct vy_pipe {
+	struct vy_server *srv;
+	struct vy_pipe *chain;
+	struct vy_link lru;
+	uint64_t hash;
+	struct vy_prog *prog; /* a reference */
+	struct vy_device *dev;
+	uint64_t fingerprint;
+	struct vy_spec_map spec; /* owned */
+	uint32_t workgroup_size[3];
+	struct vy_pipeline *pl; /* owned */
+	enum vy_entry_state state;
+	struct vy_link waiters;
+	uint32_t refs;
+	bool in_table;
+	const char *outcome; /* "miss" or "disk": how the compile was served */
+	uint64_t compile_ns;
+	uint64_t bytes;
+	uint64_t hits;
+	uint64_t created_ns;
+	uint64_t last_use_ns;
+	uv_work_t work;
+	int rc;
+	struct vy_err err;
+	struct vy_err_list errs;
+};
+
+struct vy_pcache {
+	struct vy_pipe **buckets;
+	size_t n_buckets;
+	size_t count;
+	uint64_t bytes;
+	struct vy_link lru;
+	uint64_t hits;
+	uint64_t misses;
+	uint64_t disk_hits;
+	uint64_t evictions;
+	uint64_t coalesced; /* requests that waited on a compile already running */
+	uint64_t spec_entries;
+	uint64_t spec_hits;
+	uint64_t spec_misses;
+	struct vy_hist compile_ns;
+};
+
+/* --- resident buffers and shared memory ---------------------------------------------------- */
+
+struct vy_resident {
+	uint64_t handle;
+	struct vy_resident *chain;
+	struct vy_link owner; /* in the owning connection's list (unnamed) or the named list */
+	struct vy_device *dev;
+	uint64_t generation; /* the device generation it was allocated in */
+	struct vy_resource res;
+	uint64_t size;
+	uid_t uid;
+	pid_t pid;
+	uint64_t conn_id;
+	struct vy_conn *conn; /* the owner; NULL once a named buffer's creator is gone */
+	char name[VY_IR_MAX_NAME + 1];
+	bool named;
+	bool in_table;
+	bool lost;
+	uint32_t refs;
+	uint64_t created_ns;
+	uint64_t last_use_ns;
+};
+
+struct vy_uid_usage {
+	uid_t uid;
+	uint64_t bytes; /* allocated and reserved */
+};
+
+struct vy_resident_table {
+	struct vy_resident **buckets;
+	size_t n_buckets;
+	size_t count;
+	uint64_t bytes;
+	struct vy_link named;
+	struct vy_uid_usage *usage;
+	size_t n_usage;
+	size_t cap_usage;
+	uint64_t allocs;
+	uint64_t frees;
+	uint64_t lost;
+};
+
+struct vy_shm {
+	uint64_t id;
+	struct vy_link link; /* in the connection's list */
+	struct vy_conn *conn;
+	const uint8_t *map; /* PROT_READ, MAP_SHARED */
+	size_t size;
+	uint32_t refs;
+	bool attached;
+	uint64_t created_ns;
+};
+
+/* --- connections and requests -------------------------------------------------------------- */
+
+enum vy_conn_state {
+	VY_CONN_OPEN,
+	VY_CONN_EOF,     /* the peer finished sending; replies still go out */
+	VY_CONN_CLOSING, /* dropping everything; closed when nothing is in flight */
+	VY_CONN_CLOSED,  /* uv_close called */
+};
+
+struct vy_conn {
+	uv_pipe_t pipe; /* pipe.data = this */
+	struct vy_server *srv;
+	struct vy_link link; /* in srv->conns */
+	uint64_t id;
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	int admin; /* -1 until asked */
+	bool hello;
+	char name[VY_MAX_LABEL + 1];
+	enum vy_conn_state state;
+	bool reading;
+	bool paused; /* backpressure */
+	bool in_read_cb;
+	bool close_after_write;
+	struct vy_frame_reader reader;
+	uint32_t in_flight;
+	uint32_t writes;
+	uint64_t out_pending; /* reply bytes handed to uv_write and not yet written */
+	uint64_t progress_ns; /* last time a byte arrived */
+	struct vy_cqueue queues[VY_MAX_DEVICES];
+	struct vy_link residents; /* unnamed resident buffers it owns */
+	struct vy_link shms;
+	uint32_t n_shms;
+	uint64_t connected_ns;
+	uint64_t requests;
+	uint64_t bytes_in;
+	uint64_t bytes_out;
+	uint64_t errors;
+	uint64_t busy;
+	struct vy_hist wait;
+};
+
+struct vy_req {
+	struct vy_link wait; /* in a cache entry's waiters while it waits */
+	struct vy_conn *conn;
+	uint8_t *frame; /* owned: the decoded request borrows it */
+	size_t frame_len;
+	struct vy_request r;
+	bool decoded;
+	uint64_t t_start;
+	struct vy_device *dev;
+	struct vy_prog *prog; /* a reference */
+	struct vy_pipe *pipe; /* a reference */
+	struct vy_spec_map spec;
+	uint32_t workgroup_size[3];
+	const char *cache;
+	uint64_t compile_ns;
+	uint32_t n_res;
+	struct vy_resident *res[VY_IR_MAX_BUFFERS + 1]; /* references */
+	uint32_t n_shm;
+	struct vy_shm *shm[VY_MAX_INPUTS]; /* references */
+	uint64_t reserved;                 /* quota reserved by an alloc */
+	struct vy_job job;
+};
+
+/* A reply under construction: msgpack bytes plus large binaries written in place. */
+#define VY_REPLY_MAX_SEGS (VY_IR_MAX_BUFFERS + 2)
+#define VY_REPLY_INLINE_BIN 4096
+
+struct vy_reply {
+	uv_write_t wr;
+	struct vy_conn *conn;
+	struct vy_req *req; /* owned: freed once the bytes are written */
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	uint32_t n_segs;
+	struct {
+		size_t sb_end; /* the sbuffer bytes before this binary */
+		const void *data;
+		size_t len;
+	} segs[VY_REPLY_MAX_SEGS];
+	uint64_t bytes;
+	uv_buf_t bufs[2 * VY_REPLY_MAX_SEGS + 1];
+};
+
+/* --- the server ---------------------------------------------------------------------------- */
+
+enum vy_server_state { VY_SERVER_STARTING, VY_SERVER_RUNNING, VY_SERVER_DRAINING,
+	VY_SERVER_STOPPING };
+
+struct vy_server {
+	uv_loop_t loop;
+	bool loop_open;
+	struct vy_config cfg;
+	const struct vy_config_args *args;
+	bool plain_logs;
+	uv_pipe_t listener;
+	bool listener_open;
+	bool activated; /* the socket came from systemd */
+	bool socket_bound; /* we created the socket file and remove it at exit */
+	uv_signal_t sig_term;
+	uv_signal_t sig_int;
+	uv_signal_t sig_hup;
+	bool signals_open;
+	uv_timer_t tick;
+	bool tick_open;
+	enum vy_server_state state;
+	uint64_t start_ns;
+	uint64_t drain_deadline_ns;
+	uint64_t watchdog_usec;
+	uint64_t last_watchdog_ns;
+	uint32_t n_devices;
+	struct vy_device devices[VY_MAX_DEVICES];
+	struct vy_progcache progs;
+	struct vy_pcache pipes;
+	struct vy_resident_table res;
+	struct vy_link conns;
+	uint32_t n_conns;
+	uint64_t next_conn_id;
+	struct vy_stats stats;
+	uint8_t *read_buf; /* owned, VY_READ_CHUNK bytes shared by every read */
+	bool read_buf_busy;
+	uint32_t works; /* thread-pool work items not yet completed */
+	uid_t uid;
+	int exit_code;
+};
+
+/* Monotonic time in nanoseconds. */
+uint64_t vy_now_ns(void);
+/* 64 unpredictable bits (getrandom); never 0. */
+uint64_t vy_random_u64(void);
+
+/* server.c */
+int vy_server_init(struct vy_server *s, const struct vy_config_args *args, bool plain_logs,
+	struct vy_err *err);
+int vy_server_run(struct vy_server *s);
+void vy_server_finish(struct vy_server *s);
+/* Re-check whether a drain is complete (after any request or work finishes). */
+void vy_server_poke(struct vy_server *s);
+/* Whether `c` may run admin operations (uid 0, the daemon's uid, or the admin group). */
+bool vy_server_is_admin(struct vy_server *s, struct vy_conn *c);
+
+/* conn.c */
+void vy_conn_on_connection(uv_stream_t *listener, int status);
+/* Begin a success reply with `nfields` result fields; pack them into rp->pk. */
+struct vy_reply *vy_reply_begin(struct vy_req *req, uint32_t nfields);
+/* Pack a bin whose bytes stay where they are until the write completes (they must live as long
+ * as the request). */
+void vy_reply_bin(struct vy_reply *rp, const void *data, size_t len);
+/* Frame and write the reply; the request is answered and freed after the write. */
+void vy_reply_send(struct vy_reply *rp);
+void vy_reply_error(struct vy_req *req, const struct vy_err *err, const struct vy_err_list *errs);
+/* Answer `req` with the error in `code` and message; a convenience over vy_reply_error. */
+void vy_reply_fail(struct vy_req *req, int code, const char *fix, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Drop a request without a reply (its connection is going away). */
+void vy_req_drop(struct vy_req *req);
+/* Whether replies to `c` are still wanted. */
+bool vy_conn_alive(const struct vy_conn *c);
+/* Take the next descriptor the peer sent with SCM_RIGHTS, or -1. */
+int vy_conn_take_fd(struct vy_conn *c);
+void vy_conn_close_all(struct vy_server *s);
+void vy_conn_sweep(struct vy_server *s, uint64_t now);
+/* Re-read limits that SIGHUP may have changed. */
+void vy_conn_apply_config(struct vy_server *s);
+
+/* ops.c */
+void vy_ops_start(struct vy_req *req);
+/* Continuations: the request's program entry, pipeline entry or job is settled. */
+void vy_ops_on_prog(struct vy_req *req, int rc, const struct vy_err *err,
+	const struct vy_err_list *errs);
+void vy_ops_on_pipe(struct vy_req *req, int rc, const struct vy_err *err,
+	const struct vy_err_list *errs);
+void vy_ops_on_job(struct vy_job *job);
+
+/* cache.c */
+void vy_caches_init(struct vy_server *s);
+void vy_caches_finish(struct vy_server *s);
+/* Find or create the program entry of req->r.program or req->r.program_id; then
+ * vy_ops_on_prog (at once or after validation). */
+void vy_prog_acquire(struct vy_req *req);
+/* Find or compile the pipeline of (req->prog, req->spec, req->workgroup_size, req->dev); then
+ * vy_ops_on_pipe. */
+void vy_pipe_acquire(struct vy_req *req);
+void vy_prog_unref(struct vy_prog *p);
+void vy_pipe_unref(struct vy_pipe *p);
+/* Resolve the request's config.spec against the program's declarations. BAD_REQUEST for an
+ * unknown name or a value of the wrong type. */
+int vy_spec_resolve(const struct vy_prog *p, const struct vy_request_config *c,
+	struct vy_spec_map *out, struct vy_err *err);
+void vy_caches_clear(struct vy_server *s, bool disk);
+void vy_caches_drop_device(struct vy_server *s, struct vy_device *d);
+void vy_caches_trim(struct vy_server *s);
+/* Load the programs the disk cache holds (at start-up). */
+void vy_caches_restore(struct vy_server *s);
+void vy_caches_pack_stats(struct vy_server *s, msgpack_packer *pk);
+void vy_caches_pack_list(struct vy_server *s, msgpack_packer *pk);
+
+/* device.c */
+int vy_devices_open(struct vy_server *s, struct vy_err *err);
+/* Stop the submit threads (queued jobs are canceled) and close the asyncs. */
+void vy_devices_stop(struct vy_server *s);
+void vy_devices_destroy(struct vy_server *s);
+/* The device for a request: config.device, or the least-loaded device of the chosen backend
+ * that supports `features`. */
+struct vy_device *vy_device_pick(struct vy_server *s, const struct vy_request_config *c,
+	unsigned features, struct vy_err *err);
+void vy_device_submit(struct vy_job *job);
+/* Take every queued job of `c` off the devices and complete them as canceled. */
+void vy_device_cancel_conn(struct vy_server *s, struct vy_conn *c);
+/* Queued plus running jobs of the device. */
+uint32_t vy_device_load(struct vy_device *d);
+bool vy_devices_idle(struct vy_server *s);
+void vy_devices_pack(struct vy_server *s, msgpack_packer *pk, bool brief);
+
+/* resident.c */
+void vy_resident_init(struct vy_server *s);
+void vy_resident_finish(struct vy_server *s);
+/* The buffer `handle` as `c` may see it, or NULL (NOT_FOUND filled in err). */
+struct vy_resident *vy_resident_get(struct vy_server *s, struct vy_conn *c, uint64_t handle,
+	struct vy_err *err);
+struct vy_resident *vy_resident_find_named(struct vy_server *s, uid_t uid, const char *name);
+int vy_resident_reserve(struct vy_server *s, uid_t uid, uint64_t bytes, struct vy_err *err);
+void vy_resident_unreserve(struct vy_server *s, uid_t uid, uint64_t bytes);
+/* Enter a freshly allocated buffer (its bytes already reserved) into the table. */
+struct vy_resident *vy_resident_add(struct vy_server *s, struct vy_conn *c, struct vy_device *d,
+	const struct vy_resource *res, uint64_t size, const char *name);
+void vy_resident_ref(struct vy_resident *r);
+void vy_resident_unref(struct vy_server *s, struct vy_resident *r);
+/* Take the buffer out of the table (free); it dies with its last reference. */
+void vy_resident_remove(struct vy_server *s, struct vy_resident *r);
+void vy_resident_conn_closed(struct vy_server *s, struct vy_conn *c);
+void vy_resident_device_lost(struct vy_server *s, struct vy_device *d);
+uint64_t vy_resident_usage(struct vy_server *s, uid_t uid);
+void vy_resident_pack_table(struct vy_server *s, struct vy_conn *viewer, msgpack_packer *pk);
+void vy_resident_pack_stats(struct vy_server *s, msgpack_packer *pk);
+int vy_shm_attach(struct vy_conn *c, int fd, uint64_t size, uint64_t *id, struct vy_err *err);
+struct vy_shm *vy_shm_get(struct vy_conn *c, uint64_t id);
+void vy_shm_ref(struct vy_shm *m);
+void vy_shm_unref(struct vy_shm *m);
+void vy_shm_detach(struct vy_shm *m);
+void vy_shm_conn_closed(struct vy_conn *c);
+
+/* stats.c */
+void vy_stats_pack(struct vy_server *s, struct vy_conn *viewer, msgpack_packer *pk);
+void vy_stats_pack_clients(struct vy_server *s, struct vy_conn *viewer, msgpack_packer *pk);
+
+/* sd.c: systemd glue */
+/* The listening socket systemd passed (socket activation), -1 when none, or a negative errno
+ * when the passed descriptors are unusable. */
+int vy_sd_listen_fd(struct vy_err *err);
+void vy_sd_notify(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The watchdog interval systemd asks for, in microseconds; 0 when none. */
+uint64_t vy_sd_watchdog_usec(void);
+
+/* check.c */
+int vy_check_run(const struct vy_config *cfg, const char *config_error);
+
+#endif

@@ -1,0 +1,920 @@
+/*
+ * The Vulkan backend runtime (backend/vulkan, DESIGN.md §8) on whatever Vulkan device the machine
+ * has (lavapipe in CI): the device profile and the float probe, dispatches checked against
+ * results computed here, folded grids, buffer isolation, grid-sync segments, spec constants,
+ * traps and loop limits, timeouts, compiled pipelines, asynchronous batches, resident buffers,
+ * out-of-memory and device-loss reporting, the disk cache, and compile errors.
+ *
+ * Every test runs under VK_LAYER_KHRONOS_validation when it is installed, and fails on any
+ * warning or error the layer reports. Without a Vulkan device every test is skipped.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "err.h"
+#include "ir.h"
+#include "spec.h"
+#include "vk_backend.h"
+#include "vk_disk.h"
+#include "vulkan.h"
+
+/*
+ * lavapipe leaks a small allocation per instance, and the loader unloads it before the leak check
+ * runs; keeping the driver loaded (see keep_driver) lets the check name it, and this skips it.
+ */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+	return "leak:libvulkan_lvp.so\nleak:libVkLayer_khronos_validation.so\n";
+}
+
+static struct vy_backend *be;
+static uint64_t expected_messages;
+static char cache_dir[256];
+
+static void keep_driver(void)
+{
+	void *h = dlopen("libvulkan_lvp.so", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+	if (h) {
+		dlclose(h);
+	}
+}
+
+static struct vy_backend *open_with(const struct vy_vulkan_options *base, bool no_push)
+{
+	struct vy_vulkan_options opts = base ? *base : (struct vy_vulkan_options){0};
+	opts.enable_validation = vy_vulkan_validation_available();
+	struct vy_backend *b = NULL;
+	struct vy_err err = {0};
+	int rc = no_push ? vy__vk_backend_create_without_push(&opts, &b, &err)
+			 : vy_vulkan_backend_create(&opts, &b, &err);
+	if (rc == VY_E_UNSUPPORTED_FEATURE) {
+		cr_skip_test("no usable Vulkan device: %s", err.message);
+	}
+	cr_assert_eq(rc, 0, "backend create: %s (fix: %s)", err.message, err.fix);
+	keep_driver();
+	return b;
+}
+
+static void setup(void)
+{
+	expected_messages = vy_vulkan_validation_messages(NULL, 0);
+	be = open_with(NULL, false);
+}
+
+static void teardown(void)
+{
+	vy_backend_destroy(be);
+	be = NULL;
+	char last[512];
+	uint64_t n = vy_vulkan_validation_messages(last, sizeof(last));
+	cr_assert_eq(n, expected_messages, "validation layer reported %llu message(s); last: %s",
+		(unsigned long long)(n - expected_messages), last);
+	if (cache_dir[0]) {
+		char cmd[400];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", cache_dir);
+		cr_assert_eq(system(cmd), 0);
+		cache_dir[0] = '\0';
+	}
+}
+
+TestSuite(vulkan, .init = setup, .fini = teardown, .timeout = 60);
+
+/* Programs, built with the IR builders. */
+
+#define EXPR_I(p) vy_ir_var(p, "i")
+
+/* c[i] = a[i] + b[i] over n f32 elements. */
+static struct vy_program *vector_add(uint32_t n)
+{
+	struct vy_program *p = vy_program_create("vector_add", 64, 1, 1);
+	vy_program_add_buffer(p, "a", 0, VY_ACCESS_READ_ONLY, VY_TYPE_F32, n);
+	vy_program_add_buffer(p, "b", 1, VY_ACCESS_READ_ONLY, VY_TYPE_F32, n);
+	vy_program_add_buffer(p, "c", 2, VY_ACCESS_WRITE_ONLY, VY_TYPE_F32, n);
+	vy_program_set_entry(p,
+		vy_ir_seq(p, vy_ir_let(p, "i", vy_ir_gid(p, 0)),
+			vy_ir_store(p, "c", EXPR_I(p),
+				vy_ir_binary(p, VY_BIN_ADD, vy_ir_load(p, "a", EXPR_I(p)),
+					vy_ir_load(p, "b", EXPR_I(p)))),
+			NULL));
+	return p;
+}
+
+static void fill_inputs(float *a, float *b, uint32_t n, float salt)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		a[i] = (float)i * 0.5f + salt;
+		b[i] = 1.0f / (float)(i + 1) - salt;
+	}
+}
+
+static void check_sum(const struct vy_outputs *outs, const float *a, const float *b, uint32_t n)
+{
+	cr_assert_eq(outs->len, 1);
+	cr_assert_eq(outs->items[0].len, n * sizeof(float));
+	const float *c = (const float *)outs->items[0].data;
+	for (uint32_t i = 0; i < n; i++) {
+		float want = a[i] + b[i];
+		cr_assert(memcmp(&c[i], &want, 4) == 0, "c[%u] = %a, want %a", i, c[i], want);
+	}
+}
+
+static void dispatch_ok(struct vy_backend *b, const struct vy_program *p,
+	const struct vy_bytes *in, size_t n_in, const struct vy_dispatch_config *cfg,
+	struct vy_outputs *outs)
+{
+	struct vy_err err = {0};
+	int rc = vy_backend_dispatch(b, p, in, n_in, cfg, outs, &err);
+	cr_assert_eq(rc, 0, "dispatch: %s %s (at %s; fix: %s)", vy_err_name(rc), err.message,
+		err.at, err.fix);
+}
+
+Test(vulkan, enumerates_devices_and_reports_an_honest_profile)
+{
+	struct vy_vulkan_device_info devs[8];
+	uint32_t n = 0;
+	struct vy_err err;
+	cr_assert_eq(vy_vulkan_devices_enumerate(devs, 8, &n, &err), 0, "%s", err.message);
+	cr_assert_geq(n, 1);
+	cr_assert(devs[0].usable);
+	cr_assert_neq(devs[0].name[0], '\0');
+
+	struct vy_device_profile prof;
+	vy_backend_device_profile(be, &prof);
+	cr_assert_str_eq(prof.backend, "vulkan");
+	cr_assert_str_eq(prof.name, devs[0].name);
+	cr_assert_eq(prof.vendor_id, devs[0].vendor_id);
+	cr_assert_gt(prof.subgroup_size, 0);
+	cr_assert_eq(prof.supports_subgroup_ops, vy_backend_supports(be, VY_CAP_SUBGROUP_OPS));
+	cr_assert(vy_backend_supports(be, VY_CAP_GRID_SYNC));
+	cr_assert_not(vy_backend_supports(be, VY_CAP_F16), "the lowering emits no f16");
+	cr_assert_not(vy_backend_supports(be, VY_CAP_TENSOR_CORES));
+	cr_assert_gt(prof.max_workgroup_invocations, 0);
+	cr_assert_gt(prof.max_storage_buffer_bytes, 0);
+	cr_assert_gt(prof.max_shared_bytes, 0);
+	cr_assert_geq(prof.n_heaps, 1);
+	cr_assert_gt(prof.heaps[0].total_bytes, 0);
+	uint32_t wg[3];
+	vy_backend_max_workgroup_size(be, wg);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(wg[i], prof.max_workgroup_size[i]);
+		cr_assert_geq(prof.max_workgroup_count[i], vy_backend_max_workgroups_per_dimension(be));
+	}
+	cr_assert_eq(vy_backend_subgroup_size(be), prof.subgroup_size);
+	cr_assert(strncmp(vy_backend_version(be), "vulkan ", 7) == 0, "%s", vy_backend_version(be));
+
+	/* DESIGN.md §4.4 measured lavapipe: unfused fma, exact '/' and sqrt, subnormals kept. */
+	const struct vy_vk_probe *pr = vy__vk_backend_probe(be);
+	cr_assert_eq(pr->samples, 4096);
+	cr_assert_eq(prof.fma_fused, pr->fma_fused);
+	cr_assert_eq(prof.div_exact, pr->div_exact);
+	cr_assert_eq(prof.sqrt_exact, pr->sqrt_exact);
+	cr_assert_eq(prof.keeps_subnormals, pr->keeps_subnormals);
+	if (strstr(prof.name, "llvmpipe")) {
+		cr_assert_not(prof.fma_fused, "lavapipe's fma() is not fused");
+		cr_assert_gt(pr->fma_diffs, 0);
+		cr_assert(prof.div_exact);
+		cr_assert(prof.sqrt_exact);
+		cr_assert(prof.keeps_subnormals);
+		cr_assert(prof.unified_memory, "lavapipe needs no staging");
+	}
+}
+
+Test(vulkan, vector_add_matches_host_and_reuses_output_buffers)
+{
+	enum { N = 1000 };
+	struct vy_program *p = vector_add(N);
+	static float a[N], b[N];
+	fill_inputs(a, b, N, 0.25f);
+	struct vy_bytes in[2] = {{(uint8_t *)a, sizeof(a)}, {(uint8_t *)b, sizeof(b)}};
+	struct vy_outputs outs;
+	vy_outputs_init(&outs);
+	dispatch_ok(be, p, in, 2, NULL, &outs);
+	check_sum(&outs, a, b, N);
+
+	/* dispatch_into with outputs of the right shape writes into them. */
+	uint8_t *kept = outs.items[0].data;
+	fill_inputs(a, b, N, 3.0f);
+	struct vy_err err;
+	cr_assert_eq(vy_backend_dispatch_into(be, p, in, 2, NULL, &outs, &err), 0, "%s",
+		err.message);
+	cr_assert_eq(outs.items[0].data, kept);
+	check_sum(&outs, a, b, N);
+
+	/* Inputs that do not match the plan are refused before anything runs. */
+	struct vy_bytes short_in[2] = {{(uint8_t *)a, 8}, {(uint8_t *)b, sizeof(b)}};
+	cr_assert_eq(vy_backend_dispatch(be, p, short_in, 2, NULL, &outs, &err), VY_E_BAD_REQUEST);
+	cr_assert_eq(vy_backend_dispatch(be, p, in, 1, NULL, &outs, &err), VY_E_BAD_REQUEST);
+
+	struct vy_timing t;
+	cr_assert_eq(vy_backend_dispatch_timed(be, p, in, 2, NULL, &outs, &t, &err), 0);
+	check_sum(&outs, a, b, N);
+	cr_assert_gt(t.wall_ns, 0);
+	struct vy_device_profile prof;
+	vy_backend_device_profile(be, &prof);
+	if (prof.timestamps) {
+		cr_assert_neq(t.device_ns, VY_TIMING_NONE, "timestamps give device_ns");
+		cr_assert_leq(t.device_ns, t.wall_ns);
+	}
+	struct vy_pipeline_cache_stats st;
+	cr_assert(vy_backend_pipeline_cache_stats(be, &st));
+	cr_assert_eq(st.misses, 1, "one compile for one program");
+	cr_assert_geq(st.hits, 2);
+	cr_assert_eq(st.entries, 1);
+	vy_outputs_finish(&outs);
+	vy_program_destroy(p);
+}
+
+Test(vulkan, compiled_pipeline_dispatches_repeatedly_without_recompiling)
+{
+	enum { N = 256 };
+	struct vy_program *p = vector_add(N);
+	struct vy_pipeline *pl = NULL;
+	struct vy_err err;
+	cr_assert_eq(vy_backend_compile_native(be, p, NULL, &pl, &err), 0, "%s", err.message);
+	cr_assert(pl->native);
+	vy_program_destroy(p); /* the pipeline keeps what it needs */
+	struct vy_pipeline_cache_stats before, after;
+	vy_backend_pipeline_cache_stats(be, &before);
+	struct vy_outputs outs;
+	vy_outputs_init(&outs);
+	static float a[N], b[N];
+	for (int round = 0; round < 5; round++) {
+		fill_inputs(a, b, N, (float)round);
+		struct vy_bytes in[2] = {{(uint8_t *)a, sizeof(a)}, {(uint8_t *)b, sizeof(b)}};
+		cr_assert_eq(vy_pipeline_dispatch(pl, in, 2, NULL, &outs, &err), 0, "%s",
+			err.message);
+		check_sum(&outs, a, b, N);
+	}
+	vy_backend_pipeline_cache_stats(be, &after);
+	cr_assert_eq(after.misses, before.misses, "no compile after compile_native");
+	cr_assert_eq(after.compile_ns, before.compile_ns);
+	vy_outputs_finish(&outs);
+	vy_pipeline_destroy(pl);
+}
+
+Test(vulkan, grid_larger_than_the_workgroup_count_limit_folds_and_stays_right)
+{
+	struct vy_device_profile prof;
+	vy_backend_device_profile(be, &prof);
+	uint32_t limit = prof.max_workgroup_count[0];
+	if (limit > (1u << 22)) {
+		cr_skip_test("the device's x limit (%u) is too large to pass cheaply", limit);
+	}
+	/* One invocation per workgroup: `limit + 1000` workgroups cannot fit on x. */
+	uint32_t n = limit + 1000;
+	struct vy_program *p = vy_program_create("fold", 1, 1, 1);
+	vy_program_add_buffer(p, "out", 0, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, n);
+	vy_program_set_entry(p,
+		vy_ir_seq(p,
+			vy_ir_store(p, "out", vy_ir_gid(p, 0),
+				vy_ir_binary(p, VY_BIN_ADD,
+					vy_ir_binary(p, VY_BIN_MUL, vy_ir_gid(p, 0),
+						vy_ir_u32(p, 3)),
+					vy_ir_u32(p, 1))),
+			NULL));
+	struct vy_outputs outs;
+	vy_outputs_init(&outs);
+	dispatch_ok(be, p, NULL, 0, NULL, &outs);
+	const uint32_t *out = (const uint32_t *)outs.items[0].data;
+	for (uint32_t i = 0; i < n; i++) {
+		cr_assert_eq(out[i], i * 3 + 1, "out[%u] = %u", i, out[i]);
+	}
+	vy_outputs_finish(&outs);
+	vy_program_destroy(p);
+}
+
+Test(vulkan, out_of_bounds_indices_never_touch_another_buffer)
+{
+	/* a (4 words) sits in the pool next to secret; every index past a's end must read 0 and
+	 * every store past w's end must vanish, never reach secret. */
+	struct vy_program *p = vy_program_create("isolation", 64, 1, 1);
+	vy_program_add_buffer(p, "a", 0, VY_ACCESS_READ_ONLY, VY_TYPE_U32, 4);
+	vy_program_add_buffer(p, "secret", 1, VY_ACCESS_READ_WRITE, VY_TYPE_U32, 64);
+	vy_program_add_buffer(p, "w", 2, VY_ACCESS_READ_WRITE, VY_TYPE_U32, 4);
+	vy_program_add_buffer(p, "out", 3, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, 64);
+	vy_program_set_entry(p,
+		vy_ir_seq(p, vy_ir_let(p, "i", vy_ir_gid(p, 0)),
+			vy_ir_store(p, "out", EXPR_I(p), vy_ir_load(p, "a", EXPR_I(p))),
+			vy_ir_store(p, "w", EXPR_I(p), vy_ir_u32(p, 0x11111111)),
+			vy_ir_store(p, "w", vy_ir_u32(p, 0xFFFFFFF0u), vy_ir_u32(p, 0x22222222)),
+			NULL));
+	uint32_t a[4] = {1, 2, 3, 4};
+	uint32_t secret[64];
+	uint32_t w[4] = {0};
+	for (int i = 0; i < 64; i++) {
+		secret[i] = 0xDEADBEEF;
+	}
+	struct vy_bytes in[3] = {{(uint8_t *)a, sizeof(a)}, {(uint8_t *)secret, sizeof(secret)},
+		{(uint8_t *)w, sizeof(w)}};
+	struct vy_outputs outs;
+	vy_outputs_init(&outs);
+	for (int round = 0; round < 3; round++) {
+		dispatch_ok(be, p, in, 3, NULL, &outs);
+		cr_assert_eq(outs.len, 3);
+		const uint32_t *s = (const uint32_t *)outs.items[0].data;
+		const uint32_t *wo = (const uint32_t *)outs.items[1].data;
+		const uint32_t *o = (const uint32_t *)outs.items[2].data;
+		for (int i = 0; i < 64; i++) {
+			cr_assert_eq(s[i], 0xDEADBEEF, "secret[%d] changed to %08x", i, s[i]);
+			cr_assert_eq(o[i], i < 4 ? a[i] : 0, "out[%d] = %08x", i, o[i]);
+		}
+		for (int i = 0; i < 4; i++) {
+			cr_assert_eq(wo[i], 0x11111111);
+		}
+	}
+	vy_outputs_finish(&outs);
+	vy_program_destroy(p);
+}
+
+/* data = 3 * data; grid_sync; out[i] = data[i] + data[(i + 1) % len]. */
+static struct vy_program *two_phase(uint32_t n)
+{
+	struct vy_program *p = vy_program_create("two_phase", 64, 1, 1);
+	vy_program_add_buffer(p, "data", 0, VY_ACCESS_READ_WRITE, VY_TYPE_U32, n);
+	vy_program_add_buffer(p, "out", 1, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, n);
+	struct vy_node *phase1 = vy_ir_block(p,
+		vy_ir_seq(p, vy_ir_let(p, "i", vy_ir_gid(p, 0)),
+			vy_ir_store(p, "data", EXPR_I(p),
+				vy_ir_binary(p, VY_BIN_MUL, vy_ir_load(p, "data", EXPR_I(p)),
+					vy_ir_u32(p, 3))),
+			NULL));
+	struct vy_expr *next = vy_ir_binary(p, VY_BIN_MOD,
+		vy_ir_binary(p, VY_BIN_ADD, EXPR_I(p), vy_ir_u32(p, 1)), vy_ir_len(p, "data"));
+	struct vy_node *phase2 = vy_ir_block(p,
+		vy_ir_seq(p, vy_ir_let(p, "i", vy_ir_gid(p, 0)), vy_ir_let(p, "next", next),
+			vy_ir_store(p, "out", EXPR_I(p),
+				vy_ir_binary(p, VY_BIN_ADD, vy_ir_load(p, "data", EXPR_I(p)),
+					vy_ir_load(p, "data", vy_ir_var(p, "next")))),
+			NULL));
+	vy_program_set_entry(
+		p, vy_ir_seq(p, phase1, vy_ir_barrier(p, VY_ORDER_GRID_SYNC), phase2, NULL));
+	return p;
+}
+
+static void check_two_phase(struct vy_backend *b)
+{
+	enum { N = 1024 };
+	struct vy_program *p = two_phase(N);
+	static uint32_t data[N];
+	for (uint32_t i = 0; i < N; i++) {
+		data[i] = i * 7 + 1;
+	}
+	struct vy_bytes in[1] = {{(uint8_t *)data, sizeof(data)}};
+	struct vy_outputs outs;
+	vy_outputs_init(&outs);
+	struct vy_vulkan_stats before, after;
+	cr_assert(vy_vulkan_stats(b, &before));
+	dispatch_ok(b, p, in, 1, NULL, &outs);
+	cr_assert(vy_vulkan_stats(b, &after));
+	cr_assert_eq(after.jobs - before.jobs, 1, "both segments run in one job");
+	cr_assert_eq(outs.len, 2);
+	const uint32_t *d = (const uint32_t *)outs.items[0].data;
+	const uint32_t *o = (const uint32_t *)outs.items[1].data;
+	for (uint32_t i = 0; i < N; i++) {
+		cr_assert_eq(d[i], 3 * data[i]);
+		cr_assert_eq(o[i], 3 * data[i] + 3 * data[(i + 1) % N], "out[%u]", i);
+	}
+	vy_outputs_finish(&outs);
+	vy_program_destroy(p);
+}
+
+Test(vulkan, grid_sync_segments_run_in_one_submission_with_buffers_on_the_device)
+{
+	check_two_phase(be);
+}
+
+Test(vulkan, descriptor_sets_work_where_push_descriptors_are_missing)
+{
+	struct vy_backend *b = open_with(NULL, true);
+	check_two_phase(b);
+	enum { N = 100 };
+	struct vy_program *p = vector_add(N);
+	static float a[N], bb[N];
+	fill_inputs(a, bb, N, 1.5f);
+	struct vy_bytes in[2] = {{(uint8_t *)a, sizeof(a)}, {(uint8_t *)bb, sizeof(bb)}};
+	struct vy_outputs outs;
+	vy_outputs_init(&outs);
+	dispatch_ok(b, p, in, 2, NULL, &outs);
+	check_sum(&outs, a, bb, N);
+	vy_outputs_finish(&outs);
+	vy_program_destroy(p);
+	vy_backend_destroy(b);
+}
+
+Test(vulkan, spec_values_select_pipelines_and_bad_ones_are_refused)
+{
+	enum { N = 128 };
+	struct vy_program *p = vy_program_create("spec_scale", 64, 1, 1);
+	vy_program_add_buffer(p, "x", 0, VY_ACCESS_READ_ONLY, VY_TYPE_F32, N);
+	vy_program_add_buffer(p, "y", 1, VY_ACCESS_WRITE_ONLY, VY_TYPE_F32, N);
+	uint32_t two = 0x40000000; /* 2.0f */
+	vy_program_set_entry(p,
+		vy_ir_seq(p, vy_ir_let(p, "i", vy_ir_gid(p, 0)),
+			vy_ir_store(p, "y", EXPR_I(p),
+				vy_ir_binary(p, VY_BIN_MUL, vy_ir_load(p, "x", EXPR_I(p)),
+					vy_ir_spec(p, "scale", VY_TYPE_F32, two))),
+			NULL));
+	static float x[N];
+	for (int i = 0; i < N; i++) {
+		x[i] = (float)i + 0.5f;
+	}
+	struct vy_bytes in[1] = {{(uint8_t *)x, sizeof(x)}};
+	struct vy_outputs outs;
+	vy_outputs_init(&outs);
+	dispatch_ok(be, p, in, 1, NULL, &outs);
+	const float *y = (const float *)outs.items[0].data;
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(y[i], x[i] * 2.0f);
+	}
+	struct vy_spec_map spec;
+	vy_spec_map_init(&spec);
+	vy_spec_map_insert(&spec, "scale", vy_spec_f32(-3.0f));
+	struct vy_dispatch_config cfg = {.spec = &spec};
+	dispatch_ok(be, p, in, 1, &cfg, &outs);
+	y = (const float *)outs.items[0].data;
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(y[i], x[i] * -3.0f);
+	}
+	/* A workgroup-size override is another pipeline with the same results. */
+	cfg.workgroup_size[0] = 32;
+	cfg.workgroup_size[1] = 1;
+	cfg.workgroup_size[2] = 1;
+	dispatch_ok(be, p, in, 1, &cfg, &outs);
+	y = (const float *)outs.items[0].data;
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(y[i], x[i] * -3.0f);
+	}
+	struct vy_err err;
+	cfg.workgroup_size[0] = 1u << 20;
+	cr_assert_eq(vy_backend_dispatch(be, p, in, 1, &cfg, &outs, &err),
+		VY_E_UNSUPPORTED_FEATURE);
+	cfg.workgroup_size[0] = 0;
+	cfg.workgroup_size[1] = 0;
+	cfg.workgroup_size[2] = 0;
+	vy_spec_map_insert(&spec, "scale", vy_spec_u32(3));
+	cr_assert_eq(vy_backend_dispatch(be, p, in, 1, &cfg, &outs, &err), VY_E_BAD_REQUEST);
+	cr_assert(strstr(err.message, "scale"), "%s", err.message);
+	vy_spec_map_finish(&spec);
+	vy_spec_map_init(&spec);
+	vy_spec_map_insert(&spec, "scael", vy_spec_f32(1.0f));
+	cr_assert_eq(vy_backend_dispatch(be, p, in, 1, &cfg, &outs, &err), VY_E_BAD_REQUEST);
+	cr_assert(strstr(err.message, "scael"), "%s", err.message);
+	vy_spec_map_finish(&spec);
+	vy_outputs_finish(&outs);
+	vy_program_destroy(p);
+}
+
+Test(vulkan, traps_and_loop_limits_fail_the_dispatch_with_the_node)
+{
+	enum { N = 8 };
+	struct vy_program *p = vy_program_create("divide", 8, 1, 1);
+	vy_program_add_buffer(p, "a", 0, VY_ACCESS_READ_ONLY, VY_TYPE_I32, N);
+	vy_program_add_buffer(p, "b", 1, VY_ACCESS_READ_ONLY, VY_TYPE_I32, N);
+	vy_program_add_buffer(p, "q", 2, VY_ACCESS_WRITE_ONLY, VY_TYPE_I32, N);
+	vy_program_set_entry(p,
+		vy_ir_seq(p, vy_ir_let(p, "i", vy_ir_gid(p, 0)),
+			vy_ir_store(p, "q", EXPR_I(p),
+				vy_ir_binary(p, VY_BIN_DIV, vy_ir_load(p, "a", EXPR_I(p)),
+					vy_ir_load(p, "b", EXPR_I(p)))),
+			NULL));
+	int32_t a[N] = {10, 20, 30, 40, 50, 60, 70, 80};
+	int32_t b[N] = {1, 2, 3, 4, 5, 6, 7, 8};
+	struct vy_bytes in[2] = {{(uint8_t *)a, sizeof(a)}, {(uint8_t *)b, sizeof(b)}};
+	struct vy_outputs outs;
+	vy_outputs_init(&outs);
+	dispatch_ok(be, p, in, 2, NULL, &outs);
+	cr_assert_eq(((const int32_t *)outs.items[0].data)[7], 10);
+	b[5] = 0;
+	struct vy_err err = {0};
+	cr_assert_eq(vy_backend_dispatch(be, p, in, 2, NULL, &outs, &err), VY_E_TRAP);
+	cr_assert(strstr(err.message, "int_div_zero"), "%s", err.message);
+	cr_assert(strstr(err.at, "entry[1]"), "at %s", err.at);
+	cr_assert_eq(outs.len, 0, "a failed dispatch returns no outputs");
+	vy_program_destroy(p);
+
+	/* An endless loop ends at max_loop_iterations. */
+	p = vy_program_create("spin", 8, 1, 1);
+	vy_program_add_buffer(p, "out", 0, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, 8);
+	vy_program_set_entry(p,
+		vy_ir_seq(p,
+			vy_ir_loop(p, "k", vy_ir_u32(p, 0), vy_ir_u32(p, 0xFFFFFFFFu),
+				vy_ir_seq(p, vy_ir_store(p, "out", vy_ir_gid(p, 0), vy_ir_var(p, "k")),
+					NULL)),
+			NULL));
+	struct vy_dispatch_config cfg = {.max_loop_iterations = 1000};
+	cr_assert_eq(vy_backend_dispatch(be, p, NULL, 0, &cfg, &outs, &err), VY_E_TRAP);
+	cr_assert(strstr(err.message, "loop_limit"), "%s", err.message);
+
+	/* A dispatch that outlives its timeout ends with TIMEOUT; the backend goes on serving. */
+	cfg.max_loop_iterations = UINT64_C(1) << 40;
+	cfg.timeout_ms = 1;
+	struct vy_program *slow = vy_program_create("slow", 8, 1, 1);
+	vy_program_add_buffer(slow, "out", 0, VY_ACCESS_READ_WRITE, VY_TYPE_U32, 8);
+	vy_program_set_entry(slow,
+		vy_ir_seq(slow,
+			vy_ir_loop(slow, "k", vy_ir_u32(slow, 0), vy_ir_u32(slow, 30000000),
+				vy_ir_seq(slow,
+					vy_ir_store(slow, "out", vy_ir_gid(slow, 0),
+						vy_ir_binary(slow, VY_BIN_ADD,
+							vy_ir_load(slow, "out",
+								vy_ir_gid(slow, 0)),
+							vy_ir_var(slow, "k"))),
+					NULL)),
+			NULL));
+	uint32_t zeros[8] = {0};
+	struct vy_bytes zin[1] = {{(uint8_t *)zeros, sizeof(zeros)}};
+	cr_assert_eq(vy_backend_dispatch(be, slow, zin, 1, &cfg, &outs, &err), VY_E_TIMEOUT, "%s",
+		err.message);
+	cr_assert(strstr(err.message, "1 ms"), "%s", err.message);
+	cfg = (struct vy_dispatch_config){.max_loop_iterations = 1000};
+	cr_assert_eq(vy_backend_dispatch(be, p, NULL, 0, &cfg, &outs, &err), VY_E_TRAP);
+	cr_assert_eq(vy_backend_flush(be, &err), 0, "%s", err.message);
+	vy_outputs_finish(&outs);
+	vy_program_destroy(slow);
+	vy_program_destroy(p);
+}
+
+Test(vulkan, output_buffers_start_zeroed_and_count_zero_buffers_take_their_input)
+{
+	/* First fill pooled memory with ones, then write only even words of a buffer of the same
+	 * size: the odd ones must still be zero. */
+	enum { N = 512 };
+	struct vy_program *fill = vy_program_create("fill", 64, 1, 1);
+	vy_program_add_buffer(fill, "out", 0, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, N);
+	vy_program_set_entry(fill,
+		vy_ir_seq(fill, vy_ir_store(fill, "out", vy_ir_gid(fill, 0), vy_ir_u32(fill, ~0u)),
+			NULL));
+	struct vy_program *even = vy_program_create("even", 64, 1, 1);
+	vy_program_add_buffer(even, "out", 0, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, N);
+	vy_program_set_entry(even,
+		vy_ir_seq(even,
+			vy_ir_store(even, "out",
+				vy_ir_binary(even, VY_BIN_MUL, vy_ir_gid(even, 0), vy_ir_u32(even, 2)),
+				vy_ir_u32(even, 7)),
+			NULL));
+	struct vy_outputs outs;
+	vy_outputs_init(&outs);
+	dispatch_ok(be, fill, NULL, 0, NULL, &outs);
+	cr_assert_eq(((const uint32_t *)outs.items[0].data)[N - 1], ~0u);
+	dispatch_ok(be, even, NULL, 0, NULL, &outs);
+	const uint32_t *o = (const uint32_t *)outs.items[0].data;
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(o[i], i % 2 ? 0u : 7u, "out[%d] = %08x", i, o[i]);
+	}
+
+	/* A count-0 buffer is as long as its input, an empty one too. */
+	struct vy_program *p = vy_program_create("lengths", 16, 1, 1);
+	vy_program_add_buffer(p, "in", 0, VY_ACCESS_READ_ONLY, VY_TYPE_U32, 0);
+	vy_program_add_buffer(p, "out", 1, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, 16);
+	vy_program_set_entry(p,
+		vy_ir_seq(p,
+			vy_ir_store(p, "out", vy_ir_gid(p, 0),
+				vy_ir_binary(p, VY_BIN_ADD, vy_ir_len(p, "in"),
+					vy_ir_binary(p, VY_BIN_MUL, vy_ir_u32(p, 1000),
+						vy_ir_load(p, "in", vy_ir_gid(p, 0))))),
+			NULL));
+	uint32_t three[3] = {1, 2, 3};
+	struct vy_bytes in[1] = {{(uint8_t *)three, sizeof(three)}};
+	dispatch_ok(be, p, in, 1, NULL, &outs);
+	o = (const uint32_t *)outs.items[0].data;
+	for (uint32_t i = 0; i < 16; i++) {
+		cr_assert_eq(o[i], 3 + 1000 * (i < 3 ? three[i] : 0), "out[%u] = %u", i, o[i]);
+	}
+	in[0] = (struct vy_bytes){NULL, 0};
+	dispatch_ok(be, p, in, 1, NULL, &outs);
+	o = (const uint32_t *)outs.items[0].data;
+	for (uint32_t i = 0; i < 16; i++) {
+		cr_assert_eq(o[i], 0, "an empty buffer has len 0 and loads 0: out[%u] = %u", i, o[i]);
+	}
+	vy_outputs_finish(&outs);
+	vy_program_destroy(p);
+	vy_program_destroy(even);
+	vy_program_destroy(fill);
+}
+
+Test(vulkan, async_dispatches_batch_into_few_submits)
+{
+	enum { N = 64, JOBS = 8 };
+	struct vy_program *p = vector_add(N);
+	static float a[JOBS][N], b[JOBS][N];
+	struct vy_pending *pend[JOBS];
+	struct vy_vulkan_stats before, after;
+	vy_vulkan_stats(be, &before);
+	struct vy_err err;
+	for (int j = 0; j < JOBS; j++) {
+		fill_inputs(a[j], b[j], N, (float)j);
+		struct vy_bytes in[2] = {{(uint8_t *)a[j], sizeof(a[j])},
+			{(uint8_t *)b[j], sizeof(b[j])}};
+		cr_assert_eq(vy_backend_dispatch_async(be, p, in, 2, NULL, &pend[j], &err), 0, "%s",
+			err.message);
+	}
+	/* The inputs were copied at dispatch time: changing them now changes nothing. */
+	memset(a, 0, sizeof(a));
+	struct vy_outputs outs;
+	vy_outputs_init(&outs);
+	for (int j = JOBS - 1; j >= 0; j--) {
+		cr_assert_eq(vy_pending_wait(pend[j], &outs, &err), 0, "%s", err.message);
+		float ra[N], rb[N];
+		fill_inputs(ra, rb, N, (float)j);
+		check_sum(&outs, ra, rb, N);
+	}
+	vy_vulkan_stats(be, &after);
+	cr_assert_eq(after.jobs - before.jobs, JOBS);
+	cr_assert_lt(after.submits - before.submits, JOBS, "several jobs per vkQueueSubmit");
+
+	/* A handle dropped without waiting frees everything once its work is done. */
+	struct vy_bytes in[2] = {{(uint8_t *)b[0], sizeof(b[0])}, {(uint8_t *)b[1], sizeof(b[1])}};
+	struct vy_pending *dropped;
+	cr_assert_eq(vy_backend_dispatch_async(be, p, in, 2, NULL, &dropped, &err), 0);
+	vy_pending_destroy(dropped);
+	cr_assert_eq(vy_backend_flush(be, &err), 0, "%s", err.message);
+	vy_outputs_finish(&outs);
+	vy_program_destroy(p);
+}
+
+Test(vulkan, resident_buffers_upload_dispatch_in_place_and_download)
+{
+	enum { N = 300 };
+	struct vy_program *p = vector_add(N);
+	struct vy_resource ra, rb, rc;
+	struct vy_err err;
+	cr_assert_eq(vy_backend_resident_alloc(be, N * 4, &ra, &err), 0, "%s", err.message);
+	cr_assert_eq(vy_backend_resident_alloc(be, N * 4, &rb, &err), 0);
+	cr_assert_eq(vy_backend_resident_alloc(be, N * 4, &rc, &err), 0);
+	cr_assert_neq(ra.id, rb.id);
+	static float a[N], b[N], c[N];
+	/* A new buffer never shows bytes of an earlier one. */
+	cr_assert_eq(vy_backend_resident_download(be, &rc, 0, (uint8_t *)c, sizeof(c), &err), 0);
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(c[i], 0.0f);
+	}
+	fill_inputs(a, b, N, 0.75f);
+	cr_assert_eq(vy_backend_resident_upload(be, &ra, 0, (struct vy_bytes){(uint8_t *)a, 400},
+			     &err),
+		0);
+	cr_assert_eq(vy_backend_resident_upload(be, &ra, 400,
+			     (struct vy_bytes){(uint8_t *)a + 400, sizeof(a) - 400}, &err),
+		0);
+	cr_assert_eq(vy_backend_resident_upload(be, &rb, 0,
+			     (struct vy_bytes){(uint8_t *)b, sizeof(b)}, &err),
+		0);
+	struct vy_resource res[3] = {ra, rb, rc};
+	struct vy_timing t;
+	cr_assert_eq(vy_backend_resident_dispatch(be, p, res, 3, NULL, &t, &err), 0, "%s",
+		err.message);
+	cr_assert_gt(t.wall_ns, 0);
+	cr_assert_eq(vy_backend_resident_download(be, &rc, 0, (uint8_t *)c, sizeof(c), &err), 0);
+	for (int i = 0; i < N; i++) {
+		float want = a[i] + b[i];
+		cr_assert(memcmp(&c[i], &want, 4) == 0, "c[%d]", i);
+	}
+	/* Outputs of one dispatch feed the next without leaving the device. */
+	struct vy_resource chained[3] = {rc, rb, ra};
+	cr_assert_eq(vy_backend_resident_dispatch(be, p, chained, 3, NULL, &t, &err), 0);
+	cr_assert_eq(vy_backend_resident_download(be, &ra, 0, (uint8_t *)a, sizeof(a), &err), 0);
+	for (int i = 0; i < N; i++) {
+		float want = c[i] + b[i];
+		cr_assert(memcmp(&a[i], &want, 4) == 0, "a[%d]", i);
+	}
+	cr_assert_eq(vy_backend_resident_upload(be, &ra, N * 4 - 2,
+			     (struct vy_bytes){(uint8_t *)a, 4}, &err),
+		VY_E_BAD_REQUEST);
+	cr_assert_eq(vy_backend_resident_dispatch(be, p, res, 2, NULL, &t, &err), VY_E_BAD_REQUEST);
+	struct vy_resource small;
+	cr_assert_eq(vy_backend_resident_alloc(be, 8, &small, &err), 0);
+	struct vy_resource too_small[3] = {ra, small, rc};
+	cr_assert_eq(
+		vy_backend_resident_dispatch(be, p, too_small, 3, NULL, &t, &err), VY_E_BAD_REQUEST);
+	cr_assert_eq(vy_backend_resident_free(be, small, &err), 0);
+	cr_assert_eq(vy_backend_resident_free(be, rc, &err), 0);
+	cr_assert_eq(vy_backend_resident_download(be, &rc, 0, (uint8_t *)c, 4, &err), VY_E_NOT_FOUND);
+	cr_assert_eq(vy_backend_resident_free(be, rc, &err), VY_E_NOT_FOUND);
+	struct vy_vulkan_stats st;
+	vy_vulkan_stats(be, &st);
+	cr_assert_eq(st.resident_buffers, 2);
+	vy_backend_resident_free(be, ra, &err);
+	vy_backend_resident_free(be, rb, &err);
+	vy_program_destroy(p);
+}
+
+Test(vulkan, out_of_memory_names_the_requested_and_available_bytes)
+{
+	struct vy_resource r;
+	struct vy_err err = {0};
+	size_t huge = (size_t)1 << 50;
+	cr_assert_eq(vy_backend_resident_alloc(be, huge, &r, &err), VY_E_OUT_OF_MEMORY);
+	cr_assert(strstr(err.message, "requested 1125899906842624 bytes"), "%s", err.message);
+	cr_assert(strstr(err.message, "available"), "%s", err.message);
+	cr_assert_neq(err.fix[0], '\0');
+	struct vy_vulkan_stats st;
+	vy_vulkan_stats(be, &st);
+	cr_assert_eq(st.resident_buffers, 0);
+}
+
+Test(vulkan, lost_device_is_reported_and_recovered)
+{
+	enum { N = 64 };
+	struct vy_program *p = vector_add(N);
+	struct vy_pipeline *pl;
+	struct vy_err err = {0};
+	cr_assert_eq(vy_backend_compile_native(be, p, NULL, &pl, &err), 0);
+	struct vy_resource r;
+	cr_assert_eq(vy_backend_resident_alloc(be, 64, &r, &err), 0);
+	cr_assert_not(vy_backend_device_lost(be));
+	vy__vk_simulate_device_lost(be);
+	cr_assert(vy_backend_device_lost(be));
+	static float a[N], b[N];
+	fill_inputs(a, b, N, 2.0f);
+	struct vy_bytes in[2] = {{(uint8_t *)a, sizeof(a)}, {(uint8_t *)b, sizeof(b)}};
+	struct vy_outputs outs;
+	vy_outputs_init(&outs);
+	cr_assert_eq(vy_backend_dispatch(be, p, in, 2, NULL, &outs, &err), VY_E_DEVICE_LOST);
+	cr_assert_eq(vy_err_retry(VY_E_DEVICE_LOST), VY_RETRY_LATER);
+	cr_assert_eq(vy_pipeline_dispatch(pl, in, 2, NULL, &outs, &err), VY_E_DEVICE_LOST);
+	cr_assert_eq(vy_backend_try_recover(be, &err), 0, "%s", err.message);
+	cr_assert_not(vy_backend_device_lost(be));
+	dispatch_ok(be, p, in, 2, NULL, &outs);
+	check_sum(&outs, a, b, N);
+	cr_assert_eq(vy_pipeline_dispatch(pl, in, 2, NULL, &outs, &err), 0, "%s", err.message);
+	check_sum(&outs, a, b, N);
+	uint8_t byte;
+	cr_assert_eq(vy_backend_resident_download(be, &r, 0, &byte, 1, &err), VY_E_NOT_FOUND,
+		"resident buffers are lost with their device");
+	vy_outputs_finish(&outs);
+	vy_pipeline_destroy(pl);
+	vy_program_destroy(p);
+}
+
+/* Damage a file of the disk cache: 0 truncates it, 1 flips a payload byte, 2 rewrites it as
+ * another device's file with a valid checksum. */
+static void damage(const char *path, int how)
+{
+	FILE *f = fopen(path, "r+b");
+	cr_assert_not_null(f, "no cache file %s", path);
+	fseek(f, 0, SEEK_END);
+	long size = ftell(f);
+	cr_assert_gt(size, VY_VK_DISK_HEADER_BYTES);
+	rewind(f);
+	uint8_t *data = malloc((size_t)size);
+	cr_assert_eq(fread(data, 1, (size_t)size, f), (size_t)size);
+	fclose(f);
+	if (how == 0) {
+		cr_assert_eq(truncate(path, size / 2), 0);
+	} else if (how == 1) {
+		data[size - 1] ^= 0x40;
+	} else {
+		struct vy_vk_disk_identity other = {.vendor_id = 0x10de, .device_id = 0x2330};
+		uint8_t key[16];
+		memcpy(key, data + 48, 16);
+		uint32_t kind = data[12];
+		vy__vk_disk_header(&other, kind, key, data + VY_VK_DISK_HEADER_BYTES,
+			(size_t)size - VY_VK_DISK_HEADER_BYTES, data);
+	}
+	if (how != 0) {
+		f = fopen(path, "wb");
+		cr_assert_eq(fwrite(data, 1, (size_t)size, f), (size_t)size);
+		fclose(f);
+	}
+	free(data);
+}
+
+static void find_spirv(char *out, size_t size)
+{
+	char dir[300];
+	snprintf(dir, sizeof(dir), "%s/spirv", cache_dir);
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d);
+	struct dirent *e;
+	out[0] = '\0';
+	while ((e = readdir(d))) {
+		if (strstr(e->d_name, ".spv") && !strstr(e->d_name, ".tmp")) {
+			snprintf(out, size, "%s/%s", dir, e->d_name);
+		}
+	}
+	closedir(d);
+	cr_assert_neq(out[0], '\0', "no SPIR-V file was written");
+}
+
+/* Open a backend on the cache, dispatch vector_add, and return its stats before closing. */
+static struct vy_vulkan_stats cached_run(void)
+{
+	struct vy_vulkan_options opts = {.cache_dir = cache_dir};
+	struct vy_backend *b = open_with(&opts, false);
+	enum { N = 96 };
+	struct vy_program *p = vector_add(N);
+	static float a[N], bb[N];
+	fill_inputs(a, bb, N, 4.0f);
+	struct vy_bytes in[2] = {{(uint8_t *)a, sizeof(a)}, {(uint8_t *)bb, sizeof(bb)}};
+	struct vy_outputs outs;
+	vy_outputs_init(&outs);
+	dispatch_ok(b, p, in, 2, NULL, &outs);
+	check_sum(&outs, a, bb, N);
+	struct vy_vulkan_stats st;
+	cr_assert(vy_vulkan_stats(b, &st));
+	vy_outputs_finish(&outs);
+	vy_program_destroy(p);
+	vy_backend_destroy(b);
+	return st;
+}
+
+Test(vulkan, damaged_or_foreign_cache_files_are_ignored_and_replaced)
+{
+	snprintf(cache_dir, sizeof(cache_dir), "/tmp/vy-vk-cache-%ld", (long)getpid());
+	struct vy_device_profile prof;
+	vy_backend_device_profile(be, &prof);
+	char blob[400];
+	snprintf(blob, sizeof(blob), "%s/pipeline-cache-%04x-%04x.bin", cache_dir, prof.vendor_id,
+		prof.device_id);
+
+	struct vy_vulkan_stats st = cached_run();
+	cr_assert_not(st.pipeline_cache_from_disk);
+	cr_assert_eq(st.spirv_disk_hits, 0);
+	cr_assert_geq(st.disk_writes, 1, "the SPIR-V is written when compiled");
+	struct stat sb;
+	cr_assert_eq(stat(blob, &sb), 0, "the pipeline cache is written at shutdown");
+
+	/* A restart gets its shaders and pipeline cache from disk. */
+	st = cached_run();
+	cr_assert(st.pipeline_cache_from_disk);
+	cr_assert_eq(st.spirv_disk_hits, 1);
+	cr_assert_eq(st.disk_rejected, 0);
+
+	for (int how = 0; how < 3; how++) {
+		char spv[600];
+		find_spirv(spv, sizeof(spv));
+		damage(blob, how);
+		damage(spv, how);
+		st = cached_run();
+		cr_assert_not(st.pipeline_cache_from_disk, "damage %d: the blob is not trusted", how);
+		cr_assert_eq(st.spirv_disk_hits, 0, "damage %d: the module is not trusted", how);
+		cr_assert_eq(st.disk_rejected, 2, "damage %d", how);
+		/* Replaced: the next start reads both again. */
+		st = cached_run();
+		cr_assert(st.pipeline_cache_from_disk, "damage %d: the blob was replaced", how);
+		cr_assert_eq(st.spirv_disk_hits, 1, "damage %d: the module was replaced", how);
+		cr_assert_eq(st.disk_rejected, 0);
+	}
+}
+
+Test(vulkan, a_compile_error_names_the_failing_line)
+{
+	const char *bad = "#version 450\n"
+			  "layout(local_size_x = 1) in;\n"
+			  "void main() {\n"
+			  "	uint x = undefined_thing + 1u;\n"
+			  "}\n";
+	struct vy_err err = {0};
+	cr_assert_eq(vy__vk_backend_compile(be, bad, &err), VY_E_KERNEL_COMPILE_FAILED);
+	cr_assert(strstr(err.message, "line 4"), "%s", err.message);
+	cr_assert(strstr(err.message, "uint x = undefined_thing + 1u;"), "%s", err.message);
+	cr_assert(strstr(err.message, "undefined_thing"), "%s", err.message);
+	cr_assert_neq(err.fix[0], '\0');
+	const char *good = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n";
+	cr_assert_eq(vy__vk_backend_compile(be, good, &err), 0, "%s", err.message);
+}
+
+Test(vulkan, validation_messages_are_counted)
+{
+	if (!vy_vulkan_validation_available()) {
+		cr_skip_test("VK_LAYER_KHRONOS_validation is not installed");
+	}
+	/* A buffer of size 0 is invalid usage: the messenger must see it, or a clean run proves
+	 * nothing. */
+	struct vy__vk_backend *b = vy__vk_from(be);
+	VkBufferCreateInfo info = {
+		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+		.size = 0,
+		.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+	};
+	uint64_t before = vy_vulkan_validation_messages(NULL, 0);
+	VkBuffer buf = VK_NULL_HANDLE;
+	VkResult res = b->dev.vk.vkCreateBuffer(b->dev.dev, &info, NULL, &buf);
+	char last[512];
+	uint64_t after = vy_vulkan_validation_messages(last, sizeof(last));
+	if (res == VK_SUCCESS && buf) {
+		b->dev.vk.vkDestroyBuffer(b->dev.dev, buf, NULL);
+	}
+	cr_assert_gt(after, before, "the layer reported nothing");
+	cr_assert(strstr(last, "size"), "%s", last);
+	expected_messages = vy_vulkan_validation_messages(NULL, 0);
+}
+
+ReportHook(PRE_ALL)(struct criterion_test_set *set)
+{
+	struct vy_vk_compiler *cc = vy__vk_compiler_create();
+	const char *s = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n";
+	uint32_t *w = NULL;
+	size_t n = 0;
+	vy__vk_compile_glsl(cc, s, strlen(s), "warm.comp", &w, &n, NULL);
+	free(w);
+	vy__vk_compiler_destroy(cc);
+}
