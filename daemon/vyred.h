@@ -80,6 +80,7 @@ struct vy_device {
 	uint32_t depth;      /* jobs queued */
 	uint32_t running;    /* jobs of the batch in progress */
 	bool stop;
+	uint32_t batch_max; /* from the configuration; changed by SIGHUP */
 	bool reset_pending; /* the device was lost and recovered; the loop drops its caches */
 	uint64_t generation;
 	uint64_t dispatches;
@@ -129,7 +130,9 @@ struct vy_job {
 	uint32_t n_inputs;
 	struct vy_bytes inputs[VY_MAX_INPUTS];
 	struct vy_dispatch_config cfg;
+	uint32_t n_outputs;
 	struct vy_outputs outputs;
+	bool out_nil[VY_IR_MAX_BUFFERS]; /* output sent to a resident buffer: nil in the reply */
 	struct vy_timing timing;
 	uint32_t n_srcs;
 	struct vy_bind_src srcs[VY_IR_MAX_BUFFERS];
@@ -164,7 +167,8 @@ struct vy_prog {
 	struct vy_link waiters; /* requests, by vy_req.wait */
 	uint32_t refs;
 	bool in_table;
-	bool from_disk;
+	bool from_disk;    /* restored from the program files at start-up */
+	bool disk_written; /* saved to the program files by its validation */
 	struct vy_binding_plan *plan; /* owned, built without inputs */
 	unsigned features;
 	uint32_t n_specs;
@@ -347,7 +351,9 @@ struct vy_req {
 	const char *cache;
 	uint64_t compile_ns;
 	uint32_t n_res;
-	struct vy_resident *res[VY_IR_MAX_BUFFERS + 1]; /* references */
+	struct vy_resident *res[VY_MAX_INPUTS + VY_IR_MAX_BUFFERS]; /* references */
+	struct vy_resident *in_res[VY_MAX_INPUTS];  /* resident input i, or NULL (borrowed) */
+	struct vy_resident *out_res[VY_IR_MAX_BUFFERS]; /* outputs_to target o, or NULL */
 	uint32_t n_shm;
 	struct vy_shm *shm[VY_MAX_INPUTS]; /* references */
 	uint64_t reserved;                 /* quota reserved by an alloc */
@@ -400,6 +406,7 @@ struct vy_server {
 	uint64_t drain_deadline_ns;
 	uint64_t watchdog_usec;
 	uint64_t last_watchdog_ns;
+	uint64_t last_sweep_ns;
 	uint32_t n_devices;
 	struct vy_device devices[VY_MAX_DEVICES];
 	struct vy_progcache progs;
@@ -412,9 +419,33 @@ struct vy_server {
 	uint8_t *read_buf; /* owned, VY_READ_CHUNK bytes shared by every read */
 	bool read_buf_busy;
 	uint32_t works; /* thread-pool work items not yet completed */
+	char *programs_dir; /* owned: <cache_dir>/programs, NULL when the disk cache is off */
+	char *backend_dir;  /* owned: <cache_dir>/vulkan, NULL when the disk cache is off */
 	uid_t uid;
 	int exit_code;
 };
+
+static inline void vy_pack_kv_u64(msgpack_packer *pk, const char *key, uint64_t v)
+{
+	vy_pack_cstr(pk, key);
+	msgpack_pack_uint64(pk, v);
+}
+
+static inline void vy_pack_kv_str(msgpack_packer *pk, const char *key, const char *v)
+{
+	vy_pack_cstr(pk, key);
+	vy_pack_cstr(pk, v);
+}
+
+static inline void vy_pack_kv_bool(msgpack_packer *pk, const char *key, bool v)
+{
+	vy_pack_cstr(pk, key);
+	if (v) {
+		msgpack_pack_true(pk);
+	} else {
+		msgpack_pack_false(pk);
+	}
+}
 
 /* Monotonic time in nanoseconds. */
 uint64_t vy_now_ns(void);
@@ -532,14 +563,15 @@ void vy_shm_unref(struct vy_shm *m);
 void vy_shm_detach(struct vy_shm *m);
 void vy_shm_conn_closed(struct vy_conn *c);
 
-/* stats.c */
+/* stats.c: the stats reply is VY_STATS_FIELDS result fields */
+#define VY_STATS_FIELDS 10
 void vy_stats_pack(struct vy_server *s, struct vy_conn *viewer, msgpack_packer *pk);
 void vy_stats_pack_clients(struct vy_server *s, struct vy_conn *viewer, msgpack_packer *pk);
 
 /* sd.c: systemd glue */
-/* The listening socket systemd passed (socket activation), -1 when none, or a negative errno
- * when the passed descriptors are unusable. */
-int vy_sd_listen_fd(struct vy_err *err);
+/* The listening socket systemd passed (socket activation) into *fd, -1 when none. Errors:
+ * INTERNAL or BAD_REQUEST when the passed descriptors are unusable. */
+int vy_sd_listen_fd(int *fd, struct vy_err *err);
 void vy_sd_notify(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The watchdog interval systemd asks for, in microseconds; 0 when none. */
 uint64_t vy_sd_watchdog_usec(void);

@@ -25,7 +25,7 @@ uint32_t vy__vm_f32_bits(float v)
 	return bits;
 }
 
-static bool is_lowered_op(enum vy_unop op)
+bool vy_vmath_lowers(enum vy_unop op)
 {
 	switch (op) {
 	case VY_UN_INVERSE_SQRT:
@@ -51,7 +51,7 @@ static bool is_lowered_op(enum vy_unop op)
 
 static bool is_lowered(const struct vy_expr *e)
 {
-	return e->kind == VY_EXPR_UNARY && is_lowered_op((enum vy_unop)e->op);
+	return e->kind == VY_EXPR_UNARY && vy_vmath_lowers((enum vy_unop)e->op);
 }
 
 /*
@@ -173,8 +173,7 @@ static bool is_comparison(enum vy_binop op)
 	       op == VY_BIN_GT || op == VY_BIN_GE;
 }
 
-struct vy_expr *vy__vm_bin(struct vy__vm *m, enum vy_binop op, struct vy_expr *a,
-	struct vy_expr *b)
+struct vy_expr *vy__vm_bin(struct vy__vm *m, enum vy_binop op, struct vy_expr *a, struct vy_expr *b)
 {
 	bool shift = op == VY_BIN_SHL || op == VY_BIN_SHR;
 	assert(shift ? b->type == VY_TYPE_U32 : a->type == b->type);
@@ -186,14 +185,14 @@ struct vy_expr *vy__vm_bin(struct vy__vm *m, enum vy_binop op, struct vy_expr *a
 
 struct vy_expr *vy__vm_un(struct vy__vm *m, enum vy_unop op, struct vy_expr *a)
 {
-	assert(!is_lowered_op(op));
+	assert(!vy_vmath_lowers(op));
 	struct vy_expr *e = vy_ir_unary(m->p, op, a);
 	e->type = a->type;
 	return e;
 }
 
-struct vy_expr *vy__vm_sel(struct vy__vm *m, struct vy_expr *cond, struct vy_expr *a,
-	struct vy_expr *b)
+struct vy_expr *vy__vm_sel(
+	struct vy__vm *m, struct vy_expr *cond, struct vy_expr *a, struct vy_expr *b)
 {
 	assert(cond->type == VY_TYPE_BOOL && a->type == b->type);
 	struct vy_expr *e = vy_ir_select(m->p, cond, a, b);
@@ -206,8 +205,8 @@ struct vy_expr *vy__vm_cast(struct vy__vm *m, enum vy_type type, struct vy_expr 
 	return vy_ir_cast(m->p, type, a);
 }
 
-struct vy_expr *vy__vm_fma(struct vy__vm *m, struct vy_expr *a, struct vy_expr *b,
-	struct vy_expr *c)
+struct vy_expr *vy__vm_fma(
+	struct vy__vm *m, struct vy_expr *a, struct vy_expr *b, struct vy_expr *c)
 {
 	assert(a->type == VY_TYPE_F32 && b->type == VY_TYPE_F32 && c->type == VY_TYPE_F32);
 	struct vy_expr *e = vy_ir_fma(m->p, a, b, c);
@@ -215,8 +214,7 @@ struct vy_expr *vy__vm_fma(struct vy__vm *m, struct vy_expr *a, struct vy_expr *
 	return e;
 }
 
-struct vy_expr *vy__vm_horner(struct vy__vm *m, const float *c, uint32_t n,
-	const struct vy_expr *z)
+struct vy_expr *vy__vm_horner(struct vy__vm *m, const float *c, uint32_t n, const struct vy_expr *z)
 {
 	assert(n > 0);
 	struct vy_expr *acc = fl(m, c[n - 1]);
@@ -227,22 +225,23 @@ struct vy_expr *vy__vm_horner(struct vy__vm *m, const float *c, uint32_t n,
 }
 
 /*
- * 2^n is built without touching float bits: A = 2^h for h = n >> 1 comes from an integer power of
- * two converted to f32 (exact), raised to the fourth power, and inverted by a correctly rounded
- * (hence exact) division when h < 0; then p * 2^n = ((p or 2p) * A) * A. Every intermediate stays
- * within [2^-81, 2^146] or is the final product, so only the last multiplication rounds, exactly
- * as an ldexp would, overflowing to infinity or flushing to zero.
+ * 2^n is built without touching float bits. With h = n >> 1 and a = |h|, 2^a is
+ * (2^(a >> 2))^4 * 2^(a & 3), each factor an integer power of two converted to f32 (exact); A = 2^h
+ * is that or its reciprocal, a correctly rounded and so exact division. Then
+ * p * 2^n = ((p or 2p) * A) * A. Every intermediate stays within [2^-86, 2^87], so only the last
+ * multiplication rounds, exactly as an ldexp would, overflowing to infinity or flushing to zero.
  */
 struct vy_expr *vy__vm_scale2(struct vy__vm *m, struct vy_expr *p, const struct vy_expr *n)
 {
 	struct vy_expr *h = bind(m, shr(m, cp(m, n), ul(m, 1)));
 	struct vy_expr *a = bind(m, absv(m, cp(m, h)));
-	struct vy_expr *t = bind(m, to_f32(m, shl(m, il(m, 1), to_u32(m, shr(m, cp(m, a), ul(m, 2))))));
+	struct vy_expr *t =
+		bind(m, to_f32(m, shl(m, il(m, 1), to_u32(m, shr(m, cp(m, a), ul(m, 2))))));
 	struct vy_expr *v = to_f32(m, shl(m, il(m, 1), to_u32(m, band(m, cp(m, a), il(m, 3)))));
 	struct vy_expr *t2 = bind(m, mul(m, cp(m, t), cp(m, t)));
 	struct vy_expr *s = bind(m, mul(m, mul(m, cp(m, t2), cp(m, t2)), v));
-	struct vy_expr *big =
-		bind(m, sel(m, lt(m, cp(m, h), il(m, 0)), divide(m, fl(m, 1.0f), cp(m, s)), cp(m, s)));
+	struct vy_expr *big = bind(
+		m, sel(m, lt(m, cp(m, h), il(m, 0)), divide(m, fl(m, 1.0f), cp(m, s)), cp(m, s)));
 	struct vy_expr *pb = bind(m, p);
 	struct vy_expr *odd = ne(m, band(m, cp(m, n), il(m, 1)), il(m, 0));
 	struct vy_expr *p2 = sel(m, odd, mul(m, cp(m, pb), fl(m, 2.0f)), cp(m, pb));
@@ -338,17 +337,18 @@ static void built_push(struct built *b, struct vy_node *n)
 	b->items[b->len++] = n;
 }
 
-static struct vy_block lower_block(struct vy__vm *m, const struct vy_block *in);
+static bool lower_block(struct vy__vm *m, const struct vy_block *in, struct vy_block *out);
 
-static void lower_node(struct vy__vm *m, struct vy_node *n, struct built *out)
+/*
+ * Append the lowered form of `n` to `out`: the lets its expressions need, then the node (a copy
+ * when anything in it changed). Returns whether anything changed.
+ */
+static bool lower_node(struct vy__vm *m, struct vy_node *n, struct built *out)
 {
-	if (!node_needs(n)) {
-		built_push(out, n);
-		return;
-	}
-	struct vy_node *copy = vy_arena_alloc(m->p->arena, sizeof(*copy));
-	*copy = *n;
+	struct vy_node *copy = NULL;
 	if (node_slots_need(n)) {
+		copy = vy_arena_alloc(m->p->arena, sizeof(*copy));
+		*copy = *n;
 		m->n_lets = 0;
 		for (uint32_t i = 0; i < node_slots(n); i++) {
 			copy->args[i] = rewrite(m, n->args[i]);
@@ -358,23 +358,35 @@ static void lower_node(struct vy__vm *m, struct vy_node *n, struct built *out)
 		}
 		m->n_lets = 0;
 	}
-	copy->body = lower_block(m, &n->body);
-	copy->orelse = lower_block(m, &n->orelse);
+	struct vy_block body;
+	struct vy_block orelse;
+	bool changed = lower_block(m, &n->body, &body);
+	changed |= lower_block(m, &n->orelse, &orelse);
+	if (changed && !copy) {
+		copy = vy_arena_alloc(m->p->arena, sizeof(*copy));
+		*copy = *n;
+	}
+	if (!copy) {
+		built_push(out, n);
+		return false;
+	}
+	copy->body = body;
+	copy->orelse = orelse;
 	built_push(out, copy);
+	return true;
 }
 
-static struct vy_block lower_block(struct vy__vm *m, const struct vy_block *in)
+/* Lower every node of `in` into *out; returns whether anything changed (else *out is *in). */
+static bool lower_block(struct vy__vm *m, const struct vy_block *in, struct vy_block *out)
 {
-	if (!block_needs(in)) {
-		return *in;
-	}
-	struct built out = {NULL, 0, 0};
+	struct built items = {NULL, 0, 0};
+	bool changed = false;
 	for (uint32_t i = 0; i < in->len; i++) {
-		lower_node(m, in->items[i], &out);
+		changed |= lower_node(m, in->items[i], &items);
 	}
-	struct vy_block b = vy_ir_seqv(m->p, out.items, out.len);
-	free(out.items);
-	return b;
+	*out = changed ? vy_ir_seqv(m->p, items.items, items.len) : *in;
+	free(items.items);
+	return changed;
 }
 
 /* Every name the program uses: buffers, variables, loop counters and specialization constants. */
@@ -414,7 +426,8 @@ static void names_block(struct names *names, const struct vy_block *b)
 {
 	for (uint32_t i = 0; i < b->len; i++) {
 		const struct vy_node *n = b->items[i];
-		if (n->kind == VY_NODE_LET || n->kind == VY_NODE_ASSIGN || n->kind == VY_NODE_LOOP) {
+		if (n->kind == VY_NODE_LET || n->kind == VY_NODE_ASSIGN ||
+			n->kind == VY_NODE_LOOP) {
 			names_push(names, n->name);
 		}
 		for (uint32_t s = 0; s < node_slots(n); s++) {
@@ -458,13 +471,16 @@ int vy_vmath_lower(struct vy_program *p, struct vy_err *err)
 		return 0;
 	}
 	struct vy__vm m = {.p = p, .prefix = choose_prefix(p)};
-	struct vy_block entry = lower_block(&m, &p->entry);
+	struct vy_block entry;
+	lower_block(&m, &p->entry, &entry);
 	free(m.lets);
 	uint32_t nodes = vy_block_count_nodes(&entry);
 	if (nodes > VY_IR_MAX_NODES) {
 		return vy_err_set(err, VY_E_UNSUPPORTED_FEATURE, "entry",
-			"use fewer math functions in the program, or split it into several dispatches",
-			"expanding the math functions (exp, sin, ...) would make the program %u nodes "
+			"use fewer math functions in the program, or split it into several "
+			"dispatches",
+			"expanding the math functions (exp, sin, ...) would make the program %u "
+			"nodes "
 			"long, above the limit of %u",
 			nodes, (unsigned)VY_IR_MAX_NODES);
 	}

@@ -20,8 +20,9 @@
  * New variables are named with a prefix that no buffer, variable or specialization constant of the
  * program starts with ("_vm" unless the program already uses it), followed by a counter.
  *
- * Note that the new `let` nodes shift the positions of the nodes after them in their block, so node
- * paths in the lowered program differ from those of the program as written.
+ * The new `let` nodes shift the positions of the nodes after them in their block; every other node
+ * keeps its kind and name, so vy_node_path_origins (node_path.h) maps the lowered program back to
+ * the program as written, and run-time errors name the statements the author wrote.
  */
 #ifndef VY_PLANNER_VMATH_H
 #define VY_PLANNER_VMATH_H
@@ -36,6 +37,10 @@
  * have passed vy_validate (the walk trusts its shape).
  */
 bool vy_vmath_needed(const struct vy_program *p);
+
+/* Whether the lowering replaces unary operator `op` (inverse_sqrt, reciprocal and the
+ * transcendentals): no backend ever sees these. */
+bool vy_vmath_lowers(enum vy_unop op);
 
 /*
  * Rewrite the program in place so that none of the lowered operations remains. `p` must have

@@ -14,10 +14,10 @@
 #include "ir.h"
 
 struct vy__vm {
-	struct vy_program *p;   /* borrowed: the program being lowered */
-	const char *prefix;     /* names of new variables start with it */
-	uint32_t counter;       /* next variable number */
-	struct vy_node **lets;  /* owned (malloc): lets to place before the current statement */
+	struct vy_program *p;  /* borrowed: the program being lowered */
+	const char *prefix;    /* names of new variables start with it */
+	uint32_t counter;      /* next variable number */
+	struct vy_node **lets; /* owned (malloc): lets to place before the current statement */
 	uint32_t n_lets;
 	uint32_t cap_lets;
 };
@@ -29,17 +29,17 @@ struct vy_expr *vy__vm_bind(struct vy__vm *m, struct vy_expr *value);
 /* A copy of a leaf (variable or literal). */
 struct vy_expr *vy__vm_cp(struct vy__vm *m, const struct vy_expr *leaf);
 /* Typed operations: the result type follows DESIGN.md §3 (comparisons give bool). */
-struct vy_expr *vy__vm_bin(struct vy__vm *m, enum vy_binop op, struct vy_expr *a,
-	struct vy_expr *b);
+struct vy_expr *vy__vm_bin(
+	struct vy__vm *m, enum vy_binop op, struct vy_expr *a, struct vy_expr *b);
 struct vy_expr *vy__vm_un(struct vy__vm *m, enum vy_unop op, struct vy_expr *a);
-struct vy_expr *vy__vm_sel(struct vy__vm *m, struct vy_expr *cond, struct vy_expr *a,
-	struct vy_expr *b);
+struct vy_expr *vy__vm_sel(
+	struct vy__vm *m, struct vy_expr *cond, struct vy_expr *a, struct vy_expr *b);
 struct vy_expr *vy__vm_cast(struct vy__vm *m, enum vy_type type, struct vy_expr *a);
-struct vy_expr *vy__vm_fma(struct vy__vm *m, struct vy_expr *a, struct vy_expr *b,
-	struct vy_expr *c);
+struct vy_expr *vy__vm_fma(
+	struct vy__vm *m, struct vy_expr *a, struct vy_expr *b, struct vy_expr *c);
 /* c[n-1] * z^(n-1) + ... + c[0], in Horner form with fma; `z` is a leaf. */
-struct vy_expr *vy__vm_horner(struct vy__vm *m, const float *c, uint32_t n,
-	const struct vy_expr *z);
+struct vy_expr *vy__vm_horner(
+	struct vy__vm *m, const float *c, uint32_t n, const struct vy_expr *z);
 /* p * 2^n for an f32 tree p in [0.5, 2] and an i32 leaf n in [-170, 170], exact until the result
  * overflows (to infinity) or leaves the normal range (flushed to zero). */
 struct vy_expr *vy__vm_scale2(struct vy__vm *m, struct vy_expr *p, const struct vy_expr *n);
@@ -130,8 +130,8 @@ VY__VM_UN(sqrtv, VY_UN_SQRT)
 VY__VM_UN(clz, VY_UN_CLZ)
 #undef VY__VM_UN
 
-static inline struct vy_expr *sel(struct vy__vm *m, struct vy_expr *c, struct vy_expr *a,
-	struct vy_expr *b)
+static inline struct vy_expr *sel(
+	struct vy__vm *m, struct vy_expr *c, struct vy_expr *a, struct vy_expr *b)
 {
 	return vy__vm_sel(m, c, a, b);
 }
@@ -151,8 +151,8 @@ static inline struct vy_expr *to_u32(struct vy__vm *m, struct vy_expr *a)
 	return vy__vm_cast(m, VY_TYPE_U32, a);
 }
 
-static inline struct vy_expr *fma3(struct vy__vm *m, struct vy_expr *a, struct vy_expr *b,
-	struct vy_expr *c)
+static inline struct vy_expr *fma3(
+	struct vy__vm *m, struct vy_expr *a, struct vy_expr *b, struct vy_expr *c)
 {
 	return vy__vm_fma(m, a, b, c);
 }

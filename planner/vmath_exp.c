@@ -20,14 +20,14 @@
 #include "vmath_emit.h"
 
 /* (e^r - 1) / r on [-0.3501, 0.3501], degree 5. */
-static const float exp_q[] = {1.0f, 0.49999997f, 0.166665003f, 0.0416671559f, 0.00836978666f,
-	0.00138888718f};
+static const float exp_q[] = {
+	1.0f, 0.49999997f, 0.166665003f, 0.0416671559f, 0.00836978666f, 0.00138888718f};
 /* (2^r - 1) / r on [-0.5, 0.5], degree 5. */
-static const float exp2_q[] = {0.693147182f, 0.240226492f, 0.0555035733f, 0.00961823761f,
-	0.00133907353f, 0.000154035122f};
+static const float exp2_q[] = {
+	0.693147182f, 0.240226492f, 0.0555035733f, 0.00961823761f, 0.00133907353f, 0.000154035122f};
 /* (sinh(x) / x - 1) / x^2 for x^2 in [0, 1], degree 4. */
-static const float sinh_h[] = {0.166666672f, 0.00833333377f, 0.000198412818f, 2.75537877e-06f,
-	2.54557868e-08f};
+static const float sinh_h[] = {
+	0.166666672f, 0.00833333377f, 0.000198412818f, 2.75537877e-06f, 2.54557868e-08f};
 /* (tanh(x) / x - 1) / x^2 for x^2 in [0, 0.390625], degree 6. */
 static const float tanh_k[] = {-0.333333343f, 0.133333325f, -0.0539676398f, 0.0218598992f,
 	-0.00879102107f, 0.00330628525f, -0.000862248999f};
@@ -72,15 +72,15 @@ struct vy_expr *vy__vm_exp2(struct vy__vm *m, const struct vy_expr *x)
 }
 
 /* x + x^3 c(x^2): odd polynomials whose correction term is small against x. */
-static struct vy_expr *odd_poly(struct vy__vm *m, const struct vy_expr *x, const float *c,
-	uint32_t n)
+static struct vy_expr *odd_poly(
+	struct vy__vm *m, const struct vy_expr *x, const float *c, uint32_t n)
 {
 	struct vy_expr *z = bind(m, mul(m, cp(m, x), cp(m, x)));
 	return fma3(m, mul(m, cp(m, x), cp(m, z)), vy__vm_horner(m, c, n, z), cp(m, x));
 }
 
-static struct vy_expr *with_sign_of(struct vy__vm *m, const struct vy_expr *x,
-	const struct vy_expr *v)
+static struct vy_expr *with_sign_of(
+	struct vy__vm *m, const struct vy_expr *x, const struct vy_expr *v)
 {
 	return sel(m, lt(m, cp(m, x), fl(m, 0.0f)), neg(m, cp(m, v)), cp(m, v));
 }

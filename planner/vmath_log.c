@@ -17,11 +17,11 @@
 /* (2 atanh(s) / s - 2) / s^2 for s^2 in [0, 0.02944] (|s| <= (sqrt 2 - 1) / (sqrt 2 + 1)). */
 static const float log_t[] = {0.666666687f, 0.400001228f, 0.285507977f, 0.23330994f};
 
-#define LN2_HI 0.693147182f       /* 0x3F317218 */
-#define LN2_LO -1.90465421e-09f   /* 0xB102E308 */
-#define IVLN2_HI 1.44269502f      /* 0x3FB8AA3B: 1 / ln 2 */
-#define IVLN2_LO 1.92596303e-08f  /* 0x32A57060 */
-#define SQRT2_BELOW 1.41421354f   /* 0x3FB504F3, the f32 just below sqrt(2) */
+#define LN2_HI 0.693147182f      /* 0x3F317218 */
+#define LN2_LO -1.90465421e-09f  /* 0xB102E308 */
+#define IVLN2_HI 1.44269502f     /* 0x3FB8AA3B: 1 / ln 2 */
+#define IVLN2_LO 1.92596303e-08f /* 0x32A57060 */
+#define SQRT2_BELOW 1.41421354f  /* 0x3FB504F3, the f32 just below sqrt(2) */
 #define TWO_P32 4294967296.0f
 #define TWO_M32 2.3283064365386963e-10f
 #define TWO_P64 1.8446744073709552e19f
@@ -88,7 +88,8 @@ struct vy_expr *vy__vm_log(struct vy__vm *m, const struct vy_expr *x)
 struct vy_expr *vy__vm_log2(struct vy__vm *m, const struct vy_expr *x)
 {
 	struct log_parts l = reduce(m, x);
-	struct vy_expr *low = fma3(m, cp(m, l.f), fl(m, IVLN2_LO), mul(m, cp(m, l.t), fl(m, IVLN2_HI)));
+	struct vy_expr *low =
+		fma3(m, cp(m, l.f), fl(m, IVLN2_LO), mul(m, cp(m, l.t), fl(m, IVLN2_HI)));
 	struct vy_expr *frac = fma3(m, cp(m, l.f), fl(m, IVLN2_HI), low);
 	return specials(m, x, add(m, cp(m, l.ef), frac));
 }

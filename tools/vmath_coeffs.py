@@ -7,8 +7,8 @@ over the interval the lowering feeds it. The coefficients are then rounded to f3
 lowering emits, and the relative error is measured again after rounding.
 
 Run: python3 tools/vmath_coeffs.py            (prints a C table for each approximation)
-Needs python3-mpmath. The output is pasted into planner/vmath_poly.h by hand; the lowering does not
-run this script.
+Needs python3-mpmath. The tables are copied into planner/vmath_exp.c, vmath_log.c and vmath_trig.c
+by hand; the build does not run this script.
 """
 
 import struct
@@ -21,6 +21,14 @@ mp.mp.dps = 60
 
 def to_f32(x):
 	return struct.unpack("<f", struct.pack("<f", float(x)))[0]
+
+
+def c_float(x):
+	"""A C float literal that reads back as the f32 x."""
+	text = "%.9g" % to_f32(x)
+	if "." not in text and "e" not in text:
+		text += ".0"
+	return text + "f"
 
 
 def horner(c, x):
@@ -169,8 +177,7 @@ def main():
 		print("/* %s: %s on [%s, %s], degree %d: relative error %.3g (%.3g with f32 "
 			"coefficients) */" % (name, desc, mp.nstr(a, 8), mp.nstr(b, 8), degree,
 				float(err), float(err32)))
-		print("static const float %s[] = {%s};" % (name, ", ".join(
-			"%.9gf" % to_f32(x) for x in c)))
+		print("static const float %s[] = {%s};" % (name, ", ".join(c_float(x) for x in c)))
 		sys.stdout.flush()
 
 

@@ -213,7 +213,7 @@ static const struct ref_expr *compile_expr(
 		r->imm = spec_index(c, e);
 		break;
 	case VY_EXPR_UNARY:
-		if (vy__ref_unop_lowered((enum vy_unop)e->op)) {
+		if (vy_vmath_lowers((enum vy_unop)e->op)) {
 			char what[128];
 			snprintf(what, sizeof(what),
 				"the reference interpreter reached %s, which the math-library "

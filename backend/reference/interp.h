@@ -257,9 +257,6 @@ uint32_t vy__ref_f32_mul(uint32_t a, uint32_t b);
 uint32_t vy__ref_f32_min(uint32_t a, uint32_t b);
 uint32_t vy__ref_f32_max(uint32_t a, uint32_t b);
 
-/* Whether the unary operation is one that planner/vmath.h lowers (never executed here). */
-bool vy__ref_unop_lowered(enum vy_unop op);
-
 /* Load element idx[l] of a buffer of `count` elements for each lane; out of bounds reads 0. */
 void vy__ref_load(const uint32_t *words, uint32_t count, enum vy_type type,
 	const struct ref_lanes *lanes, const uint32_t *idx, uint32_t *out);

@@ -142,30 +142,6 @@ static inline uint32_t sign_f32(uint32_t v)
 	return (v & REF_F32_SIGN) ? UINT32_C(0xBF800000) : UINT32_C(0x3F800000);
 }
 
-bool vy__ref_unop_lowered(enum vy_unop op)
-{
-	switch (op) {
-	case VY_UN_INVERSE_SQRT:
-	case VY_UN_RECIPROCAL:
-	case VY_UN_EXP:
-	case VY_UN_EXP2:
-	case VY_UN_LOG:
-	case VY_UN_LOG2:
-	case VY_UN_SIN:
-	case VY_UN_COS:
-	case VY_UN_TAN:
-	case VY_UN_ASIN:
-	case VY_UN_ACOS:
-	case VY_UN_ATAN:
-	case VY_UN_SINH:
-	case VY_UN_COSH:
-	case VY_UN_TANH:
-		return true;
-	default:
-		return false;
-	}
-}
-
 void vy__ref_f32_unary(
 	enum vy_unop op, const struct ref_lanes *lanes, const uint32_t *a, uint32_t *out)
 {

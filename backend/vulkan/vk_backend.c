@@ -49,6 +49,9 @@ static int device_up(struct vy__vk_backend *b, uint32_t index, struct vy_err *er
 	if (rc) {
 		return rc;
 	}
+	if (b->test_flags & VY__VK_TEST_STAGING) {
+		b->dev.unified = false;
+	}
 	vy__vk_memory_init(&b->mem, &b->dev);
 	rc = vy__vk_exec_init(&b->exec, &b->dev, &b->mem, err);
 	if (rc) {
@@ -65,7 +68,7 @@ static int device_up(struct vy__vk_backend *b, uint32_t index, struct vy_err *er
 	if (rc) {
 		goto error;
 	}
-	bool push = b->dev.push_descriptors && !b->no_push_descriptors;
+	bool push = b->dev.push_descriptors && !(b->test_flags & VY__VK_TEST_NO_PUSH_DESCRIPTORS);
 	rc = vy__vk_pipelines_init(&b->pipes, &b->dev, &b->disk, push, err);
 	if (rc) {
 		goto error;
@@ -399,9 +402,12 @@ static int vk_compile_native(struct vy_backend *base, const struct vy_program *p
 		const uint32_t *over = config->workgroup_size;
 		if (over[0] || over[1] || over[2]) {
 			wg = over;
+			rc = vy__vk_check_workgroup(b, over, err);
 		}
 		struct vy__vk_variant *v;
-		rc = vy__vk_variant_get(k, config->spec, wg, &v, err);
+		if (rc == 0) {
+			rc = vy__vk_variant_get(k, config->spec, wg, &v, err);
+		}
 	}
 	pthread_rwlock_unlock(&b->life);
 	if (rc) {
@@ -989,8 +995,8 @@ static const struct vy_backend_ops vk_ops = {
 	.try_recover = vk_try_recover,
 };
 
-static int create(const struct vy_vulkan_options *opts, bool no_push, struct vy_backend **out,
-	struct vy_err *err)
+static int create(const struct vy_vulkan_options *opts, unsigned test_flags,
+	struct vy_backend **out, struct vy_err *err)
 {
 	*out = NULL;
 	static const struct vy_vulkan_options defaults;
@@ -1005,7 +1011,7 @@ static int create(const struct vy_vulkan_options *opts, bool no_push, struct vy_
 	b->base = (struct vy_backend){&vk_ops, VY_VULKAN_BACKEND_ID, b};
 	const char *env = getenv("VYRED_VULKAN_VALIDATION");
 	b->validation = opts->enable_validation || (env && strcmp(env, "1") == 0);
-	b->no_push_descriptors = no_push;
+	b->test_flags = test_flags;
 	if (opts->cache_dir) {
 		b->cache_dir = strdup(opts->cache_dir);
 		if (!b->cache_dir) {
@@ -1031,13 +1037,13 @@ static int create(const struct vy_vulkan_options *opts, bool no_push, struct vy_
 int vy_vulkan_backend_create(
 	const struct vy_vulkan_options *opts, struct vy_backend **out, struct vy_err *err)
 {
-	return create(opts, false, out, err);
+	return create(opts, 0, out, err);
 }
 
-int vy__vk_backend_create_without_push(
-	const struct vy_vulkan_options *opts, struct vy_backend **out, struct vy_err *err)
+int vy__vk_backend_create_for_test(const struct vy_vulkan_options *opts, unsigned flags,
+	struct vy_backend **out, struct vy_err *err)
 {
-	return create(opts, true, out, err);
+	return create(opts, flags, out, err);
 }
 
 bool vy_vulkan_stats(struct vy_backend *base, struct vy_vulkan_stats *out)
@@ -1159,6 +1165,15 @@ uint64_t vy_vulkan_validation_messages(char *buf, size_t size)
 void vy__vk_simulate_device_lost(struct vy_backend *base)
 {
 	atomic_store(&vy__vk_from(base)->lost, true);
+}
+
+int vy__vk_hold_submissions(struct vy_backend *base, bool hold, struct vy_err *err)
+{
+	struct vy__vk_backend *b = vy__vk_from(base);
+	pthread_rwlock_rdlock(&b->life);
+	int rc = hold ? vy__vk_exec_gate_close(&b->exec, err) : vy__vk_exec_gate_open(&b->exec, err);
+	pthread_rwlock_unlock(&b->life);
+	return rc;
 }
 
 const struct vy_vk_probe *vy__vk_backend_probe(struct vy_backend *base)

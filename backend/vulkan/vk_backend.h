@@ -107,7 +107,7 @@ struct vy__vk_backend {
 	struct vy_backend base;
 	char *cache_dir; /* owned, or NULL */
 	bool validation;
-	bool no_push_descriptors; /* test hook: take the descriptor-set path */
+	unsigned test_flags;      /* VY__VK_TEST_* */
 	char version[128];
 
 	pthread_rwlock_t life;
@@ -153,6 +153,12 @@ static inline struct vy__vk_backend *vy__vk_from(struct vy_backend *b)
 /* Prefix the message of `err` with "grid_sync segment K: " when the program has several
  * segments, as vy_grid_sync_dispatch does; returns `rc`. */
 int vy__vk_segment_error(struct vy_err *err, int rc, uint32_t seg, uint32_t n_segments);
+
+/*
+ * Check a workgroup-size override: BAD_REQUEST for a zero axis, UNSUPPORTED_FEATURE beyond the
+ * device's limits.
+ */
+int vy__vk_check_workgroup(struct vy__vk_backend *b, const uint32_t wg[3], struct vy_err *err);
 
 /* Record a failure code: DEVICE_LOST marks the device lost. Returns `rc`. */
 int vy__vk_note(struct vy__vk_backend *b, int rc);
@@ -248,11 +254,17 @@ void vy__vk_job_abandon(struct vy__vk_backend *b, struct vy__vk_job *job);
 /* Act as if the device had reported VK_ERROR_DEVICE_LOST. */
 void vy__vk_simulate_device_lost(struct vy_backend *b);
 /*
- * vy_vulkan_backend_create with descriptor sets instead of push descriptors, so that the path of
- * devices without VK_KHR_push_descriptor runs on lavapipe too.
+ * vy_vulkan_backend_create taking the paths of other devices, so that they run on lavapipe too:
+ * descriptor sets instead of push descriptors, staging copies instead of host-mapped buffers.
  */
-int vy__vk_backend_create_without_push(
-	const struct vy_vulkan_options *opts, struct vy_backend **out, struct vy_err *err);
+enum {
+	VY__VK_TEST_NO_PUSH_DESCRIPTORS = 1u << 0,
+	VY__VK_TEST_STAGING = 1u << 1,
+};
+int vy__vk_backend_create_for_test(const struct vy_vulkan_options *opts, unsigned flags,
+	struct vy_backend **out, struct vy_err *err);
+/* Hold every later submission (`hold`) until called again with `hold` false. */
+int vy__vk_hold_submissions(struct vy_backend *b, bool hold, struct vy_err *err);
 /* The probe's findings of an open backend. */
 const struct vy_vk_probe *vy__vk_backend_probe(struct vy_backend *b);
 /* Compile GLSL with the backend's compiler (compile errors as a dispatch reports them). */

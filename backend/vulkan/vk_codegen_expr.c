@@ -13,6 +13,7 @@
 
 #include "node_path.h"
 #include "vk_codegen_internal.h"
+#include "vmath.h"
 
 #define SIGN_BIT "0x80000000u"
 
@@ -336,30 +337,6 @@ static void binary(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_
 	}
 }
 
-static bool lowered(enum vy_unop op)
-{
-	switch (op) {
-	case VY_UN_INVERSE_SQRT:
-	case VY_UN_RECIPROCAL:
-	case VY_UN_EXP:
-	case VY_UN_EXP2:
-	case VY_UN_LOG:
-	case VY_UN_LOG2:
-	case VY_UN_SIN:
-	case VY_UN_COS:
-	case VY_UN_TAN:
-	case VY_UN_ASIN:
-	case VY_UN_ACOS:
-	case VY_UN_ATAN:
-	case VY_UN_SINH:
-	case VY_UN_COSH:
-	case VY_UN_TANH:
-		return true;
-	default:
-		return false;
-	}
-}
-
 static void f32_unary(
 	struct vy__vk_gen *g, enum vy_unop op, const struct vy__vk_val *a, struct vy__vk_val *out)
 {
@@ -469,7 +446,7 @@ static void unary(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_v
 	enum vy_unop op = (enum vy_unop)e->op;
 	struct vy__vk_val a;
 	vy__vk_expr(g, e->args[0], &a);
-	if (!g->rc && lowered(op)) {
+	if (!g->rc && vy_vmath_lowers(op)) {
 		vy__vk_fail(g, VY_E_INTERNAL,
 			"lower the program with vy_vmath_lower before generating code",
 			"%s reached code generation unlowered", vy_unop_name(op));

@@ -82,10 +82,17 @@ static int size_buffers(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 	return 0;
 }
 
-static int check_workgroup(struct vy__vk_backend *b, const uint32_t wg[3], struct vy_err *err)
+int vy__vk_check_workgroup(struct vy__vk_backend *b, const uint32_t wg[3], struct vy_err *err)
 {
 	const VkPhysicalDeviceLimits *l = &b->dev.props.limits;
 	uint64_t product = (uint64_t)wg[0] * wg[1] * wg[2];
+	for (int i = 0; i < 3; i++) {
+		if (wg[i] == 0) {
+			return vy_err_set(err, VY_E_BAD_REQUEST, "config.workgroup_size",
+				"give every axis of the workgroup size, each at least 1",
+				"workgroup size override has 0 on axis %d", i);
+		}
+	}
 	for (int i = 0; i < 3; i++) {
 		if (wg[i] > l->maxComputeWorkGroupSize[i]) {
 			return vy_err_set(err, VY_E_UNSUPPORTED_FEATURE, "config.workgroup_size",
@@ -129,7 +136,7 @@ static int plan_launches(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 		}
 	}
 	if (config->workgroup_size[0] || config->workgroup_size[1] || config->workgroup_size[2]) {
-		return check_workgroup(b, job->launches[0].workgroup_size, err);
+		return vy__vk_check_workgroup(b, job->launches[0].workgroup_size, err);
 	}
 	return 0;
 }

@@ -125,6 +125,9 @@ void vy__vk_exec_finish(struct vy_vk_exec *x)
 	free(x->all);
 	free(x->batch);
 	vy__vk_slice_free(x->mem, &x->dummy);
+	if (x->gate) {
+		d->vk.vkDestroySemaphore(d->dev, x->gate, NULL);
+	}
 	if (x->timeline) {
 		d->vk.vkDestroySemaphore(d->dev, x->timeline, NULL);
 	}
@@ -267,6 +270,7 @@ static int submit_batch_locked(struct vy_vk_exec *x, struct vy_err *err)
 	VkSubmitInfo infos[BATCH_LIMIT];
 	VkTimelineSemaphoreSubmitInfo timelines[BATCH_LIMIT];
 	assert(x->n_batch <= BATCH_LIMIT);
+	const VkPipelineStageFlags wait_stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
 	for (size_t i = 0; i < x->n_batch; i++) {
 		struct vy_vk_ctx *ctx = x->batch[i];
 		timelines[i] = (VkTimelineSemaphoreSubmitInfo){
@@ -282,6 +286,13 @@ static int submit_batch_locked(struct vy_vk_exec *x, struct vy_err *err)
 			.signalSemaphoreCount = 1,
 			.pSignalSemaphores = &x->timeline,
 		};
+	}
+	if (x->gate_closed) {
+		timelines[0].waitSemaphoreValueCount = 1;
+		timelines[0].pWaitSemaphoreValues = &x->gate_value;
+		infos[0].waitSemaphoreCount = 1;
+		infos[0].pWaitSemaphores = &x->gate;
+		infos[0].pWaitDstStageMask = &wait_stage;
 	}
 	VY_VK(d->vk.vkQueueSubmit(d->queue, (uint32_t)x->n_batch, infos, VK_NULL_HANDLE));
 	x->submits++;
@@ -571,5 +582,47 @@ error:
 	if (rc == VY_E_DEVICE_LOST) {
 		x->lost = true;
 	}
+	return rc;
+}
+
+int vy__vk_exec_gate_close(struct vy_vk_exec *x, struct vy_err *err)
+{
+	struct vy_vk_device *d = x->dev;
+	int rc = 0;
+	pthread_mutex_lock(&x->lock);
+	if (!x->gate) {
+		VkSemaphoreTypeCreateInfo type = {
+			.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+			.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
+		};
+		VkSemaphoreCreateInfo info = {
+			.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &type};
+		VY_VK(d->vk.vkCreateSemaphore(d->dev, &info, NULL, &x->gate));
+	}
+	if (!x->gate_closed) {
+		x->gate_value++;
+		x->gate_closed = true;
+	}
+error:
+	pthread_mutex_unlock(&x->lock);
+	return rc;
+}
+
+int vy__vk_exec_gate_open(struct vy_vk_exec *x, struct vy_err *err)
+{
+	struct vy_vk_device *d = x->dev;
+	int rc = 0;
+	pthread_mutex_lock(&x->lock);
+	if (x->gate_closed) {
+		x->gate_closed = false;
+		VkSemaphoreSignalInfo info = {
+			.sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO,
+			.semaphore = x->gate,
+			.value = x->gate_value,
+		};
+		VY_VK(d->vk.vkSignalSemaphore(d->dev, &info));
+	}
+error:
+	pthread_mutex_unlock(&x->lock);
 	return rc;
 }

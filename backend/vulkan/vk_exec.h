@@ -84,6 +84,9 @@ struct vy_vk_exec {
 	uint32_t spin_ns; /* busy-wait before sleeping */
 	bool lost;
 	struct vy_vk_slice dummy; /* zero-filled stand-in for empty buffers without null descriptors */
+	VkSemaphore gate;         /* tests: submissions wait on it while the gate is closed */
+	uint64_t gate_value;
+	bool gate_closed;
 	uint64_t submits; /* vkQueueSubmit calls, for tests and stats */
 	uint64_t jobs;    /* jobs submitted */
 };
@@ -152,5 +155,13 @@ int vy__vk_exec_flush(struct vy_vk_exec *x, struct vy_err *err);
 
 /* Submit the batch and wait for every job submitted so far; then release abandoned contexts. */
 int vy__vk_exec_drain(struct vy_vk_exec *x, struct vy_err *err);
+
+/*
+ * Tests: make every later submission wait until vy__vk_exec_gate_open (so that a job is certainly
+ * still running when its waiter gives up). Errors: those of vkCreateSemaphore.
+ */
+int vy__vk_exec_gate_close(struct vy_vk_exec *x, struct vy_err *err);
+/* Tests: let the held submissions run. Errors: DEVICE_LOST. */
+int vy__vk_exec_gate_open(struct vy_vk_exec *x, struct vy_err *err);
 
 #endif

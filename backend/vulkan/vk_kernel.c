@@ -199,8 +199,8 @@ static void fill_caps(struct vy__vk_backend *b, struct vy_caps *caps)
 
 static void spirv_key(struct vy__vk_backend *b, const char *glsl, uint8_t key[16])
 {
-	uint32_t ident[4] = {(uint32_t)SPIRV_KEY_VERSION, b->dev.props.vendorID,
-		b->dev.props.deviceID, b->validation};
+	uint32_t ident[3] = {(uint32_t)SPIRV_KEY_VERSION, b->dev.props.vendorID,
+		b->dev.props.deviceID};
 	uint64_t seed = XXH3_64bits(ident, sizeof(ident));
 	XXH128_hash_t h = XXH3_128bits_withSeed(glsl, strlen(glsl), seed);
 	XXH128_canonical_t c;

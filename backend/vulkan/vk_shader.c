@@ -11,7 +11,11 @@
 #include <string.h>
 
 #include <shaderc/shaderc.h>
+/* libspirv.h defines (not declares) a const with external linkage, so a second C file of the same
+ * executable that includes it would clash with this one; give this file's copy its own name. */
+#define kDefaultMaxIdBound vy__vk_spirv_default_max_id_bound
 #include <spirv-tools/libspirv.h>
+#undef kDefaultMaxIdBound
 
 struct vy_vk_compiler {
 	shaderc_compiler_t compiler;

@@ -1,0 +1,577 @@
+/*
+ * Client connections (DESIGN.md §6, §7.2, §7.5): accepting with peer credentials, reading frames,
+ * writing replies without copying large binaries, backpressure, and closing at safe points.
+ *
+ * Each connection is a libuv pipe opened in IPC mode, so that libuv reads with recvmsg and keeps
+ * the descriptors a peer sends with SCM_RIGHTS (shm_attach) in order beside the bytes they came
+ * with; vy_conn_take_fd takes the next one while the frame that needs it is handled. Frames that
+ * do not consume a descriptor leave it pending, and pending descriptors are closed once no frame
+ * is in progress, so a peer cannot pile them up.
+ *
+ * Lifetime: a connection is freed in the close callback of its pipe, after every request it had
+ * in flight has been answered or dropped (requests point at it) and after libuv has called every
+ * write callback. A peer that half-closes (EOF) still gets its replies; a read error, a bad frame
+ * (after its error reply), a stall in the middle of a frame, or a failed write closes it, which
+ * cancels its queued jobs and frees its unnamed resident buffers and shared memory regions.
+ *
+ * Backpressure: reply bytes handed to libuv and not yet written are counted per connection; above
+ * write_high_water the connection is no longer read, below write_low_water reading resumes. A
+ * client that never reads its replies thus stops being served instead of growing the daemon's
+ * memory, and the limit on requests in flight bounds what it can queue before that.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "vyred.h"
+
+static void conn_close(struct vy_conn *c, const char *why);
+static void maybe_free(struct vy_conn *c);
+
+bool vy_conn_alive(const struct vy_conn *c)
+{
+	return c->state == VY_CONN_OPEN || c->state == VY_CONN_EOF;
+}
+
+/* --- requests -------------------------------------------------------------------------- */
+
+static void req_free(struct vy_req *req)
+{
+	struct vy_server *s = req->conn->srv;
+	vy_pipe_unref(req->pipe);
+	vy_prog_unref(req->prog);
+	for (uint32_t i = 0; i < req->n_res; i++) {
+		vy_resident_unref(s, req->res[i]);
+	}
+	for (uint32_t i = 0; i < req->n_shm; i++) {
+		vy_shm_unref(req->shm[i]);
+	}
+	vy_spec_map_finish(&req->spec);
+	vy_outputs_finish(&req->job.outputs);
+	free(req->job.out);
+	if (req->decoded) {
+		vy_request_finish(&req->r);
+	}
+	free(req->frame);
+	free(req);
+}
+
+/* The request has its answer (or none is wanted): count it and release its slot. */
+static void req_settle(struct vy_req *req, int code)
+{
+	struct vy_conn *c = req->conn;
+	struct vy_server *s = c->srv;
+	if (req->decoded) {
+		vy_hist_add(&s->stats.latency[req->r.op], vy_now_ns() - req->t_start);
+	}
+	if (code) {
+		s->stats.by_error[vy_err_index(code)]++;
+		c->errors++;
+	}
+	c->in_flight--;
+}
+
+void vy_req_drop(struct vy_req *req)
+{
+	struct vy_conn *c = req->conn;
+	req_settle(req, 0);
+	req_free(req);
+	maybe_free(c);
+	vy_server_poke(c->srv);
+}
+
+/* --- replies --------------------------------------------------------------------------- */
+
+static void update_flow(struct vy_conn *c);
+
+static void on_written(uv_write_t *wr, int status)
+{
+	struct vy_reply *rp = vy_container_of(wr, struct vy_reply, wr);
+	struct vy_conn *c = rp->conn;
+	c->writes--;
+	c->out_pending -= rp->bytes;
+	req_free(rp->req);
+	msgpack_sbuffer_destroy(&rp->sb);
+	free(rp);
+	if (status < 0 && status != UV_ECANCELED) {
+		conn_close(c, uv_strerror(status));
+	} else if (c->close_after_write && c->writes == 0) {
+		conn_close(c, "bad frame");
+	}
+	update_flow(c);
+	maybe_free(c);
+	vy_server_poke(c->srv);
+}
+
+struct vy_reply *vy_reply_begin(struct vy_req *req, uint32_t nfields)
+{
+	struct vy_reply *rp = calloc(1, sizeof(*rp));
+	if (!rp) {
+		fprintf(stderr, "vyred: out of memory for a reply\n");
+		abort();
+	}
+	rp->conn = req->conn;
+	rp->req = req;
+	msgpack_sbuffer_init(&rp->sb);
+	msgpack_packer_init(&rp->pk, &rp->sb, msgpack_sbuffer_write);
+	vy_frame_begin(&rp->sb);
+	vy_response_pack_ok(&rp->pk, req->r.id, nfields);
+	return rp;
+}
+
+void vy_reply_bin(struct vy_reply *rp, const void *data, size_t len)
+{
+	msgpack_pack_bin(&rp->pk, len);
+	if (len <= VY_REPLY_INLINE_BIN || rp->n_segs == VY_REPLY_MAX_SEGS) {
+		msgpack_pack_bin_body(&rp->pk, data, len);
+		return;
+	}
+	rp->segs[rp->n_segs].sb_end = rp->sb.size;
+	rp->segs[rp->n_segs].data = data;
+	rp->segs[rp->n_segs].len = len;
+	rp->n_segs++;
+}
+
+static void send_reply(struct vy_reply *rp, int code)
+{
+	struct vy_req *req = rp->req;
+	struct vy_conn *c = rp->conn;
+	struct vy_server *s = c->srv;
+	uint64_t total = rp->sb.size;
+	for (uint32_t i = 0; i < rp->n_segs; i++) {
+		total += rp->segs[i].len;
+	}
+	uint64_t payload = total - VY_FRAME_HEADER;
+	if (payload > UINT32_MAX) {
+		/* A reply must fit the 32-bit length of a frame: answer with the error instead. */
+		msgpack_sbuffer_destroy(&rp->sb);
+		free(rp);
+		vy_reply_fail(req, VY_E_OUT_OF_MEMORY,
+			"ask for less data per request (download in ranges, or split the dispatch)",
+			"the reply would hold %" PRIu64 " bytes, more than one frame can carry", payload);
+		return;
+	}
+	req_settle(req, code);
+	if (!vy_conn_alive(c)) {
+		msgpack_sbuffer_destroy(&rp->sb);
+		free(rp);
+		req_free(req);
+		maybe_free(c);
+		return;
+	}
+	uint8_t *h = (uint8_t *)rp->sb.data;
+	h[0] = (uint8_t)(payload >> 24);
+	h[1] = (uint8_t)(payload >> 16);
+	h[2] = (uint8_t)(payload >> 8);
+	h[3] = (uint8_t)payload;
+	unsigned n = 0;
+	size_t pos = 0;
+	for (uint32_t i = 0; i < rp->n_segs; i++) {
+		if (rp->segs[i].sb_end > pos) {
+			rp->bufs[n++] = uv_buf_init(rp->sb.data + pos, (unsigned)(rp->segs[i].sb_end - pos));
+		}
+		rp->bufs[n++] = uv_buf_init((char *)rp->segs[i].data, (unsigned)rp->segs[i].len);
+		pos = rp->segs[i].sb_end;
+	}
+	if (rp->sb.size > pos) {
+		rp->bufs[n++] = uv_buf_init(rp->sb.data + pos, (unsigned)(rp->sb.size - pos));
+	}
+	rp->bytes = total;
+	int rc = uv_write(&rp->wr, (uv_stream_t *)&c->pipe, rp->bufs, n, on_written);
+	if (rc) {
+		msgpack_sbuffer_destroy(&rp->sb);
+		free(rp);
+		req_free(req);
+		conn_close(c, uv_strerror(rc));
+		maybe_free(c);
+		return;
+	}
+	c->writes++;
+	c->out_pending += total;
+	c->bytes_out += total;
+	s->stats.bytes_out += total;
+	update_flow(c);
+}
+
+void vy_reply_send(struct vy_reply *rp)
+{
+	send_reply(rp, 0);
+}
+
+void vy_reply_error(struct vy_req *req, const struct vy_err *err, const struct vy_err_list *errs)
+{
+	struct vy_reply *rp = calloc(1, sizeof(*rp));
+	if (!rp) {
+		fprintf(stderr, "vyred: out of memory for a reply\n");
+		abort();
+	}
+	rp->conn = req->conn;
+	rp->req = req;
+	msgpack_sbuffer_init(&rp->sb);
+	msgpack_packer_init(&rp->pk, &rp->sb, msgpack_sbuffer_write);
+	vy_frame_begin(&rp->sb);
+	vy_response_pack_error(&rp->pk, req->r.id, err, errs);
+	vy_log(VY_LOG_DEBUG, "client %" PRIu64 " request %" PRIu64 ": %s: %s", req->conn->id,
+		req->r.id, vy_err_name(err->code), err->message);
+	send_reply(rp, err->code ? err->code : VY_E_INTERNAL);
+}
+
+void vy_reply_fail(struct vy_req *req, int code, const char *fix, const char *fmt, ...)
+{
+	struct vy_err err;
+	va_list ap;
+	va_start(ap, fmt);
+	vy_err_setv(&err, code, NULL, fix, fmt, ap);
+	va_end(ap);
+	vy_reply_error(req, &err, NULL);
+}
+
+/* --- reading --------------------------------------------------------------------------- */
+
+static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
+{
+	struct vy_conn *c = handle->data;
+	struct vy_server *s = c->srv;
+	/* libuv reads one stream at a time and hands the bytes over before asking again, so one
+	 * buffer serves every connection. */
+	*buf = uv_buf_init((char *)s->read_buf, VY_READ_CHUNK);
+}
+
+static void start_reading(struct vy_conn *c);
+
+static void update_flow(struct vy_conn *c)
+{
+	struct vy_server *s = c->srv;
+	if (c->in_read_cb || c->state != VY_CONN_OPEN) {
+		return;
+	}
+	if (!c->paused && c->out_pending > s->cfg.write_high_water) {
+		c->paused = true;
+		s->stats.backpressure_pauses++;
+		if (c->reading) {
+			uv_read_stop((uv_stream_t *)&c->pipe);
+			c->reading = false;
+		}
+		vy_log(VY_LOG_DEBUG, "client %" PRIu64 ": %" PRIu64
+			" reply bytes unread, reading paused", c->id, c->out_pending);
+	} else if (c->paused && c->out_pending <= s->cfg.write_low_water) {
+		c->paused = false;
+		start_reading(c);
+	}
+}
+
+/* Close every descriptor the peer sent that no frame took. */
+static void discard_fds(struct vy_conn *c)
+{
+	int fd;
+	while ((fd = vy_conn_take_fd(c)) >= 0) {
+		close(fd);
+	}
+}
+
+static void on_frame(struct vy_conn *c, uint8_t *frame, size_t len)
+{
+	struct vy_server *s = c->srv;
+	struct vy_req *req = calloc(1, sizeof(*req));
+	if (!req) {
+		fprintf(stderr, "vyred: out of memory for a request\n");
+		abort();
+	}
+	req->conn = c;
+	req->frame = frame;
+	req->frame_len = len;
+	req->t_start = vy_now_ns();
+	vy_list_init(&req->wait);
+	vy_spec_map_init(&req->spec);
+	vy_outputs_init(&req->job.outputs);
+	c->in_flight++;
+	c->requests++;
+	struct vy_err err = {0};
+	int rc = vy_request_decode(frame, len, &req->r, &err);
+	if (rc) {
+		if (rc == VY_E_BAD_FRAME) {
+			s->stats.bad_frames++;
+			c->close_after_write = true;
+		}
+		vy_reply_error(req, &err, NULL);
+		return;
+	}
+	req->decoded = true;
+	s->stats.by_op[req->r.op]++;
+	vy_ops_start(req);
+}
+
+static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
+{
+	struct vy_conn *c = stream->data;
+	struct vy_server *s = c->srv;
+	if (n == 0) {
+		return;
+	}
+	if (n < 0) {
+		c->reading = false;
+		if (n == UV_EOF && vy_frame_reader_pending(&c->reader) == 0) {
+			if (c->state == VY_CONN_OPEN) {
+				c->state = VY_CONN_EOF;
+			}
+			discard_fds(c);
+			maybe_free(c);
+		} else {
+			conn_close(c, n == UV_EOF ? "end of stream inside a frame" : uv_strerror((int)n));
+		}
+		return;
+	}
+	c->in_read_cb = true;
+	c->progress_ns = vy_now_ns();
+	c->bytes_in += (uint64_t)n;
+	s->stats.bytes_in += (uint64_t)n;
+	size_t off = 0;
+	while (off < (size_t)n && c->state == VY_CONN_OPEN && !c->close_after_write) {
+		size_t used = 0;
+		struct vy_err err = {0};
+		int rc = vy_frame_reader_feed(&c->reader, buf->base + off, (size_t)n - off, &used,
+			&err);
+		off += used;
+		if (rc < 0) {
+			/* The stream is out of step: answer once (no id is known) and close. */
+			s->stats.bad_frames++;
+			c->close_after_write = true;
+			struct vy_req *req = calloc(1, sizeof(*req));
+			if (!req) {
+				abort();
+			}
+			req->conn = c;
+			req->t_start = vy_now_ns();
+			vy_list_init(&req->wait);
+			c->in_flight++;
+			vy_reply_error(req, &err, NULL);
+			break;
+		}
+		if (rc == 1) {
+			size_t len;
+			uint8_t *frame = vy_frame_reader_take(&c->reader, &len);
+			on_frame(c, frame, len);
+		}
+	}
+	c->in_read_cb = false;
+	if (c->close_after_write && c->reading) {
+		uv_read_stop(stream);
+		c->reading = false;
+	}
+	if (c->state == VY_CONN_OPEN && vy_frame_reader_pending(&c->reader) == 0) {
+		discard_fds(c);
+	} else if (c->state == VY_CONN_OPEN &&
+		uv_pipe_pending_count(&c->pipe) > VY_MAX_PENDING_FDS) {
+		conn_close(c, "too many descriptors sent ahead of their frames");
+	}
+	update_flow(c);
+	maybe_free(c);
+}
+
+static void start_reading(struct vy_conn *c)
+{
+	if (c->reading || c->state != VY_CONN_OPEN || c->close_after_write) {
+		return;
+	}
+	if (uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) == 0) {
+		c->reading = true;
+	}
+}
+
+static void on_fd_pipe_closed(uv_handle_t *handle)
+{
+	free(handle);
+}
+
+int vy_conn_take_fd(struct vy_conn *c)
+{
+	if (uv_pipe_pending_count(&c->pipe) == 0) {
+		return -1;
+	}
+	/* libuv hands a received descriptor over only as a stream; borrow one and keep a copy. */
+	uv_pipe_t *tmp = malloc(sizeof(*tmp));
+	if (!tmp) {
+		abort();
+	}
+	uv_pipe_init(&c->srv->loop, tmp, 0);
+	int fd = -1;
+	if (uv_accept((uv_stream_t *)&c->pipe, (uv_stream_t *)tmp) == 0) {
+		uv_os_fd_t raw;
+		if (uv_fileno((uv_handle_t *)tmp, &raw) == 0) {
+			fd = fcntl(raw, F_DUPFD_CLOEXEC, 0);
+		}
+	}
+	uv_close((uv_handle_t *)tmp, on_fd_pipe_closed);
+	/* uv_accept restarts the watcher; keep a paused connection paused. */
+	if (!c->reading) {
+		uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
+		uv_read_stop((uv_stream_t *)&c->pipe);
+	}
+	return fd;
+}
+
+/* --- accepting and closing ------------------------------------------------------------- */
+
+static void on_closed(uv_handle_t *handle)
+{
+	struct vy_conn *c = handle->data;
+	struct vy_server *s = c->srv;
+	vy_frame_reader_finish(&c->reader);
+	free(c);
+	vy_server_poke(s);
+}
+
+/* Free the connection once nothing refers to it any more. */
+static void maybe_free(struct vy_conn *c)
+{
+	if (c->state == VY_CONN_CLOSED) {
+		return;
+	}
+	bool done = c->in_flight == 0 &&
+		(c->state == VY_CONN_CLOSING || (c->state == VY_CONN_EOF && c->writes == 0));
+	if (!done) {
+		return;
+	}
+	if (c->state == VY_CONN_EOF) {
+		conn_close(c, NULL);
+		return;
+	}
+	struct vy_server *s = c->srv;
+	c->state = VY_CONN_CLOSED;
+	vy_list_remove(&c->link);
+	s->n_conns--;
+	uv_close((uv_handle_t *)&c->pipe, on_closed);
+}
+
+static void conn_close(struct vy_conn *c, const char *why)
+{
+	if (c->state == VY_CONN_CLOSING || c->state == VY_CONN_CLOSED) {
+		return;
+	}
+	struct vy_server *s = c->srv;
+	c->state = VY_CONN_CLOSING;
+	if (c->reading) {
+		uv_read_stop((uv_stream_t *)&c->pipe);
+		c->reading = false;
+	}
+	vy_log(why ? VY_LOG_INFO : VY_LOG_DEBUG, "client %" PRIu64 " (pid %d, uid %u%s%s) closed%s%s; %u requests in flight",
+		c->id, (int)c->pid, (unsigned)c->uid, c->name[0] ? ", " : "", c->name,
+		why ? ": " : "", why ? why : "", c->in_flight);
+	vy_device_cancel_conn(s, c);
+	vy_resident_conn_closed(s, c);
+	vy_shm_conn_closed(c);
+	maybe_free(c);
+}
+
+void vy_conn_on_connection(uv_stream_t *listener, int status)
+{
+	struct vy_server *s = listener->data;
+	if (status < 0) {
+		vy_log(VY_LOG_WARNING, "accepting a connection failed: %s", uv_strerror(status));
+		return;
+	}
+	struct vy_conn *c = calloc(1, sizeof(*c));
+	if (!c) {
+		fprintf(stderr, "vyred: out of memory for a connection\n");
+		abort();
+	}
+	c->srv = s;
+	c->admin = -1;
+	c->state = VY_CONN_OPEN;
+	vy_list_init(&c->link);
+	vy_list_init(&c->residents);
+	vy_list_init(&c->shms);
+	for (uint32_t i = 0; i < VY_MAX_DEVICES; i++) {
+		vy_list_init(&c->queues[i].jobs);
+		vy_list_init(&c->queues[i].ring);
+		c->queues[i].conn = c;
+	}
+	uv_pipe_init(&s->loop, &c->pipe, 1);
+	c->pipe.data = c;
+	vy_frame_reader_init(&c->reader, s->cfg.max_frame);
+	if (uv_accept(listener, (uv_stream_t *)&c->pipe) != 0) {
+		c->state = VY_CONN_CLOSED;
+		uv_close((uv_handle_t *)&c->pipe, on_closed);
+		return;
+	}
+	if (s->state != VY_SERVER_RUNNING || s->n_conns >= s->cfg.max_clients) {
+		s->stats.connections_refused++;
+		vy_log(VY_LOG_WARNING, "refusing a connection: %s",
+			s->state != VY_SERVER_RUNNING ? "shutting down"
+						       : "max_clients connections are open");
+		c->state = VY_CONN_CLOSED;
+		uv_close((uv_handle_t *)&c->pipe, on_closed);
+		return;
+	}
+	uv_os_fd_t fd;
+	struct ucred cred = {0};
+	socklen_t len = sizeof(cred);
+	if (uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0 ||
+		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+		vy_log(VY_LOG_WARNING, "refusing a connection without peer credentials: %s",
+			strerror(errno));
+		c->state = VY_CONN_CLOSED;
+		uv_close((uv_handle_t *)&c->pipe, on_closed);
+		return;
+	}
+	c->pid = cred.pid;
+	c->uid = cred.uid;
+	c->gid = cred.gid;
+	c->id = ++s->next_conn_id;
+	c->connected_ns = c->progress_ns = vy_now_ns();
+	vy_list_insert_tail(&s->conns, &c->link);
+	s->n_conns++;
+	s->stats.connections_accepted++;
+	start_reading(c);
+	vy_log(VY_LOG_DEBUG, "client %" PRIu64 " connected: pid %d, uid %u, gid %u", c->id,
+		(int)c->pid, (unsigned)c->uid, (unsigned)c->gid);
+}
+
+void vy_conn_close_all(struct vy_server *s)
+{
+	struct vy_link *l;
+	struct vy_link *t;
+	vy_list_for_each_safe(l, t, &s->conns)
+	{
+		conn_close(vy_container_of(l, struct vy_conn, link), NULL);
+	}
+}
+
+void vy_conn_sweep(struct vy_server *s, uint64_t now)
+{
+	uint64_t limit = s->cfg.stall_timeout_ms * 1000000;
+	if (!limit) {
+		return;
+	}
+	struct vy_link *l;
+	struct vy_link *t;
+	vy_list_for_each_safe(l, t, &s->conns)
+	{
+		struct vy_conn *c = vy_container_of(l, struct vy_conn, link);
+		if (c->state == VY_CONN_OPEN && c->reading &&
+			vy_frame_reader_pending(&c->reader) > 0 && now - c->progress_ns > limit) {
+			s->stats.connections_stalled++;
+			char why[96];
+			snprintf(why, sizeof(why), "stalled inside a frame for %" PRIu64 " ms",
+				(now - c->progress_ns) / 1000000);
+			conn_close(c, why);
+		}
+	}
+}
+
+void vy_conn_apply_config(struct vy_server *s)
+{
+	for (struct vy_link *l = s->conns.next; l != &s->conns; l = l->next) {
+		struct vy_conn *c = vy_container_of(l, struct vy_conn, link);
+		c->reader.max_frame = s->cfg.max_frame;
+		c->admin = -1;
+		update_flow(c);
+	}
+}

@@ -1,0 +1,793 @@
+/*
+ * Devices and their submit threads (DESIGN.md §7.1, §7.2, §7.8).
+ *
+ * Each opened backend instance is a device with one submit thread. Jobs wait in per-connection
+ * queues; the thread serves the connections with queued jobs round-robin, one job from each in
+ * turn, taking up to batch_max jobs per wake-up, so that a client with a thousand queued jobs
+ * delays another client's single job by at most one round. Plain dispatches of a batch are
+ * started together with vy_backend_dispatch_async (the Vulkan backend records them into shared
+ * submits) and then awaited; a lone dispatch runs through its compiled pipeline. Finished jobs go
+ * back to the loop through the device's uv_async.
+ *
+ * Jobs of one connection on one device run in the order they arrived, so an upload followed by
+ * a dispatch that reads the buffer sees the upload.
+ *
+ * Device loss: when a batch reports DEVICE_LOST, every job that failed with it is answered
+ * DEVICE_LOST naming its own request, the thread calls vy_backend_try_recover and carries on;
+ * the loop then drops the device's pipelines and marks its resident buffers lost.
+ */
+#include <assert.h>
+#include <ctype.h>
+#include <dlfcn.h>
+#include <link.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "launch.h"
+#include "log.h"
+#include "registry.h"
+#include "vyred.h"
+
+#ifdef VY_HAVE_VULKAN
+#include "vulkan/vulkan.h"
+#endif
+
+#define MAX_BATCH 256
+
+/* --- the submit thread ----------------------------------------------------------------- */
+
+static int run_resident(struct vy_device *d, struct vy_job *j)
+{
+	struct vy_backend *b = d->backend;
+	struct vy_resource binds[VY_IR_MAX_BUFFERS];
+	bool owned[VY_IR_MAX_BUFFERS] = {0};
+	int rc = 0;
+	for (uint32_t i = 0; i < j->n_srcs && rc == 0; i++) {
+		struct vy_bind_src *src = &j->srcs[i];
+		if (src->temp) {
+			rc = vy_backend_resident_alloc(b, src->temp_len, &src->res, &j->err);
+			owned[i] = rc == 0;
+		}
+		if (rc == 0 && src->has_copy) {
+			uint8_t *tmp = malloc(src->copy_from.len ? src->copy_from.len : 1);
+			if (!tmp) {
+				rc = vy_err_set(&j->err, VY_E_OUT_OF_MEMORY, NULL,
+					"retry with a smaller buffer",
+					"no memory to copy a resident buffer of %zu bytes", src->copy_from.len);
+			} else {
+				rc = vy_backend_resident_download(b, &src->copy_from, 0, tmp,
+					src->copy_from.len, &j->err);
+				if (rc == 0) {
+					rc = vy_backend_resident_upload(b, &src->res, 0,
+						(struct vy_bytes){tmp, src->copy_from.len}, &j->err);
+				}
+				free(tmp);
+			}
+		}
+		if (rc == 0 && src->data_len) {
+			rc = vy_backend_resident_upload(b, &src->res, 0,
+				(struct vy_bytes){src->data, src->data_len}, &j->err);
+		}
+		binds[i] = src->res;
+	}
+	if (rc == 0) {
+		j->timing.device_ns = VY_TIMING_NONE;
+		rc = vy_backend_resident_dispatch(b, j->program, binds, j->n_srcs, &j->cfg, &j->timing,
+			&j->err);
+	}
+	if (rc == 0) {
+		uint8_t *outs[VY_IR_MAX_BUFFERS] = {0};
+		size_t lens[VY_IR_MAX_BUFFERS] = {0};
+		for (uint32_t i = 0; i < j->n_srcs && rc == 0; i++) {
+			struct vy_bind_src *src = &j->srcs[i];
+			if (!src->to_reply) {
+				continue;
+			}
+			uint8_t *buf = malloc(src->out_len ? src->out_len : 1);
+			if (!buf) {
+				rc = vy_err_set(&j->err, VY_E_OUT_OF_MEMORY, NULL,
+					"retry with smaller outputs", "no memory for an output of %zu bytes",
+					src->out_len);
+				break;
+			}
+			rc = vy_backend_resident_download(b, &src->res, 0, buf, src->out_len, &j->err);
+			outs[src->output_index] = buf;
+			lens[src->output_index] = src->out_len;
+		}
+		for (uint32_t o = 0; o < j->n_outputs; o++) {
+			if (rc == 0) {
+				vy_outputs_push(&j->outputs, outs[o], lens[o]);
+			} else {
+				free(outs[o]);
+			}
+		}
+	}
+	for (uint32_t i = 0; i < j->n_srcs; i++) {
+		if (owned[i]) {
+			vy_backend_resident_free(b, j->srcs[i].res, NULL);
+		}
+	}
+	return rc;
+}
+
+static void run_one(struct vy_device *d, struct vy_job *j)
+{
+	struct vy_backend *b = d->backend;
+	j->timing.device_ns = VY_TIMING_NONE;
+	switch (j->kind) {
+	case VY_JOB_DISPATCH:
+		if (j->cfg.timing) {
+			j->rc = vy_backend_dispatch_timed(b, j->program, j->inputs, j->n_inputs, &j->cfg,
+				&j->outputs, &j->timing, &j->err);
+		} else {
+			j->rc = vy_pipeline_dispatch(j->pl, j->inputs, j->n_inputs, &j->cfg, &j->outputs,
+				&j->err);
+		}
+		break;
+	case VY_JOB_RESIDENT_DISPATCH:
+		j->rc = run_resident(d, j);
+		break;
+	case VY_JOB_ALLOC:
+		j->rc = vy_backend_resident_alloc(b, j->len, &j->res, &j->err);
+		break;
+	case VY_JOB_UPLOAD:
+		j->rc = vy_backend_resident_upload(b, &j->res, j->offset,
+			(struct vy_bytes){j->data, j->len}, &j->err);
+		break;
+	case VY_JOB_DOWNLOAD:
+		j->rc = vy_backend_resident_download(b, &j->res, j->offset, j->out, j->len, &j->err);
+		break;
+	}
+	j->t_end = vy_now_ns();
+}
+
+static bool is_dispatch(const struct vy_job *j)
+{
+	return j->kind == VY_JOB_DISPATCH || j->kind == VY_JOB_RESIDENT_DISPATCH;
+}
+
+static void run_batch(struct vy_device *d, struct vy_job **batch, uint32_t n)
+{
+	uint64_t now = vy_now_ns();
+	uint32_t plain = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		batch[i]->t_start = now;
+		plain += batch[i]->kind == VY_JOB_DISPATCH && !batch[i]->cfg.timing;
+	}
+	/* Plain dispatches of one batch never touch resident buffers, so they may run beside the
+	 * resident operations of the same batch in any order. */
+	struct vy_pending *pend[MAX_BATCH] = {0};
+	bool started[MAX_BATCH] = {0};
+	if (plain >= 2) {
+		for (uint32_t i = 0; i < n; i++) {
+			struct vy_job *j = batch[i];
+			if (j->kind == VY_JOB_DISPATCH && !j->cfg.timing) {
+				j->timing.device_ns = VY_TIMING_NONE;
+				j->rc = vy_backend_dispatch_async(d->backend, j->program, j->inputs,
+					j->n_inputs, &j->cfg, &pend[i], &j->err);
+				started[i] = true;
+			}
+		}
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (!started[i]) {
+			run_one(d, batch[i]);
+		}
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (started[i]) {
+			if (pend[i]) {
+				batch[i]->rc = vy_pending_wait(pend[i], &batch[i]->outputs, &batch[i]->err);
+			}
+			batch[i]->t_end = vy_now_ns();
+		}
+	}
+	bool lost = vy_backend_device_lost(d->backend);
+	uint64_t dispatched = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		dispatched += is_dispatch(batch[i]);
+		lost = lost || batch[i]->rc == VY_E_DEVICE_LOST;
+	}
+	pthread_mutex_lock(&d->lock);
+	d->dispatches += dispatched;
+	pthread_mutex_unlock(&d->lock);
+	if (!lost) {
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct vy_job *j = batch[i];
+		if (j->rc != VY_E_DEVICE_LOST) {
+			continue;
+		}
+		char cause[VY_ERR_MESSAGE_MAX];
+		snprintf(cause, sizeof(cause), "%s", j->err.message);
+		vy_err_set(&j->err, VY_E_DEVICE_LOST, NULL,
+			"send the request again; resident buffers of this device must be allocated and "
+			"uploaded again",
+			"device %u (%s) was lost while running request %" PRIu64 "%s%s%s: %.200s",
+			d->index, d->profile.name, j->req->r.id, j->cfg.label ? " (" : "",
+			j->cfg.label ? j->cfg.label : "", j->cfg.label ? ")" : "", cause);
+	}
+	struct vy_err err = {0};
+	int rc = vy_backend_try_recover(d->backend, &err);
+	if (rc) {
+		vy_log_err(VY_LOG_ERR, &err, "device %u was lost and did not recover", d->index);
+	} else {
+		vy_log(VY_LOG_WARNING, "device %u (%s) was lost and has been recovered", d->index,
+			d->profile.name);
+	}
+	pthread_mutex_lock(&d->lock);
+	d->lost_count++;
+	d->generation++;
+	d->reset_pending = true;
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* Take up to `max` jobs, one per connection in turn. Called with the lock held. */
+static uint32_t take_batch(struct vy_device *d, struct vy_job **batch, uint32_t max)
+{
+	uint32_t n = 0;
+	while (n < max && !vy_list_empty(&d->ring)) {
+		struct vy_cqueue *q = vy_container_of(d->ring.next, struct vy_cqueue, ring);
+		struct vy_link *l = q->jobs.next;
+		vy_list_remove(l);
+		batch[n++] = vy_container_of(l, struct vy_job, link);
+		vy_list_remove(&q->ring);
+		if (!vy_list_empty(&q->jobs)) {
+			vy_list_insert_tail(&d->ring, &q->ring);
+		}
+	}
+	d->depth -= n;
+	return n;
+}
+
+static void *submit_thread(void *arg)
+{
+	struct vy_device *d = arg;
+	char name[16];
+	snprintf(name, sizeof(name), "vyred-dev%u", d->index);
+	pthread_setname_np(pthread_self(), name);
+	struct vy_job *batch[MAX_BATCH];
+	pthread_mutex_lock(&d->lock);
+	for (;;) {
+		while (!d->stop && vy_list_empty(&d->ring)) {
+			pthread_cond_wait(&d->cond, &d->lock);
+		}
+		if (d->stop) {
+			break;
+		}
+		uint32_t n = take_batch(d, batch, d->batch_max);
+		d->running = n;
+		pthread_mutex_unlock(&d->lock);
+		uint64_t t0 = vy_now_ns();
+		run_batch(d, batch, n);
+		uint64_t t1 = vy_now_ns();
+		pthread_mutex_lock(&d->lock);
+		for (uint32_t i = 0; i < n; i++) {
+			vy_list_insert_tail(&d->done, &batch[i]->link);
+		}
+		d->running = 0;
+		d->batches++;
+		d->jobs_done += n;
+		d->busy_ns += t1 - t0;
+		if (n > d->largest_batch) {
+			d->largest_batch = n;
+		}
+		pthread_mutex_unlock(&d->lock);
+		uv_async_send(&d->async);
+		pthread_mutex_lock(&d->lock);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+/* --- the loop side --------------------------------------------------------------------- */
+
+static void complete_done(struct vy_device *d)
+{
+	struct vy_link done;
+	vy_list_init(&done);
+	pthread_mutex_lock(&d->lock);
+	vy_list_splice(&done, &d->done);
+	bool reset = d->reset_pending;
+	d->reset_pending = false;
+	pthread_mutex_unlock(&d->lock);
+	if (reset) {
+		vy_caches_drop_device(d->srv, d);
+		vy_resident_device_lost(d->srv, d);
+	}
+	while (!vy_list_empty(&done)) {
+		struct vy_job *j = vy_container_of(done.next, struct vy_job, link);
+		vy_list_remove(&j->link);
+		vy_ops_on_job(j);
+	}
+}
+
+static void on_async(uv_async_t *async)
+{
+	struct vy_device *d = async->data;
+	complete_done(d);
+	vy_server_poke(d->srv);
+}
+
+void vy_device_submit(struct vy_job *job)
+{
+	struct vy_device *d = job->dev;
+	struct vy_cqueue *q = &job->req->conn->queues[d->index];
+	job->t_enqueue = vy_now_ns();
+	pthread_mutex_lock(&d->lock);
+	vy_list_insert_tail(&q->jobs, &job->link);
+	if (!vy_link_linked(&q->ring)) {
+		vy_list_insert_tail(&d->ring, &q->ring);
+	}
+	d->depth++;
+	pthread_cond_signal(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+}
+
+void vy_device_cancel_conn(struct vy_server *s, struct vy_conn *c)
+{
+	for (uint32_t i = 0; i < s->n_devices; i++) {
+		struct vy_device *d = &s->devices[i];
+		struct vy_cqueue *q = &c->queues[i];
+		struct vy_link jobs;
+		vy_list_init(&jobs);
+		pthread_mutex_lock(&d->lock);
+		uint32_t n = 0;
+		for (struct vy_link *l = q->jobs.next; l != &q->jobs; l = l->next) {
+			n++;
+		}
+		vy_list_splice(&jobs, &q->jobs);
+		if (vy_link_linked(&q->ring)) {
+			vy_list_remove(&q->ring);
+		}
+		d->depth -= n;
+		pthread_mutex_unlock(&d->lock);
+		while (!vy_list_empty(&jobs)) {
+			struct vy_job *j = vy_container_of(jobs.next, struct vy_job, link);
+			vy_list_remove(&j->link);
+			j->canceled = true;
+			vy_ops_on_job(j);
+		}
+	}
+}
+
+uint32_t vy_device_load(struct vy_device *d)
+{
+	pthread_mutex_lock(&d->lock);
+	uint32_t load = d->depth + d->running;
+	pthread_mutex_unlock(&d->lock);
+	return load;
+}
+
+bool vy_devices_idle(struct vy_server *s)
+{
+	for (uint32_t i = 0; i < s->n_devices; i++) {
+		struct vy_device *d = &s->devices[i];
+		pthread_mutex_lock(&d->lock);
+		bool busy = d->depth || d->running || !vy_list_empty(&d->done);
+		pthread_mutex_unlock(&d->lock);
+		if (busy) {
+			return false;
+		}
+	}
+	return true;
+}
+
+static const char *backend_of(enum vy_backend_choice choice)
+{
+	switch (choice) {
+	case VY_BACKEND_VULKAN:
+		return "vulkan";
+	case VY_BACKEND_REFERENCE:
+		return "reference";
+	case VY_BACKEND_ANY:
+		break;
+	}
+	return NULL;
+}
+
+struct vy_device *vy_device_pick(struct vy_server *s, const struct vy_request_config *c,
+	unsigned features, struct vy_err *err)
+{
+	const char *want = backend_of(c->backend);
+	bool subgroups = features & VY_LAUNCH_USES_SUBGROUPS;
+	if (c->device >= 0) {
+		if ((uint32_t)c->device >= s->n_devices) {
+			vy_err_set(err, VY_E_BAD_REQUEST, "config.device",
+				"use a device index that hello listed", "device %" PRId32
+				" does not exist; this daemon has %u", c->device, s->n_devices);
+			return NULL;
+		}
+		struct vy_device *d = &s->devices[c->device];
+		if (want && strcmp(d->backend->id, want) != 0) {
+			vy_err_set(err, VY_E_BAD_REQUEST, "config.backend",
+				"drop config.backend or name a device of that backend",
+				"device %" PRId32 " runs the %s backend, not %s", c->device,
+				d->backend->id, want);
+			return NULL;
+		}
+		return d;
+	}
+	struct vy_device *best = NULL;
+	uint32_t best_load = UINT32_MAX;
+	bool any_backend = false;
+	for (uint32_t i = 0; i < s->n_devices; i++) {
+		struct vy_device *d = &s->devices[i];
+		if (want && strcmp(d->backend->id, want) != 0) {
+			continue;
+		}
+		any_backend = true;
+		if (subgroups && !d->caps.subgroups) {
+			continue;
+		}
+		uint32_t load = vy_device_load(d);
+		if (load < best_load) {
+			best = d;
+			best_load = load;
+		}
+	}
+	if (!best && !any_backend) {
+		char fix[VY_ERR_FIX_MAX];
+		snprintf(fix, sizeof(fix), "drop config.backend, or start vyred with backend = %s",
+			want);
+		vy_err_set(err, VY_E_UNSUPPORTED_FEATURE, "config.backend", fix,
+			"no device of the %s backend is open in this daemon", want);
+	} else if (!best) {
+		vy_err_set(err, VY_E_UNSUPPORTED_FEATURE, NULL,
+			"avoid subgroup operations, or run vyred on a device that has them",
+			"the program uses subgroup operations and no open device supports them");
+	}
+	return best;
+}
+
+/* --- opening and closing --------------------------------------------------------------- */
+
+static uint64_t fingerprint_of(const struct vy_device_profile *p, uint32_t index)
+{
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	const unsigned char *id = (const unsigned char *)p->backend;
+	while (id && *id) {
+		h = (h ^ *id++) * UINT64_C(0x100000001b3);
+	}
+	uint32_t words[] = {p->vendor_id, p->device_id, p->driver_version, index};
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		for (int k = 0; k < 4; k++) {
+			h = (h ^ ((words[i] >> (8 * k)) & 0xff)) * UINT64_C(0x100000001b3);
+		}
+	}
+	for (int k = 0; k < 16; k++) {
+		h = (h ^ p->pipeline_cache_uuid[k]) * UINT64_C(0x100000001b3);
+	}
+	return h;
+}
+
+static int add_device(struct vy_server *s, struct vy_backend *b, struct vy_err *err)
+{
+	if (s->n_devices == VY_MAX_DEVICES) {
+		vy_backend_destroy(b);
+		return vy_err_set(err, VY_E_BAD_REQUEST, "devices", "list at most 16 devices",
+			"more than %d devices requested", VY_MAX_DEVICES);
+	}
+	int rc = vy_backend_prepare(b, err);
+	if (rc) {
+		vy_backend_destroy(b);
+		return rc;
+	}
+	struct vy_device *d = &s->devices[s->n_devices];
+	memset(d, 0, sizeof(*d));
+	d->srv = s;
+	d->index = s->n_devices;
+	d->backend = b;
+	d->vulkan = strcmp(b->id, "vulkan") == 0;
+	d->batch_max = (uint32_t)s->cfg.batch_max;
+	vy_backend_device_profile(b, &d->profile);
+	d->caps.subgroups = d->profile.supports_subgroup_ops;
+	d->caps.max_workgroup_invocations = d->profile.max_workgroup_invocations;
+	memcpy(d->caps.max_workgroup_size, d->profile.max_workgroup_size,
+		sizeof(d->caps.max_workgroup_size));
+	d->caps.max_shared_bytes = d->profile.max_shared_bytes > UINT32_MAX
+		? UINT32_MAX
+		: (uint32_t)d->profile.max_shared_bytes;
+	d->fingerprint = fingerprint_of(&d->profile, d->index);
+	vy_list_init(&d->ring);
+	vy_list_init(&d->done);
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->cond, NULL);
+	uv_async_init(&s->loop, &d->async, on_async);
+	d->async.data = d;
+	d->async_open = true;
+	s->n_devices++;
+	if (pthread_create(&d->thread, NULL, submit_thread, d) != 0) {
+		return vy_err_set(err, VY_E_INTERNAL, NULL, "raise the process's thread limit",
+			"cannot start the submit thread of device %u", d->index);
+	}
+	d->thread_started = true;
+	vy_log(VY_LOG_INFO, "device %u: %s backend, %s (%s), subgroup size %u%s", d->index, b->id,
+		d->profile.name, d->profile.driver_info[0] ? d->profile.driver_info : "no driver info",
+		d->profile.subgroup_size, d->caps.subgroups ? "" : ", no subgroup operations");
+	return 0;
+}
+
+/* Parse "all" or "0,1,3" into indices; `all` set for "all". */
+static size_t parse_devices(const char *list, uint32_t *out, size_t cap, bool *all)
+{
+	*all = strcmp(list, "all") == 0;
+	size_t n = 0;
+	for (const char *p = list; !*all && *p && n < cap;) {
+		while (*p == ' ' || *p == ',') {
+			p++;
+		}
+		if (!isdigit((unsigned char)*p)) {
+			break;
+		}
+		out[n++] = (uint32_t)strtoul(p, (char **)&p, 10);
+	}
+	return n;
+}
+
+static int open_backend(struct vy_server *s, const char *id, struct vy_err *err)
+{
+	struct vy_registry_options opts = {
+		.subgroup_size = (uint32_t)s->cfg.reference_subgroup_size,
+		.cache_dir = s->backend_dir,
+		.enable_validation = s->cfg.vulkan_validation,
+	};
+	uint32_t indices[VY_MAX_DEVICES];
+	bool all;
+	size_t n = parse_devices(s->cfg.devices, indices, VY_MAX_DEVICES, &all);
+	if (all) {
+		n = 1;
+		indices[0] = 0;
+	}
+	int first_rc = 0;
+#ifdef VY_HAVE_VULKAN
+	if (all && strcmp(id, "vulkan") == 0) {
+		/* Open device 0 before enumerating: the enumeration's short-lived instance then finds
+		 * the driver already loaded and does not unload it again (see pin_libraries). */
+		struct vy_backend *b = NULL;
+		struct vy_err e = {0};
+		opts.device_index = 0;
+		first_rc = vy_registry_open(id, &opts, &b, &e);
+		if (first_rc == 0) {
+			first_rc = add_device(s, b, &e);
+		}
+		if (first_rc) {
+			vy_log_err(VY_LOG_WARNING, &e, "vulkan device 0 did not open");
+			if (err) {
+				*err = e;
+			}
+		}
+		struct vy_vulkan_device_info info[VY_MAX_DEVICES];
+		uint32_t total = 0;
+		n = 0;
+		if (vy_vulkan_devices_enumerate(info, VY_MAX_DEVICES, &total, s->n_devices ? NULL : err) != 0) {
+			return s->n_devices ? 0 : (err ? err->code : VY_E_UNSUPPORTED_FEATURE);
+		}
+		for (uint32_t i = 0; i < total && i < VY_MAX_DEVICES; i++) {
+			if (info[i].usable && info[i].index != 0) {
+				indices[n++] = info[i].index;
+			}
+		}
+	}
+#endif
+	for (size_t i = 0; i < n; i++) {
+		opts.device_index = indices[i];
+		struct vy_backend *b = NULL;
+		struct vy_err e = {0};
+		int rc = vy_registry_open(id, &opts, &b, &e);
+		if (rc == 0) {
+			rc = add_device(s, b, &e);
+		}
+		if (rc && !all) {
+			if (err) {
+				*err = e;
+			}
+			return rc;
+		}
+		if (rc) {
+			vy_log_err(VY_LOG_WARNING, &e, "%s device %u did not open", id, indices[i]);
+			if (!first_rc && err) {
+				*err = e;
+			}
+			first_rc = first_rc ? first_rc : rc;
+		}
+	}
+	if (s->n_devices == 0) {
+		if (!first_rc) {
+			return vy_err_set(err, VY_E_UNSUPPORTED_FEATURE, NULL,
+				"install a Vulkan driver (mesa-vulkan-drivers gives lavapipe) or set "
+				"backend = reference",
+				"no usable %s device was found", id);
+		}
+		return first_rc;
+	}
+	return 0;
+}
+
+int vy_devices_open(struct vy_server *s, struct vy_err *err)
+{
+	const char *backend = s->cfg.backend;
+	if (strcmp(backend, "auto") != 0) {
+		return open_backend(s, backend, err);
+	}
+	if (vy_registry_find("vulkan")) {
+		struct vy_err e = {0};
+		int rc = open_backend(s, "vulkan", &e);
+		if (rc == 0 || s->n_devices > 0) {
+			if (rc && err) {
+				*err = e;
+			}
+			return rc;
+		}
+		vy_log_err(VY_LOG_NOTICE, &e, "no Vulkan device opened; using the reference backend");
+	}
+	return open_backend(s, "reference", err);
+}
+
+void vy_devices_stop(struct vy_server *s)
+{
+	for (uint32_t i = 0; i < s->n_devices; i++) {
+		struct vy_device *d = &s->devices[i];
+		if (!d->thread_started) {
+			continue;
+		}
+		pthread_mutex_lock(&d->lock);
+		d->stop = true;
+		pthread_cond_signal(&d->cond);
+		pthread_mutex_unlock(&d->lock);
+		pthread_join(d->thread, NULL);
+		d->thread_started = false;
+	}
+	for (uint32_t i = 0; i < s->n_devices; i++) {
+		struct vy_device *d = &s->devices[i];
+		/* Every connection is closed by now, so no job is queued: only finished ones wait. */
+		complete_done(d);
+		if (d->async_open) {
+			uv_close((uv_handle_t *)&d->async, NULL);
+			d->async_open = false;
+		}
+	}
+}
+
+static int pin_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	if (info->dlpi_name && info->dlpi_name[0]) {
+		dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+	}
+	return 0;
+}
+
+/*
+ * Keep every library loaded so far mapped until the process exits. Destroying a Vulkan instance
+ * unloads its driver (the ICD); memory the driver's globals still point to would then look
+ * leaked to LeakSanitizer, which checks after the driver is gone. The daemon is exiting, so
+ * unloading saves nothing.
+ */
+static void pin_libraries(void)
+{
+	dl_iterate_phdr(pin_one, NULL);
+}
+
+void vy_devices_destroy(struct vy_server *s)
+{
+	if (s->n_devices) {
+		pin_libraries();
+	}
+	for (uint32_t i = 0; i < s->n_devices; i++) {
+		struct vy_device *d = &s->devices[i];
+		assert(!d->thread_started);
+		struct vy_err err = {0};
+		if (vy_backend_flush(d->backend, &err) != 0) {
+			vy_log_err(VY_LOG_WARNING, &err, "device %u: saving the pipeline cache failed",
+				d->index);
+		}
+		if (vy_backend_shutdown(d->backend, &err) != 0) {
+			vy_log_err(VY_LOG_WARNING, &err, "device %u: shutdown", d->index);
+		}
+		vy_backend_destroy(d->backend);
+		d->backend = NULL;
+		pthread_mutex_destroy(&d->lock);
+		pthread_cond_destroy(&d->cond);
+	}
+	s->n_devices = 0;
+}
+
+static void pack_u64(msgpack_packer *pk, const char *key, uint64_t v)
+{
+	vy_pack_cstr(pk, key);
+	msgpack_pack_uint64(pk, v);
+}
+
+static void pack_bool(msgpack_packer *pk, const char *key, bool v)
+{
+	vy_pack_cstr(pk, key);
+	if (v) {
+		msgpack_pack_true(pk);
+	} else {
+		msgpack_pack_false(pk);
+	}
+}
+
+void vy_devices_pack(struct vy_server *s, msgpack_packer *pk, bool brief)
+{
+	msgpack_pack_array(pk, s->n_devices);
+	for (uint32_t i = 0; i < s->n_devices; i++) {
+		struct vy_device *d = &s->devices[i];
+		struct vy_device_profile p;
+		vy_backend_device_profile(d->backend, &p);
+		uint64_t total = 0;
+		uint64_t used = 0;
+		for (uint32_t h = 0; h < p.n_heaps; h++) {
+			if (p.heaps[h].device_local) {
+				total += p.heaps[h].total_bytes;
+				used += p.heaps[h].used_bytes;
+			}
+		}
+		msgpack_pack_map(pk, brief ? 15 : 24);
+		pack_u64(pk, "index", d->index);
+		vy_pack_cstr(pk, "backend");
+		vy_pack_cstr(pk, d->backend->id);
+		vy_pack_cstr(pk, "name");
+		vy_pack_cstr(pk, p.name);
+		vy_pack_cstr(pk, "driver");
+		vy_pack_cstr(pk, p.driver_info);
+		vy_pack_cstr(pk, "version");
+		vy_pack_cstr(pk, vy_backend_version(d->backend));
+		pack_u64(pk, "vendor_id", p.vendor_id);
+		pack_u64(pk, "device_id", p.device_id);
+		pack_bool(pk, "subgroup_ops", p.supports_subgroup_ops);
+		pack_u64(pk, "subgroup_size", p.subgroup_size);
+		vy_pack_cstr(pk, "max_workgroup_size");
+		msgpack_pack_array(pk, 3);
+		for (int k = 0; k < 3; k++) {
+			msgpack_pack_uint32(pk, p.max_workgroup_size[k]);
+		}
+		pack_u64(pk, "max_workgroup_invocations", p.max_workgroup_invocations);
+		pack_u64(pk, "max_storage_buffer_bytes", p.max_storage_buffer_bytes);
+		pack_u64(pk, "memory_total", total);
+		pack_u64(pk, "memory_used", used);
+		vy_pack_cstr(pk, "float");
+		msgpack_pack_map(pk, 4);
+		pack_bool(pk, "fma_fused", p.fma_fused);
+		pack_bool(pk, "div_exact", p.div_exact);
+		pack_bool(pk, "sqrt_exact", p.sqrt_exact);
+		pack_bool(pk, "keeps_subnormals", p.keeps_subnormals);
+		if (brief) {
+			continue;
+		}
+		pthread_mutex_lock(&d->lock);
+		uint64_t dispatches = d->dispatches;
+		uint64_t busy = d->busy_ns;
+		uint64_t batches = d->batches;
+		uint64_t jobs = d->jobs_done;
+		uint32_t largest = d->largest_batch;
+		uint64_t lost = d->lost_count;
+		uint32_t depth = d->depth;
+		uint32_t running = d->running;
+		pthread_mutex_unlock(&d->lock);
+		pack_u64(pk, "dispatches", dispatches);
+		pack_u64(pk, "busy_ns", busy);
+		pack_u64(pk, "batches", batches);
+		pack_u64(pk, "jobs", jobs);
+		pack_u64(pk, "largest_batch", largest);
+		pack_u64(pk, "queue_depth", depth);
+		pack_u64(pk, "running", running);
+		pack_u64(pk, "lost", lost);
+		struct vy_pipeline_cache_stats pc = {0};
+		bool has = vy_backend_pipeline_cache_stats(d->backend, &pc);
+		vy_pack_cstr(pk, "backend_cache");
+		if (has) {
+			msgpack_pack_map(pk, 5);
+			pack_u64(pk, "entries", pc.entries);
+			pack_u64(pk, "bytes", pc.bytes);
+			pack_u64(pk, "hits", pc.hits);
+			pack_u64(pk, "misses", pc.misses);
+			pack_u64(pk, "evictions", pc.evictions);
+		} else {
+			msgpack_pack_nil(pk);
+		}
+	}
+}

@@ -1,0 +1,482 @@
+/*
+ * Resident buffers and shared memory regions (DESIGN.md §7.4, §6).
+ *
+ * Handles are 64 random bits from getrandom(), checked against the table, so a handle is never
+ * guessable and never reused while the daemon runs. A buffer belongs to the user (uid) and the
+ * connection that allocated it and is freed when that connection closes, unless it was given a
+ * name: a named buffer belongs to the user, any connection of that user can attach it (alloc with
+ * the same name and size returns the same handle) and free it, and it lives until freed. A
+ * handle of another user, or another connection's unnamed buffer, is NOT_FOUND exactly like a
+ * handle that never existed. Bytes count against the user's resident_quota from the moment an
+ * alloc is accepted.
+ *
+ * Shared memory: shm_attach receives a memfd with SCM_RIGHTS. It must carry F_SEAL_SHRINK, so
+ * the client cannot shrink it under the daemon's mapping (which would make reads fault), and be
+ * at least the announced size. The daemon maps it read-only; dispatch inputs then read it in
+ * place. Regions belong to their connection.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "vyred.h"
+
+uint64_t vy_random_u64(void)
+{
+	uint64_t v = 0;
+	while (v == 0) {
+		if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v)) {
+			fprintf(stderr, "vyred: getrandom failed: %s\n", strerror(errno));
+			abort();
+		}
+	}
+	return v;
+}
+
+void vy_resident_init(struct vy_server *s)
+{
+	memset(&s->res, 0, sizeof(s->res));
+	vy_list_init(&s->res.named);
+}
+
+static size_t bucket(const struct vy_resident_table *t, uint64_t handle)
+{
+	return (size_t)(handle & (t->n_buckets - 1));
+}
+
+static struct vy_resident *lookup(struct vy_resident_table *t, uint64_t handle)
+{
+	if (!t->n_buckets) {
+		return NULL;
+	}
+	for (struct vy_resident *r = t->buckets[bucket(t, handle)]; r; r = r->chain) {
+		if (r->handle == handle) {
+			return r;
+		}
+	}
+	return NULL;
+}
+
+static struct vy_uid_usage *usage_of(struct vy_resident_table *t, uid_t uid, bool create)
+{
+	for (size_t i = 0; i < t->n_usage; i++) {
+		if (t->usage[i].uid == uid) {
+			return &t->usage[i];
+		}
+	}
+	if (!create) {
+		return NULL;
+	}
+	if (t->n_usage == t->cap_usage) {
+		t->cap_usage = t->cap_usage ? t->cap_usage * 2 : 8;
+		t->usage = realloc(t->usage, t->cap_usage * sizeof(*t->usage));
+		if (!t->usage) {
+			fprintf(stderr, "vyred: out of memory in the quota table\n");
+			abort();
+		}
+	}
+	t->usage[t->n_usage] = (struct vy_uid_usage){uid, 0};
+	return &t->usage[t->n_usage++];
+}
+
+uint64_t vy_resident_usage(struct vy_server *s, uid_t uid)
+{
+	struct vy_uid_usage *u = usage_of(&s->res, uid, false);
+	return u ? u->bytes : 0;
+}
+
+int vy_resident_reserve(struct vy_server *s, uid_t uid, uint64_t bytes, struct vy_err *err)
+{
+	struct vy_uid_usage *u = usage_of(&s->res, uid, true);
+	uint64_t quota = s->cfg.resident_quota;
+	if (bytes > quota || u->bytes > quota - bytes) {
+		return vy_err_set(err, VY_E_QUOTA_EXCEEDED, "size",
+			"free resident buffers you no longer need, or ask the operator to raise "
+			"resident_quota",
+			"user %u holds %" PRIu64 " resident bytes; %" PRIu64
+			" more would pass the quota of %" PRIu64, (unsigned)uid, u->bytes, bytes, quota);
+	}
+	u->bytes += bytes;
+	return 0;
+}
+
+void vy_resident_unreserve(struct vy_server *s, uid_t uid, uint64_t bytes)
+{
+	struct vy_uid_usage *u = usage_of(&s->res, uid, false);
+	if (u) {
+		u->bytes -= bytes < u->bytes ? bytes : u->bytes;
+	}
+}
+
+static int not_found(struct vy_err *err, uint64_t handle)
+{
+	return vy_err_set(err, VY_E_NOT_FOUND, "handle",
+		"use a handle that alloc returned on this connection (or a named buffer of your user)",
+		"no resident buffer %" PRIu64, handle);
+}
+
+struct vy_resident *vy_resident_get(struct vy_server *s, struct vy_conn *c, uint64_t handle,
+	struct vy_err *err)
+{
+	struct vy_resident *r = lookup(&s->res, handle);
+	if (!r || r->uid != c->uid || (!r->named && r->conn != c)) {
+		not_found(err, handle);
+		return NULL;
+	}
+	if (r->lost) {
+		vy_err_set(err, VY_E_NOT_FOUND, "handle",
+			"allocate and upload the buffer again: its device was lost and recovered",
+			"resident buffer %" PRIu64 " was lost with device %u", handle, r->dev->index);
+		return NULL;
+	}
+	r->last_use_ns = vy_now_ns();
+	return r;
+}
+
+struct vy_resident *vy_resident_find_named(struct vy_server *s, uid_t uid, const char *name)
+{
+	for (struct vy_link *l = s->res.named.next; l != &s->res.named; l = l->next) {
+		struct vy_resident *r = vy_container_of(l, struct vy_resident, owner);
+		if (r->uid == uid && strcmp(r->name, name) == 0 && !r->lost) {
+			return r;
+		}
+	}
+	return NULL;
+}
+
+static void table_insert(struct vy_resident_table *t, struct vy_resident *r)
+{
+	if (t->count + 1 > t->n_buckets) {
+		size_t n = t->n_buckets ? t->n_buckets * 2 : 256;
+		struct vy_resident **b = calloc(n, sizeof(*b));
+		if (!b) {
+			fprintf(stderr, "vyred: out of memory growing the resident table\n");
+			abort();
+		}
+		for (size_t i = 0; i < t->n_buckets; i++) {
+			while (t->buckets[i]) {
+				struct vy_resident *q = t->buckets[i];
+				t->buckets[i] = q->chain;
+				q->chain = b[q->handle & (n - 1)];
+				b[q->handle & (n - 1)] = q;
+			}
+		}
+		free(t->buckets);
+		t->buckets = b;
+		t->n_buckets = n;
+	}
+	struct vy_resident **slot = &t->buckets[bucket(t, r->handle)];
+	r->chain = *slot;
+	*slot = r;
+	t->count++;
+	t->bytes += r->size;
+}
+
+struct vy_resident *vy_resident_add(struct vy_server *s, struct vy_conn *c, struct vy_device *d,
+	const struct vy_resource *res, uint64_t size, const char *name)
+{
+	struct vy_resident *r = calloc(1, sizeof(*r));
+	if (!r) {
+		fprintf(stderr, "vyred: out of memory for a resident buffer\n");
+		abort();
+	}
+	/* Handles are never reused: a fresh random value is drawn until it is unused, and freed
+	 * handles are 64-bit values nobody will draw again in practice. */
+	do {
+		r->handle = vy_random_u64();
+	} while (lookup(&s->res, r->handle));
+	r->dev = d;
+	r->res = *res;
+	r->size = size;
+	r->uid = c->uid;
+	r->pid = c->pid;
+	r->conn_id = c->id;
+	r->conn = c;
+	r->refs = 1;
+	r->in_table = true;
+	r->created_ns = r->last_use_ns = vy_now_ns();
+	pthread_mutex_lock(&d->lock);
+	r->generation = d->generation;
+	pthread_mutex_unlock(&d->lock);
+	if (name) {
+		r->named = true;
+		snprintf(r->name, sizeof(r->name), "%s", name);
+		vy_list_insert_tail(&s->res.named, &r->owner);
+	} else {
+		vy_list_insert_tail(&c->residents, &r->owner);
+	}
+	table_insert(&s->res, r);
+	s->res.allocs++;
+	return r;
+}
+
+void vy_resident_ref(struct vy_resident *r)
+{
+	r->refs++;
+}
+
+void vy_resident_unref(struct vy_server *s, struct vy_resident *r)
+{
+	if (--r->refs > 0) {
+		return;
+	}
+	if (!r->lost) {
+		struct vy_err err = {0};
+		if (vy_backend_resident_free(r->dev->backend, r->res, &err) != 0) {
+			vy_log_err(VY_LOG_WARNING, &err, "freeing resident buffer %" PRIu64, r->handle);
+		}
+	}
+	free(r);
+}
+
+void vy_resident_remove(struct vy_server *s, struct vy_resident *r)
+{
+	if (!r->in_table) {
+		return;
+	}
+	struct vy_resident_table *t = &s->res;
+	struct vy_resident **slot = &t->buckets[bucket(t, r->handle)];
+	while (*slot != r) {
+		slot = &(*slot)->chain;
+	}
+	*slot = r->chain;
+	r->chain = NULL;
+	r->in_table = false;
+	t->count--;
+	t->bytes -= r->size;
+	t->frees++;
+	vy_list_remove(&r->owner);
+	vy_resident_unreserve(s, r->uid, r->size);
+	vy_resident_unref(s, r);
+}
+
+void vy_resident_conn_closed(struct vy_server *s, struct vy_conn *c)
+{
+	while (!vy_list_empty(&c->residents)) {
+		vy_resident_remove(s, vy_container_of(c->residents.next, struct vy_resident, owner));
+	}
+	for (struct vy_link *l = s->res.named.next; l != &s->res.named; l = l->next) {
+		struct vy_resident *r = vy_container_of(l, struct vy_resident, owner);
+		if (r->conn == c) {
+			r->conn = NULL;
+		}
+	}
+}
+
+void vy_resident_device_lost(struct vy_server *s, struct vy_device *d)
+{
+	struct vy_resident_table *t = &s->res;
+	size_t n = 0;
+	for (size_t i = 0; i < t->n_buckets; i++) {
+		for (struct vy_resident *r = t->buckets[i]; r; r = r->chain) {
+			if (r->dev == d && !r->lost) {
+				r->lost = true;
+				n++;
+			}
+		}
+	}
+	t->lost += n;
+	vy_log(VY_LOG_WARNING, "device %u: %zu resident buffers were lost with the device", d->index,
+		n);
+}
+
+void vy_resident_finish(struct vy_server *s)
+{
+	struct vy_resident_table *t = &s->res;
+	for (size_t i = 0; i < t->n_buckets; i++) {
+		while (t->buckets[i]) {
+			vy_resident_remove(s, t->buckets[i]);
+		}
+	}
+	free(t->buckets);
+	free(t->usage);
+	memset(t, 0, sizeof(*t));
+	vy_list_init(&t->named);
+}
+
+void vy_resident_pack_stats(struct vy_server *s, msgpack_packer *pk)
+{
+	struct vy_resident_table *t = &s->res;
+	size_t named = 0;
+	for (struct vy_link *l = t->named.next; l != &t->named; l = l->next) {
+		named++;
+	}
+	uint64_t regions = 0;
+	uint64_t region_bytes = 0;
+	for (struct vy_link *l = s->conns.next; l != &s->conns; l = l->next) {
+		struct vy_conn *c = vy_container_of(l, struct vy_conn, link);
+		for (struct vy_link *m = c->shms.next; m != &c->shms; m = m->next) {
+			regions++;
+			region_bytes += vy_container_of(m, struct vy_shm, link)->size;
+		}
+	}
+	vy_pack_cstr(pk, "resident");
+	msgpack_pack_map(pk, 8);
+	vy_pack_cstr(pk, "buffers");
+	msgpack_pack_uint64(pk, t->count);
+	vy_pack_cstr(pk, "bytes");
+	msgpack_pack_uint64(pk, t->bytes);
+	vy_pack_cstr(pk, "named");
+	msgpack_pack_uint64(pk, named);
+	vy_pack_cstr(pk, "allocs");
+	msgpack_pack_uint64(pk, t->allocs);
+	vy_pack_cstr(pk, "frees");
+	msgpack_pack_uint64(pk, t->frees);
+	vy_pack_cstr(pk, "lost");
+	msgpack_pack_uint64(pk, t->lost);
+	vy_pack_cstr(pk, "shm_regions");
+	msgpack_pack_uint64(pk, regions);
+	vy_pack_cstr(pk, "shm_bytes");
+	msgpack_pack_uint64(pk, region_bytes);
+}
+
+void vy_resident_pack_table(struct vy_server *s, struct vy_conn *viewer, msgpack_packer *pk)
+{
+	struct vy_resident_table *t = &s->res;
+	bool admin = vy_server_is_admin(s, viewer);
+	size_t n = 0;
+	for (size_t i = 0; i < t->n_buckets; i++) {
+		for (struct vy_resident *r = t->buckets[i]; r; r = r->chain) {
+			n += admin || r->uid == viewer->uid;
+		}
+	}
+	uint64_t now = vy_now_ns();
+	vy_pack_cstr(pk, "buffers");
+	msgpack_pack_array(pk, n);
+	for (size_t i = 0; i < t->n_buckets; i++) {
+		for (struct vy_resident *r = t->buckets[i]; r; r = r->chain) {
+			if (!admin && r->uid != viewer->uid) {
+				continue;
+			}
+			msgpack_pack_map(pk, 10);
+			vy_pack_cstr(pk, "handle");
+			msgpack_pack_uint64(pk, r->handle);
+			vy_pack_cstr(pk, "size");
+			msgpack_pack_uint64(pk, r->size);
+			vy_pack_cstr(pk, "name");
+			vy_pack_cstr(pk, r->name);
+			vy_pack_cstr(pk, "uid");
+			msgpack_pack_uint32(pk, (uint32_t)r->uid);
+			vy_pack_cstr(pk, "pid");
+			msgpack_pack_int32(pk, r->pid);
+			vy_pack_cstr(pk, "client");
+			msgpack_pack_uint64(pk, r->conn_id);
+			vy_pack_cstr(pk, "device");
+			msgpack_pack_uint32(pk, r->dev->index);
+			vy_pack_cstr(pk, "age_ms");
+			msgpack_pack_uint64(pk, (now - r->created_ns) / 1000000);
+			vy_pack_cstr(pk, "idle_ms");
+			msgpack_pack_uint64(pk, (now - r->last_use_ns) / 1000000);
+			vy_pack_cstr(pk, "lost");
+			if (r->lost) {
+				msgpack_pack_true(pk);
+			} else {
+				msgpack_pack_false(pk);
+			}
+		}
+	}
+}
+
+/* --- shared memory regions ------------------------------------------------------------- */
+
+int vy_shm_attach(struct vy_conn *c, int fd, uint64_t size, uint64_t *id, struct vy_err *err)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+	struct stat st;
+	int rc = 0;
+	if (seals < 0) {
+		rc = vy_err_set(err, VY_E_BAD_REQUEST, "size",
+			"create the region with memfd_create(name, MFD_ALLOW_SEALING)",
+			"the descriptor passed is not a sealable memfd (%s)", strerror(errno));
+	} else if (!(seals & F_SEAL_SHRINK)) {
+		rc = vy_err_set(err, VY_E_BAD_REQUEST, "size",
+			"seal the memfd with fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) before sending it",
+			"the memfd is not sealed against shrinking");
+	} else if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < size) {
+		rc = vy_err_set(err, VY_E_BAD_REQUEST, "size",
+			"ftruncate the memfd to at least the size you announce before sealing it",
+			"the memfd holds %jd bytes, fewer than the %" PRIu64 " announced",
+			(intmax_t)st.st_size, size);
+	} else if (size > SIZE_MAX) {
+		rc = vy_err_set(err, VY_E_BAD_REQUEST, "size", "announce a smaller region",
+			"a region of %" PRIu64 " bytes cannot be mapped", size);
+	}
+	void *map = MAP_FAILED;
+	if (rc == 0) {
+		map = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+		if (map == MAP_FAILED) {
+			rc = vy_err_set(err, VY_E_OUT_OF_MEMORY, "size", "attach a smaller region",
+				"mapping %" PRIu64 " bytes failed: %s", size, strerror(errno));
+		}
+	}
+	close(fd);
+	if (rc) {
+		return rc;
+	}
+	struct vy_shm *m = calloc(1, sizeof(*m));
+	if (!m) {
+		fprintf(stderr, "vyred: out of memory for a shared memory region\n");
+		abort();
+	}
+	m->id = vy_random_u64();
+	m->conn = c;
+	m->map = map;
+	m->size = (size_t)size;
+	m->refs = 1;
+	m->attached = true;
+	m->created_ns = vy_now_ns();
+	vy_list_insert_tail(&c->shms, &m->link);
+	c->n_shms++;
+	*id = m->id;
+	return 0;
+}
+
+struct vy_shm *vy_shm_get(struct vy_conn *c, uint64_t id)
+{
+	for (struct vy_link *l = c->shms.next; l != &c->shms; l = l->next) {
+		struct vy_shm *m = vy_container_of(l, struct vy_shm, link);
+		if (m->id == id) {
+			return m;
+		}
+	}
+	return NULL;
+}
+
+void vy_shm_ref(struct vy_shm *m)
+{
+	m->refs++;
+}
+
+void vy_shm_unref(struct vy_shm *m)
+{
+	if (--m->refs == 0) {
+		munmap((void *)m->map, m->size);
+		free(m);
+	}
+}
+
+void vy_shm_detach(struct vy_shm *m)
+{
+	if (!m->attached) {
+		return;
+	}
+	m->attached = false;
+	vy_list_remove(&m->link);
+	m->conn->n_shms--;
+	vy_shm_unref(m);
+}
+
+void vy_shm_conn_closed(struct vy_conn *c)
+{
+	while (!vy_list_empty(&c->shms)) {
+		vy_shm_detach(vy_container_of(c->shms.next, struct vy_shm, link));
+	}
+}

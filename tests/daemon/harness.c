@@ -1,0 +1,273 @@
+/*
+ * Starting and stopping vyred for the tests. The daemon inherits the test's sanitizer options, so
+ * a leak or an error inside it makes its exit status non-zero, which vyd_stop reports.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *vyd_bin(void)
+{
+	const char *b = getenv("VYRED_BIN");
+	return b ? b : "vyred";
+}
+
+const char *vyd_backend(void)
+{
+	const char *b = getenv("VYRED_TEST_BACKEND");
+	return b && *b && strcmp(b, "default") != 0 ? b : NULL;
+}
+
+const char *vyd_shared_socket(void)
+{
+	return getenv("VYRED_TEST_SOCKET");
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void drain_notes(struct vyd *d)
+{
+	for (;;) {
+		char buf[1024];
+		ssize_t n = recv(d->notify_fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+		if (n <= 0) {
+			return;
+		}
+		buf[n] = '\0';
+		size_t room = sizeof(d->notes) - d->notes_len - 2;
+		size_t k = (size_t)n < room ? (size_t)n : room;
+		memcpy(d->notes + d->notes_len, buf, k);
+		d->notes_len += k;
+		d->notes[d->notes_len++] = '\n';
+		d->notes[d->notes_len] = '\0';
+	}
+}
+
+bool vyd_note(struct vyd *d, const char *note, int timeout_ms)
+{
+	long end = now_ms() + timeout_ms;
+	for (;;) {
+		drain_notes(d);
+		/* Notes are separated by newlines; match whole lines. */
+		for (const char *p = d->notes; (p = strstr(p, note)) != NULL; p++) {
+			bool start = p == d->notes || p[-1] == '\n';
+			char after = p[strlen(note)];
+			if (start && (after == '\n' || after == '\0')) {
+				return true;
+			}
+		}
+		long left = end - now_ms();
+		if (left <= 0) {
+			return false;
+		}
+		struct pollfd p = {d->notify_fd, POLLIN, 0};
+		poll(&p, 1, (int)(left < 100 ? left : 100));
+	}
+}
+
+int vyd_start(struct vyd *d, const struct vyd_opts *o)
+{
+	static const struct vyd_opts none;
+	o = o ? o : &none;
+	memset(d, 0, sizeof(*d));
+	d->notify_fd = -1;
+	snprintf(d->dir, sizeof(d->dir), "/tmp/vyred-test-XXXXXX");
+	if (!mkdtemp(d->dir)) {
+		return -1;
+	}
+	snprintf(d->sock, sizeof(d->sock), "%s/vyred.sock", d->dir);
+	snprintf(d->conf, sizeof(d->conf), "%s/vyred.conf", d->dir);
+	snprintf(d->log, sizeof(d->log), "%s/vyred.log", d->dir);
+	snprintf(d->notify, sizeof(d->notify), "%s/notify", d->dir);
+	if (o->cache) {
+		snprintf(d->cache, sizeof(d->cache), "%s", o->cache);
+	} else {
+		snprintf(d->cache, sizeof(d->cache), "%s/cache", d->dir);
+		d->own_cache = true;
+	}
+	FILE *f = fopen(d->conf, "w");
+	if (!f) {
+		return -1;
+	}
+	fputs(o->config ? o->config : "", f);
+	fclose(f);
+	d->notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", d->notify);
+	if (bind(d->notify_fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+		return -1;
+	}
+	const char *argv[48];
+	int n = 0;
+	if (o->activation) {
+		argv[n++] = "systemd-socket-activate";
+		argv[n++] = "-q";
+		argv[n++] = "-l";
+		argv[n++] = d->sock;
+		argv[n++] = "-E";
+		argv[n++] = "NOTIFY_SOCKET";
+		argv[n++] = "-E";
+		argv[n++] = "ASAN_OPTIONS";
+		argv[n++] = "-E";
+		argv[n++] = "UBSAN_OPTIONS";
+		argv[n++] = "-E";
+		argv[n++] = "LSAN_OPTIONS";
+	}
+	argv[n++] = vyd_bin();
+	argv[n++] = "--config";
+	argv[n++] = d->conf;
+	if (!o->activation) {
+		argv[n++] = "--socket";
+		argv[n++] = d->sock;
+	}
+	argv[n++] = "--cache-dir";
+	argv[n++] = d->cache;
+	argv[n++] = "--log-level";
+	argv[n++] = "debug";
+	if (vyd_backend()) {
+		argv[n++] = "--backend";
+		argv[n++] = vyd_backend();
+	}
+	for (size_t i = 0; o->args && o->args[i] && n < 46; i++) {
+		argv[n++] = o->args[i];
+	}
+	argv[n] = NULL;
+	d->pid = fork();
+	if (d->pid < 0) {
+		return -1;
+	}
+	if (d->pid == 0) {
+		int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		dup2(fd, STDERR_FILENO);
+		dup2(fd, STDOUT_FILENO);
+		setenv("NOTIFY_SOCKET", d->notify, 1);
+		if (o->watchdog) {
+			setenv("WATCHDOG_USEC", "400000", 1);
+			char pid[32];
+			snprintf(pid, sizeof(pid), "%d", (int)getpid());
+			setenv("WATCHDOG_PID", pid, 1);
+		}
+		unsetenv("LISTEN_FDS");
+		unsetenv("LISTEN_PID");
+		execvp(argv[0], (char *const *)argv);
+		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	if (o->no_wait || o->activation) {
+		return 0;
+	}
+	if (!vyd_note(d, "READY=1", 120000)) {
+		fprintf(stderr, "vyred did not become ready\n");
+		vyd_dump_log(d);
+		return -1;
+	}
+	return 0;
+}
+
+int vyd_wait(struct vyd *d, int timeout_ms)
+{
+	long end = now_ms() + timeout_ms;
+	int status = 0;
+	for (;;) {
+		pid_t r = waitpid(d->pid, &status, WNOHANG);
+		if (r == d->pid) {
+			break;
+		}
+		if (now_ms() > end) {
+			kill(d->pid, SIGKILL);
+			waitpid(d->pid, &status, 0);
+			d->pid = 0;
+			return -1;
+		}
+		usleep(10000);
+	}
+	d->pid = 0;
+	drain_notes(d);
+	if (WIFEXITED(status)) {
+		return WEXITSTATUS(status);
+	}
+	return 128 + WTERMSIG(status);
+}
+
+int vyd_stop(struct vyd *d)
+{
+	if (d->pid <= 0) {
+		return -1;
+	}
+	kill(d->pid, SIGTERM);
+	return vyd_wait(d, 120000);
+}
+
+void vyd_dump_log(const struct vyd *d)
+{
+	FILE *f = fopen(d->log, "r");
+	if (!f) {
+		return;
+	}
+	char line[1024];
+	fprintf(stderr, "---- vyred log (%s) ----\n", d->log);
+	while (fgets(line, sizeof(line), f)) {
+		fputs(line, stderr);
+	}
+	fprintf(stderr, "---- end of log ----\n");
+	fclose(f);
+}
+
+bool vyd_log_has(const struct vyd *d, const char *text)
+{
+	FILE *f = fopen(d->log, "r");
+	if (!f) {
+		return false;
+	}
+	char line[2048];
+	bool found = false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		found = strstr(line, text) != NULL;
+	}
+	fclose(f);
+	return found;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	remove(path);
+	return 0;
+}
+
+static void remove_tree(const char *path)
+{
+	nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void vyd_cleanup(struct vyd *d)
+{
+	if (d->pid > 0) {
+		kill(d->pid, SIGKILL);
+		waitpid(d->pid, NULL, 0);
+		d->pid = 0;
+	}
+	if (d->notify_fd >= 0) {
+		close(d->notify_fd);
+		d->notify_fd = -1;
+	}
+	/* A reused cache lives in another daemon's folder and goes with that one. */
+	remove_tree(d->dir);
+}

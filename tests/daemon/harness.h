@@ -1,0 +1,63 @@
+/*
+ * Running a real vyred for the end-to-end tests: a temporary folder holds its socket, disk cache,
+ * configuration, log and a datagram socket that plays systemd's NOTIFY_SOCKET and records every
+ * notification (READY=1, WATCHDOG=1, STOPPING=1, STATUS=...).
+ *
+ * The binary comes from VYRED_BIN; VYRED_TEST_BACKEND picks the backend ("reference", or unset
+ * for the daemon's default: Vulkan where a device opens, else reference), so one suite runs on
+ * each backend.
+ *
+ * Thread-safety: a struct vyd belongs to one thread.
+ */
+#ifndef VY_TESTS_DAEMON_HARNESS_H
+#define VY_TESTS_DAEMON_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct vyd {
+	pid_t pid;
+	char dir[256];
+	char sock[320];
+	char cache[320];
+	char conf[320];
+	char log[320];
+	char notify[320];
+	int notify_fd;
+	char notes[16384];
+	size_t notes_len;
+	bool own_cache;
+};
+
+struct vyd_opts {
+	const char *config;  /* INI text written to the config file (may be NULL) */
+	const char *cache;   /* an existing cache folder to reuse; NULL: a fresh one */
+	bool watchdog;       /* set WATCHDOG_USEC so the daemon pings */
+	bool activation;     /* run under systemd-socket-activate */
+	const char *const *args; /* extra arguments, NULL-terminated */
+	bool no_wait;        /* do not wait for READY=1 */
+};
+
+/* Start a daemon; returns 0 once it has sent READY=1, or -1 (its log is printed). */
+int vyd_start(struct vyd *d, const struct vyd_opts *o);
+/* SIGTERM and wait; returns the exit status (or 128 + signal, or -1 on a timeout). */
+int vyd_stop(struct vyd *d);
+/* Wait for the daemon to exit by itself; as vyd_stop. */
+int vyd_wait(struct vyd *d, int timeout_ms);
+/* Whether notification `note` ("READY=1") has arrived, waiting up to timeout_ms. */
+bool vyd_note(struct vyd *d, const char *note, int timeout_ms);
+/* Remove the temporary folder (keeping a reused cache). */
+void vyd_cleanup(struct vyd *d);
+/* Print the daemon's log to stderr (for failures). */
+void vyd_dump_log(const struct vyd *d);
+/* Whether the log contains `text`. */
+bool vyd_log_has(const struct vyd *d, const char *text);
+
+const char *vyd_bin(void);
+/* "reference" or NULL (default). */
+const char *vyd_backend(void);
+/* The shared daemon's socket (started by main for the whole suite). */
+const char *vyd_shared_socket(void);
+
+#endif

@@ -1,0 +1,281 @@
+/*
+ * Limits and whole-daemon behaviour that needs a daemon of its own: BUSY beyond max_inflight,
+ * the stall timeout, max_clients, the shm region limit, cache_clear, several devices with
+ * config.device and least-loaded routing, and the drain on SIGTERM (SHUTTING_DOWN).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "util.h"
+
+TestSuite(limits, .timeout = 180);
+
+static void pack_slow(struct tc *c, struct tc_msg *m, const struct vy_program *p, uint32_t n,
+	int device)
+{
+	tc_begin(c, m, VY_OP_DISPATCH, 3);
+	t_pack_program(&m->pk, p);
+	vy_pack_cstr(&m->pk, "inputs");
+	msgpack_pack_array(&m->pk, 0);
+	vy_pack_cstr(&m->pk, "config");
+	msgpack_pack_map(&m->pk, device >= 0 ? 2 : 1);
+	vy_pack_cstr(&m->pk, "spec");
+	msgpack_pack_map(&m->pk, 1);
+	vy_pack_cstr(&m->pk, "n");
+	msgpack_pack_uint32(&m->pk, n);
+	if (device >= 0) {
+		vy_pack_cstr(&m->pk, "device");
+		msgpack_pack_uint32(&m->pk, (uint32_t)device);
+	}
+}
+
+Test(limits, busy_beyond_max_inflight)
+{
+	struct vyd d;
+	t_start(&d, "[limits]\nmax_inflight = 2\n");
+	struct tc c;
+	tc_open(&c, d.sock, "busy");
+	uint32_t n = t_slow_iterations(&c);
+	struct vy_program *p = t_slow_program("busy-slow");
+	/* Six requests in one write: the daemon decodes them in one go, before any can finish. */
+	msgpack_sbuffer all;
+	msgpack_sbuffer_init(&all);
+	for (int i = 0; i < 6; i++) {
+		struct tc_msg m;
+		pack_slow(&c, &m, p, n, -1);
+		vy_frame_end(&m.sb, 0);
+		msgpack_sbuffer_write(&all, m.sb.data, m.sb.size);
+		msgpack_sbuffer_destroy(&m.sb);
+	}
+	cr_assert_eq(tc_send_raw(&c, all.data, all.size), 0);
+	msgpack_sbuffer_destroy(&all);
+	int ok = 0;
+	int busy = 0;
+	for (int i = 0; i < 6; i++) {
+		struct tc_reply r;
+		cr_assert_eq(tc_recv(&c, &r, 120000), 0);
+		ok += r.r.ok;
+		if (tc_code(&r) == VY_E_BUSY) {
+			busy++;
+			cr_expect(strstr(r.r.error.fix, "max_inflight"), "fix: %s", r.r.error.fix);
+		}
+		tc_reply_free(&r);
+	}
+	cr_expect_eq(ok, 2, "%d answered", ok);
+	cr_expect_eq(busy, 4, "%d BUSY", busy);
+	struct tc_reply r;
+	cr_expect_eq(t_simple(&c, VY_OP_PING, &r), 0, "below the limit again");
+	tc_reply_free(&r);
+	tc_close(&c);
+	vy_program_destroy(p);
+	t_stop(&d);
+}
+
+Test(limits, a_client_stalled_inside_a_frame_is_closed)
+{
+	struct vyd d;
+	t_start(&d, "[limits]\nstall_timeout_ms = 300\n");
+	struct tc c;
+	tc_open(&c, d.sock, "staller");
+	static const uint8_t half[] = {0, 0, 0, 100, 0x82, 0xa2, 'i', 'd'};
+	cr_assert_eq(tc_send_raw(&c, half, sizeof(half)), 0);
+	cr_expect(tc_wait_eof(&c, 20000), "the daemon closes the stalled connection");
+	tc_close(&c);
+	struct tc o;
+	tc_open(&o, d.sock, "observer");
+	struct tc_reply r;
+	cr_assert_eq(t_simple(&o, VY_OP_STATS, &r), 0);
+	uint64_t stalled = 0;
+	cr_expect(tc_u64(&r, "daemon.connections_stalled", &stalled) && stalled == 1);
+	tc_reply_free(&r);
+	tc_close(&o);
+	t_stop(&d);
+}
+
+Test(limits, connections_beyond_max_clients_are_refused)
+{
+	struct vyd d;
+	t_start(&d, "[limits]\nmax_clients = 2\n");
+	struct tc a;
+	struct tc b;
+	struct tc extra;
+	tc_open(&a, d.sock, "a");
+	tc_open(&b, d.sock, "b");
+	cr_assert_eq(tc_connect(&extra, d.sock), 0);
+	cr_expect(tc_wait_eof(&extra, 20000), "the third connection is closed at once");
+	tc_close(&extra);
+	struct tc_reply r;
+	cr_expect_eq(t_simple(&a, VY_OP_PING, &r), 0);
+	tc_reply_free(&r);
+	tc_close(&a);
+	tc_close(&b);
+	t_stop(&d);
+}
+
+Test(limits, shm_regions_per_connection_are_bounded)
+{
+	struct vyd d;
+	t_start(&d, "[limits]\nmax_shm_regions = 1\n");
+	struct tc c;
+	tc_open(&c, d.sock, "regions");
+	int codes[2];
+	for (int i = 0; i < 2; i++) {
+		int fd = memfd_create("vyred-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		cr_assert_eq(ftruncate(fd, 4096), 0);
+		cr_assert_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+		struct tc_msg m;
+		tc_begin(&c, &m, VY_OP_SHM_ATTACH, 1);
+		vy_pack_cstr(&m.pk, "size");
+		msgpack_pack_uint64(&m.pk, 4096);
+		cr_assert_eq(tc_send(&c, &m, fd), 0);
+		close(fd);
+		struct tc_reply r;
+		cr_assert_eq(tc_recv(&c, &r, 30000), 0);
+		codes[i] = tc_code(&r);
+		tc_reply_free(&r);
+	}
+	cr_expect_eq(codes[0], 0);
+	cr_expect_eq(codes[1], VY_E_QUOTA_EXCEEDED);
+	tc_close(&c);
+	t_stop(&d);
+}
+
+static int compile_name(struct tc *c, const char *name, char *cache, size_t size, int device,
+	uint64_t *on_device)
+{
+	struct vy_program *p = tc_program_renamed("vector_add", name);
+	struct tc_msg m;
+	tc_begin(c, &m, VY_OP_COMPILE, device >= 0 ? 2 : 1);
+	t_pack_program(&m.pk, p);
+	if (device >= 0) {
+		vy_pack_cstr(&m.pk, "config");
+		msgpack_pack_map(&m.pk, 1);
+		vy_pack_cstr(&m.pk, "device");
+		msgpack_pack_uint32(&m.pk, (uint32_t)device);
+	}
+	struct tc_reply r;
+	cr_assert_eq(tc_call(c, &m, &r), 0);
+	int code = tc_code(&r);
+	if (code == 0) {
+		tc_str(&r, "cache", cache, size);
+		tc_u64(&r, "device", on_device);
+	}
+	tc_reply_free(&r);
+	vy_program_destroy(p);
+	return code;
+}
+
+Test(limits, cache_clear_empties_the_caches)
+{
+	struct vyd d;
+	t_start(&d, "");
+	struct tc c;
+	tc_open(&c, d.sock, "clear");
+	char cache[16];
+	uint64_t dev;
+	cr_assert_eq(compile_name(&c, "cleared", cache, sizeof(cache), -1, &dev), 0);
+	cr_expect_str_eq(cache, "miss");
+	cr_assert_eq(compile_name(&c, "cleared", cache, sizeof(cache), -1, &dev), 0);
+	cr_expect_str_eq(cache, "hit");
+	struct tc_reply r;
+	cr_assert_eq(t_simple(&c, VY_OP_CACHE_CLEAR, &r), 0, "%s", r.r.error.message);
+	uint64_t pipes = 0;
+	uint64_t progs = 0;
+	cr_expect(tc_u64(&r, "pipelines", &pipes) && pipes == 1);
+	cr_expect(tc_u64(&r, "programs", &progs) && progs == 1);
+	tc_reply_free(&r);
+	cr_assert_eq(compile_name(&c, "cleared", cache, sizeof(cache), -1, &dev), 0);
+	cr_expect_str_neq(cache, "hit");
+	tc_close(&c);
+	t_stop(&d);
+}
+
+Test(limits, requests_route_to_the_named_or_least_loaded_device)
+{
+	struct vyd d;
+	t_start(&d, "[devices]\ndevices = 0,0\n");
+	struct tc c;
+	tc_open(&c, d.sock, "router");
+	struct tc_reply r;
+	cr_assert_eq(t_simple(&c, VY_OP_STATS, &r), 0);
+	cr_assert_eq(tc_array_len(&r, "devices"), 2);
+	tc_reply_free(&r);
+	char cache[16];
+	uint64_t dev = 9;
+	cr_assert_eq(compile_name(&c, "routed", cache, sizeof(cache), 1, &dev), 0);
+	cr_expect_eq(dev, 1, "config.device picks the device");
+	cr_expect_eq(compile_name(&c, "routed", cache, sizeof(cache), 5, &dev), VY_E_BAD_REQUEST);
+
+	/* Keep device 0 busy; an unpinned request then goes to device 1. */
+	uint32_t n = t_slow_iterations(&c);
+	struct vy_program *slow = t_slow_program("route-slow");
+	struct tc busy;
+	tc_open(&busy, d.sock, "busy");
+	for (int i = 0; i < 3; i++) {
+		struct tc_msg m;
+		pack_slow(&busy, &m, slow, n, 0);
+		cr_assert_eq(tc_send(&busy, &m, -1), 0);
+	}
+	usleep(50000);
+	cr_assert_eq(compile_name(&c, "routed-least", cache, sizeof(cache), -1, &dev), 0);
+	cr_expect_eq(dev, 1, "the least-loaded device is chosen");
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(tc_recv(&busy, &r, 120000), 0);
+		cr_expect(r.r.ok, "%s", r.r.error.message);
+		tc_reply_free(&r);
+	}
+	tc_close(&busy);
+	tc_close(&c);
+	vy_program_destroy(slow);
+	t_stop(&d);
+}
+
+Test(limits, sigterm_drains_requests_in_flight)
+{
+	struct vyd d;
+	t_start(&d, "");
+	struct tc c;
+	tc_open(&c, d.sock, "drained");
+	uint32_t n = t_slow_iterations(&c);
+	struct vy_program *slow = t_slow_program("drain-slow");
+	struct tc_msg m;
+	pack_slow(&c, &m, slow, n, -1);
+	uint64_t slow_id = m.id;
+	cr_assert_eq(tc_send(&c, &m, -1), 0);
+	usleep(20000);
+	kill(d.pid, SIGTERM);
+	cr_assert(vyd_note(&d, "STOPPING=1", 30000));
+	tc_begin(&c, &m, VY_OP_PING, 0);
+	uint64_t ping_id = m.id;
+	cr_assert_eq(tc_send(&c, &m, -1), 0);
+	bool slow_ok = false;
+	bool ping_refused = false;
+	for (int i = 0; i < 2; i++) {
+		struct tc_reply r;
+		cr_assert_eq(tc_recv(&c, &r, 120000), 0);
+		if (r.r.id == slow_id) {
+			slow_ok = r.r.ok;
+		} else if (r.r.id == ping_id) {
+			ping_refused = tc_code(&r) == VY_E_SHUTTING_DOWN;
+		}
+		tc_reply_free(&r);
+	}
+	cr_expect(slow_ok, "the dispatch in flight finishes");
+	cr_expect(ping_refused, "a new request gets SHUTTING_DOWN");
+	struct tc late;
+	cr_expect_neq(tc_connect(&late, d.sock), 0, "no new connections while draining");
+	tc_close(&c);
+	vy_program_destroy(slow);
+	int status = vyd_wait(&d, 120000);
+	if (status) {
+		vyd_dump_log(&d);
+	}
+	cr_expect_eq(status, 0);
+	vyd_cleanup(&d);
+}

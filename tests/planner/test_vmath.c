@@ -1,0 +1,655 @@
+/*
+ * The math-library lowering (planner/vmath.h): what the rewrite does to programs (no lowered
+ * operation left, still valid, effects evaluated once and in order, fresh names, nothing moved
+ * out of a loop or a branch, the node limit) and the special values of every function, run
+ * through the reference backend. Accuracy over whole domains is the ULP report's job (tests/ulp).
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend.h"
+#include "node_path.h"
+#include "reference.h"
+#include "validate.h"
+#include "vmath.h"
+
+#define LOWERED_COUNT 15
+static const enum vy_unop lowered_ops[LOWERED_COUNT] = {VY_UN_INVERSE_SQRT, VY_UN_RECIPROCAL,
+	VY_UN_EXP, VY_UN_EXP2, VY_UN_LOG, VY_UN_LOG2, VY_UN_SIN, VY_UN_COS, VY_UN_TAN, VY_UN_ASIN,
+	VY_UN_ACOS, VY_UN_ATAN, VY_UN_SINH, VY_UN_COSH, VY_UN_TANH};
+
+static bool is_lowered_op(uint32_t op)
+{
+	for (int i = 0; i < LOWERED_COUNT; i++) {
+		if (lowered_ops[i] == op) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* What a walk over every expression of a program counts. */
+struct census {
+	uint32_t lowered; /* lowered operations left */
+	uint32_t loads;
+	uint32_t atomics;
+	uint32_t untyped; /* expressions without a result type */
+};
+
+static void census_expr(struct census *c, const struct vy_expr *e)
+{
+	c->lowered += e->kind == VY_EXPR_UNARY && is_lowered_op(e->op);
+	c->loads += e->kind == VY_EXPR_LOAD;
+	c->atomics += e->kind == VY_EXPR_ATOMIC;
+	c->untyped += e->type == VY_TYPE_NONE;
+	for (uint32_t i = 0; i < e->nargs; i++) {
+		census_expr(c, e->args[i]);
+	}
+}
+
+static uint32_t slots(const struct vy_node *n)
+{
+	switch (n->kind) {
+	case VY_NODE_LET:
+	case VY_NODE_ASSIGN:
+	case VY_NODE_IF:
+		return 1;
+	case VY_NODE_STORE:
+	case VY_NODE_LOOP:
+		return 2;
+	default:
+		return 0;
+	}
+}
+
+static void census_block(struct census *c, const struct vy_block *b)
+{
+	for (uint32_t i = 0; i < b->len; i++) {
+		const struct vy_node *n = b->items[i];
+		for (uint32_t s = 0; s < slots(n); s++) {
+			census_expr(c, n->args[s]);
+		}
+		census_block(c, &n->body);
+		census_block(c, &n->orelse);
+	}
+}
+
+static struct census census(const struct vy_program *p)
+{
+	struct census c = {0};
+	census_block(&c, &p->entry);
+	return c;
+}
+
+static void must_validate(struct vy_program *p)
+{
+	struct vy_err err;
+	int rc = vy_validate_first(p, NULL, &err);
+	cr_assert_eq(rc, 0, "validation failed: %s at %s", err.message, err.at);
+}
+
+static void must_lower(struct vy_program *p)
+{
+	struct vy_err err;
+	int rc = vy_vmath_lower(p, &err);
+	cr_assert_eq(rc, 0, "lowering failed: %s", err.message);
+}
+
+/* x (read_only f32), y (write_only f32), c (read_write u32): `n` elements each. */
+static struct vy_program *program_xyc(uint32_t n)
+{
+	struct vy_program *p = vy_program_create("vmath", 1, 1, 1);
+	vy_program_add_buffer(p, "x", 0, VY_ACCESS_READ_ONLY, VY_TYPE_F32, n);
+	vy_program_add_buffer(p, "y", 1, VY_ACCESS_WRITE_ONLY, VY_TYPE_F32, n);
+	vy_program_add_buffer(p, "c", 2, VY_ACCESS_READ_WRITE, VY_TYPE_U32, n);
+	return p;
+}
+
+static struct vy_expr *load_x(struct vy_program *p, uint32_t i)
+{
+	return vy_ir_load(p, "x", vy_ir_u32(p, i));
+}
+
+Test(vmath, lowering_removes_every_lowered_operation)
+{
+	struct vy_program *p = program_xyc(LOWERED_COUNT);
+	struct vy_node *nodes[LOWERED_COUNT];
+	for (uint32_t i = 0; i < LOWERED_COUNT; i++) {
+		nodes[i] = vy_ir_store(
+			p, "y", vy_ir_u32(p, i), vy_ir_unary(p, lowered_ops[i], load_x(p, i)));
+	}
+	vy_program_set_entry(p, vy_ir_seqv(p, nodes, LOWERED_COUNT));
+	must_validate(p);
+	cr_assert(vy_vmath_needed(p));
+	cr_assert_eq(census(p).lowered, LOWERED_COUNT);
+	must_lower(p);
+	struct census c = census(p);
+	cr_assert_eq(c.lowered, 0, "%u lowered operations remain", c.lowered);
+	cr_assert_eq(c.untyped, 0, "%u new expressions carry no type", c.untyped);
+	cr_assert_not(vy_vmath_needed(p));
+	must_validate(p);
+	vy_program_destroy(p);
+}
+
+Test(vmath, program_without_math_functions_is_left_alone)
+{
+	struct vy_program *p = program_xyc(4);
+	struct vy_block entry = vy_ir_seq(p,
+		vy_ir_store(p, "y", vy_ir_gid(p, 0),
+			vy_ir_unary(p, VY_UN_SQRT, vy_ir_load(p, "x", vy_ir_gid(p, 0)))),
+		NULL);
+	vy_program_set_entry(p, entry);
+	must_validate(p);
+	cr_assert_not(vy_vmath_needed(p));
+	must_lower(p);
+	cr_assert_eq(p->entry.items, entry.items);
+	cr_assert_eq(p->entry.len, 1);
+	vy_program_destroy(p);
+}
+
+Test(vmath, statements_without_math_functions_keep_their_nodes)
+{
+	struct vy_program *p = program_xyc(4);
+	struct vy_node *plain = vy_ir_store(p, "y", vy_ir_u32(p, 0), load_x(p, 0));
+	struct vy_node *math =
+		vy_ir_store(p, "y", vy_ir_u32(p, 1), vy_ir_unary(p, VY_UN_EXP, load_x(p, 1)));
+	vy_program_set_entry(p, vy_ir_seq(p, plain, math, NULL));
+	must_validate(p);
+	must_lower(p);
+	cr_assert_eq(p->entry.items[0], plain);
+	cr_assert_gt(p->entry.len, 2);
+	cr_assert_eq(p->entry.items[p->entry.len - 1]->kind, VY_NODE_STORE);
+	vy_program_destroy(p);
+}
+
+Test(vmath, load_argument_is_loaded_once)
+{
+	for (int i = 0; i < LOWERED_COUNT; i++) {
+		struct vy_program *p = program_xyc(4);
+		vy_program_set_entry(
+			p, vy_ir_seq(p,
+				   vy_ir_store(p, "y", vy_ir_gid(p, 0),
+					   vy_ir_unary(p, lowered_ops[i],
+						   vy_ir_load(p, "x", vy_ir_gid(p, 0)))),
+				   NULL));
+		must_validate(p);
+		must_lower(p);
+		cr_assert_eq(census(p).loads, 1, "%s loads %u times", vy_unop_name(lowered_ops[i]),
+			census(p).loads);
+		must_validate(p);
+		vy_program_destroy(p);
+	}
+}
+
+Test(vmath, atomic_argument_is_not_duplicated)
+{
+	for (int i = 0; i < LOWERED_COUNT; i++) {
+		struct vy_program *p = program_xyc(4);
+		struct vy_expr *old =
+			vy_ir_atomic(p, VY_ATOMIC_ADD, "c", vy_ir_u32(p, 0), vy_ir_u32(p, 1));
+		vy_program_set_entry(p, vy_ir_seq(p,
+						vy_ir_store(p, "y", vy_ir_u32(p, 0),
+							vy_ir_unary(p, lowered_ops[i],
+								vy_ir_cast(p, VY_TYPE_F32, old))),
+						NULL));
+		must_validate(p);
+		must_lower(p);
+		cr_assert_eq(census(p).atomics, 1, "%s runs the atomic %u times",
+			vy_unop_name(lowered_ops[i]), census(p).atomics);
+		vy_program_destroy(p);
+	}
+}
+
+/* Run `p` on one invocation of the reference backend with x and c as given; returns y. */
+static void run_reference(
+	struct vy_program *p, const float *x, const uint32_t *c, uint32_t n, uint32_t *y)
+{
+	struct vy_backend *b = NULL;
+	struct vy_err err;
+	cr_assert_eq(vy_reference_backend_create(NULL, &b, &err), 0, "%s", err.message);
+	struct vy_bytes in[2] = {
+		{(const uint8_t *)x, n * sizeof(float)},
+		{(const uint8_t *)c, n * sizeof(uint32_t)},
+	};
+	struct vy_outputs out;
+	vy_outputs_init(&out);
+	struct vy_dispatch_config config = {.grid = {1, 1, 1}};
+	int rc = vy_backend_dispatch(b, p, in, 2, &config, &out, &err);
+	cr_assert_eq(rc, 0, "dispatch failed: %s", err.message);
+	cr_assert_geq(out.len, 1);
+	cr_assert_eq(out.items[0].len, n * sizeof(uint32_t));
+	memcpy(y, out.items[0].data, n * sizeof(uint32_t));
+	vy_outputs_finish(&out);
+	vy_backend_destroy(b);
+}
+
+static uint32_t f32_bits(float f)
+{
+	uint32_t bits;
+	memcpy(&bits, &f, sizeof(bits));
+	return bits;
+}
+
+static float bits_f32(uint32_t bits)
+{
+	float f;
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+Test(vmath, effects_keep_their_order)
+{
+	/*
+	 * store y[atomic_add(c[0], 1)] = exp(f32(atomic_add(c[0], 1))): the index's atomic runs
+	 * first and sees 0, the value's sees 1, so y[0] = exp(1). Hoisting the value's atomic
+	 * ahead of the index's would write exp(0) = 1 to y[1] instead.
+	 */
+	struct vy_program *p = program_xyc(4);
+	struct vy_expr *first =
+		vy_ir_atomic(p, VY_ATOMIC_ADD, "c", vy_ir_u32(p, 0), vy_ir_u32(p, 1));
+	struct vy_expr *second =
+		vy_ir_atomic(p, VY_ATOMIC_ADD, "c", vy_ir_u32(p, 0), vy_ir_u32(p, 1));
+	vy_program_set_entry(
+		p, vy_ir_seq(p,
+			   vy_ir_store(p, "y", first,
+				   vy_ir_unary(p, VY_UN_EXP, vy_ir_cast(p, VY_TYPE_F32, second))),
+			   NULL));
+	must_validate(p);
+	struct vy_program *lowered = vy_program_clone(p);
+	must_lower(lowered);
+	must_validate(lowered);
+	cr_assert_eq(census(lowered).atomics, 2);
+
+	float x[4] = {0};
+	uint32_t c[4] = {0};
+	uint32_t y[4];
+	run_reference(lowered, x, c, 4, y);
+	cr_assert_eq(y[1], 0, "the value's atomic ran before the index's");
+	cr_assert_float_eq(bits_f32(y[0]), 2.7182817f, 1e-6f);
+	uint32_t y_written[4];
+	run_reference(p, x, c, 4, y_written);
+	cr_assert_arr_eq(y, y_written, sizeof(y));
+	vy_program_destroy(lowered);
+	vy_program_destroy(p);
+}
+
+static bool name_in_block(const struct vy_block *b, const char *name)
+{
+	for (uint32_t i = 0; i < b->len; i++) {
+		const struct vy_node *n = b->items[i];
+		if (n->name && strcmp(n->name, name) == 0 && n->kind == VY_NODE_LET) {
+			return true;
+		}
+		if (name_in_block(&n->body, name) || name_in_block(&n->orelse, name)) {
+			return true;
+		}
+	}
+	return false;
+}
+
+Test(vmath, names_do_not_collide_with_the_program)
+{
+	struct vy_program *p = program_xyc(4);
+	vy_program_add_buffer(p, "_vm", 3, VY_ACCESS_READ_ONLY, VY_TYPE_F32, 4);
+	vy_program_set_entry(
+		p, vy_ir_seq(p, vy_ir_let(p, "_vm0", load_x(p, 0)),
+			   vy_ir_let(p, "_vm0_1", vy_ir_f32(p, 2.0f)),
+			   vy_ir_let(p, "_vm1_", vy_ir_f32(p, 3.0f)),
+			   vy_ir_let(p, "_vm2_0", vy_ir_unary(p, VY_UN_SIN, vy_ir_var(p, "_vm0"))),
+			   vy_ir_store(p, "y", vy_ir_u32(p, 0),
+				   vy_ir_binary(p, VY_BIN_ADD,
+					   vy_ir_unary(p, VY_UN_LOG, vy_ir_var(p, "_vm0_1")),
+					   vy_ir_var(p, "_vm2_0"))),
+			   NULL));
+	must_validate(p);
+	must_lower(p);
+	/* A new let shadowing or reusing a user name would fail validation. */
+	must_validate(p);
+	uint32_t user = 0;
+	for (uint32_t i = 0; i < p->entry.len; i++) {
+		const struct vy_node *n = p->entry.items[i];
+		if (n->kind != VY_NODE_LET) {
+			continue;
+		}
+		bool is_user = strcmp(n->name, "_vm0") == 0 || strcmp(n->name, "_vm0_1") == 0 ||
+			       strcmp(n->name, "_vm1_") == 0 || strcmp(n->name, "_vm2_0") == 0;
+		user += is_user;
+		if (!is_user) {
+			cr_assert(strncmp(n->name, "_vm3_", 5) == 0, "new name %s", n->name);
+		}
+	}
+	cr_assert_eq(user, 4);
+	cr_assert(name_in_block(&p->entry, "_vm3_0"));
+	vy_program_destroy(p);
+}
+
+Test(vmath, hoisted_lets_stay_inside_loops_and_branches)
+{
+	struct vy_program *p = program_xyc(8);
+	struct vy_node *in_loop = vy_ir_store(p, "y", vy_ir_var(p, "i"),
+		vy_ir_unary(p, VY_UN_COS, vy_ir_load(p, "x", vy_ir_var(p, "i"))));
+	struct vy_node *in_else =
+		vy_ir_store(p, "y", vy_ir_u32(p, 7), vy_ir_unary(p, VY_UN_TANH, load_x(p, 7)));
+	vy_program_set_entry(
+		p, vy_ir_seq(p,
+			   vy_ir_loop(p, "i", vy_ir_u32(p, 0), vy_ir_u32(p, 4),
+				   vy_ir_seq(p, in_loop, NULL)),
+			   vy_ir_if(p, vy_ir_binary(p, VY_BIN_LT, load_x(p, 0), vy_ir_f32(p, 0.0f)),
+				   vy_ir_seq(p, NULL), vy_ir_seq(p, in_else, NULL)),
+			   NULL));
+	must_validate(p);
+	must_lower(p);
+	must_validate(p);
+	cr_assert_eq(p->entry.len, 2, "something moved out of the loop or the branch");
+	const struct vy_node *loop = p->entry.items[0];
+	const struct vy_node *branch = p->entry.items[1];
+	cr_assert_eq(loop->kind, VY_NODE_LOOP);
+	cr_assert_gt(loop->body.len, 1);
+	cr_assert_eq(loop->body.items[loop->body.len - 1]->kind, VY_NODE_STORE);
+	cr_assert_eq(branch->kind, VY_NODE_IF);
+	cr_assert_eq(branch->body.len, 0);
+	cr_assert_gt(branch->orelse.len, 1);
+	cr_assert_eq(census(p).loads, 3);
+	vy_program_destroy(p);
+}
+
+Test(vmath, condition_and_bounds_are_hoisted_before_their_statement)
+{
+	struct vy_program *p = program_xyc(8);
+	struct vy_expr *bound =
+		vy_ir_cast(p, VY_TYPE_U32, vy_ir_unary(p, VY_UN_EXP2, load_x(p, 0)));
+	struct vy_expr *cond = vy_ir_binary(
+		p, VY_BIN_GT, vy_ir_unary(p, VY_UN_LOG, load_x(p, 1)), vy_ir_f32(p, 0.0f));
+	vy_program_set_entry(p,
+		vy_ir_seq(p,
+			vy_ir_loop(p, "i", vy_ir_u32(p, 0), bound,
+				vy_ir_seq(p,
+					vy_ir_store(p, "y", vy_ir_var(p, "i"), vy_ir_f32(p, 1.0f)),
+					NULL)),
+			vy_ir_if(p, cond,
+				vy_ir_seq(p,
+					vy_ir_store(p, "y", vy_ir_u32(p, 7), vy_ir_f32(p, 2.0f)),
+					NULL),
+				vy_ir_seq(p, NULL)),
+			NULL));
+	must_validate(p);
+	must_lower(p);
+	must_validate(p);
+	const struct vy_node *last = p->entry.items[p->entry.len - 1];
+	cr_assert_eq(last->kind, VY_NODE_IF);
+	cr_assert_eq(last->body.len, 1);
+	uint32_t loops = 0;
+	for (uint32_t i = 0; i < p->entry.len; i++) {
+		loops += p->entry.items[i]->kind == VY_NODE_LOOP;
+		if (p->entry.items[i]->kind == VY_NODE_LOOP) {
+			cr_assert_eq(p->entry.items[i]->body.len, 1);
+		}
+	}
+	cr_assert_eq(loops, 1);
+
+	/* exp2(2) = 4 iterations write 1 to y[0..3]; log(4) > 0 writes 2 to y[7]. */
+	float x[8] = {2.0f, 4.0f};
+	uint32_t c[8] = {0};
+	uint32_t y[8];
+	run_reference(p, x, c, 8, y);
+	for (int i = 0; i < 8; i++) {
+		float want = i < 4 ? 1.0f : i == 7 ? 2.0f : 0.0f;
+		cr_assert_eq(y[i], f32_bits(want), "y[%d] = %g", i, (double)bits_f32(y[i]));
+	}
+	vy_program_destroy(p);
+}
+
+Test(vmath, shared_subexpression_is_rewritten_in_each_scope)
+{
+	/* One sin node under both arms of an if (programs built in C may share nodes). */
+	struct vy_program *p = program_xyc(4);
+	struct vy_expr *shared = vy_ir_unary(p, VY_UN_SIN, load_x(p, 0));
+	vy_program_set_entry(p,
+		vy_ir_seq(p,
+			vy_ir_if(p, vy_ir_binary(p, VY_BIN_GT, load_x(p, 1), vy_ir_f32(p, 0.0f)),
+				vy_ir_seq(p, vy_ir_store(p, "y", vy_ir_u32(p, 0), shared), NULL),
+				vy_ir_seq(p, vy_ir_store(p, "y", vy_ir_u32(p, 1), shared), NULL)),
+			NULL));
+	must_validate(p);
+	must_lower(p);
+	must_validate(p);
+	cr_assert_eq(shared->kind, VY_EXPR_UNARY, "the shared node was edited in place");
+	cr_assert_eq(census(p).lowered, 0);
+	vy_program_destroy(p);
+}
+
+Test(vmath, lowered_program_maps_back_to_the_written_nodes)
+{
+	struct vy_program *p = program_xyc(4);
+	vy_program_set_entry(
+		p, vy_ir_seq(p, vy_ir_let(p, "a", vy_ir_unary(p, VY_UN_ATAN, load_x(p, 0))),
+			   vy_ir_block(p,
+				   vy_ir_seq(p,
+					   vy_ir_store(p, "y", vy_ir_u32(p, 0),
+						   vy_ir_unary(p, VY_UN_ACOS, vy_ir_var(p, "a"))),
+					   NULL)),
+			   NULL));
+	must_validate(p);
+	struct vy_program *lowered = vy_program_clone(p);
+	must_lower(lowered);
+	uint32_t n = vy_node_path_count(lowered);
+	cr_assert_gt(n, vy_node_path_count(p));
+	uint32_t origins[512];
+	cr_assert_leq(n, 512);
+	cr_assert_eq(vy_node_path_origins(p, lowered, origins, n), 0);
+	cr_assert_eq(origins[n - 1], vy_node_path_count(p) - 1);
+	vy_program_destroy(lowered);
+	vy_program_destroy(p);
+}
+
+Test(vmath, lowering_past_the_node_limit_fails_and_keeps_the_program)
+{
+	struct vy_program *p = program_xyc(4);
+	enum { LETS = 9000 };
+	static struct vy_node *nodes[LETS];
+	for (uint32_t i = 0; i < LETS; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "v%u", i);
+		nodes[i] = vy_ir_let(p, name, vy_ir_unary(p, VY_UN_SIN, vy_ir_f32(p, (float)i)));
+	}
+	vy_program_set_entry(p, vy_ir_seqv(p, nodes, LETS));
+	must_validate(p);
+	struct vy_node **before = p->entry.items;
+	struct vy_err err;
+	int rc = vy_vmath_lower(p, &err);
+	cr_assert_eq(rc, VY_E_UNSUPPORTED_FEATURE);
+	cr_assert(strstr(err.message, "100000"), "%s", err.message);
+	cr_assert_neq(err.fix[0], '\0');
+	cr_assert_eq(p->entry.items, before);
+	cr_assert_eq(p->entry.len, LETS);
+	cr_assert_eq(census(p).lowered, LETS);
+	vy_program_destroy(p);
+}
+
+/*
+ * One function at a witness input: the bits expected, exactly (ulps 0: special values, and results
+ * the expansion computes exactly) or within `ulps` canonical f32 steps (the correctly rounded
+ * value of an ordinary input).
+ */
+struct witness {
+	float x;
+	uint32_t want;
+	int ulps;
+};
+
+/* Position on the line of canonical f32 values (no subnormals; -0 just below +0). */
+static int64_t ordinal(uint32_t bits)
+{
+	uint32_t mag = bits & 0x7FFFFFFFu;
+	int64_t o = mag == 0 ? 0 : (int64_t)mag - 0x00800000 + 1;
+	return (bits & 0x80000000u) ? -o - 1 : o;
+}
+
+static bool close_enough(uint32_t got, const struct witness *w)
+{
+	if (w->ulps == 0 || (got & 0x7FFFFFFFu) > 0x7F800000u) {
+		return got == w->want;
+	}
+	int64_t d = ordinal(got) - ordinal(w->want);
+	return d <= w->ulps && -d <= w->ulps;
+}
+
+#define NAN_BITS 0x7FC00000u
+#define PINF 0x7F800000u
+#define NINF 0xFF800000u
+#define PZERO 0x00000000u
+#define NZERO 0x80000000u
+#define ONE 0x3F800000u
+#define PIO2 0x3FC90FDBu
+#define PIO4 0x3F490FDBu
+#define PI 0x40490FDBu
+
+static void check_witnesses(enum vy_unop op, const struct witness *w, uint32_t n)
+{
+	struct vy_program *p = vy_program_create("witness", 1, 1, 1);
+	vy_program_add_buffer(p, "x", 0, VY_ACCESS_READ_ONLY, VY_TYPE_F32, n);
+	vy_program_add_buffer(p, "y", 1, VY_ACCESS_WRITE_ONLY, VY_TYPE_F32, n);
+	vy_program_add_buffer(p, "c", 2, VY_ACCESS_READ_WRITE, VY_TYPE_U32, n);
+	vy_program_set_entry(
+		p, vy_ir_seq(p,
+			   vy_ir_loop(p, "i", vy_ir_u32(p, 0), vy_ir_u32(p, n),
+				   vy_ir_seq(p,
+					   vy_ir_store(p, "y", vy_ir_var(p, "i"),
+						   vy_ir_unary(p, op,
+							   vy_ir_load(p, "x", vy_ir_var(p, "i")))),
+					   NULL)),
+			   NULL));
+	float x[32];
+	uint32_t c[32] = {0};
+	uint32_t y[32];
+	cr_assert_leq(n, 32);
+	for (uint32_t i = 0; i < n; i++) {
+		x[i] = w[i].x;
+	}
+	run_reference(p, x, c, n, y);
+	for (uint32_t i = 0; i < n; i++) {
+		cr_expect(close_enough(y[i], &w[i]),
+			"%s(%g) = %.9g (0x%08X), expected %.9g (0x%08X)", vy_unop_name(op),
+			(double)w[i].x, (double)bits_f32(y[i]), y[i], (double)bits_f32(w[i].want),
+			w[i].want);
+	}
+	vy_program_destroy(p);
+}
+
+#define EXACT(x, bits)                                                                             \
+	{                                                                                          \
+		(x), (bits), 0                                                                     \
+	}
+#define NEAR(x, bits)                                                                              \
+	{                                                                                          \
+		(x), (bits), 4                                                                     \
+	}
+#define CHECK(op, ...)                                                                             \
+	do {                                                                                       \
+		static const struct witness w_[] = {__VA_ARGS__};                                  \
+		check_witnesses(VY_UN_##op, w_, sizeof(w_) / sizeof(w_[0]));                       \
+	} while (0)
+
+Test(vmath, special_values_of_reciprocal_and_inverse_sqrt)
+{
+	CHECK(RECIPROCAL, EXACT(0.0f, PINF), EXACT(-0.0f, NINF), EXACT(INFINITY, PZERO),
+		EXACT(-INFINITY, NZERO), EXACT(NAN, NAN_BITS), EXACT(4.0f, 0x3E800000u),
+		EXACT(-0.5f, 0xC0000000u),
+		EXACT(0x1p127f, PZERO)); /* 2^-127 is subnormal: flushed */
+	CHECK(INVERSE_SQRT, EXACT(0.0f, PINF), EXACT(-0.0f, NINF), EXACT(INFINITY, PZERO),
+		EXACT(-1.0f, NAN_BITS), EXACT(-INFINITY, NAN_BITS), EXACT(NAN, NAN_BITS),
+		EXACT(4.0f, 0x3F000000u), EXACT(0x1p-126f, 0x5F000000u));
+}
+
+Test(vmath, special_values_of_exp_and_exp2)
+{
+	CHECK(EXP, EXACT(0.0f, ONE), EXACT(-0.0f, ONE), EXACT(INFINITY, PINF),
+		EXACT(-INFINITY, PZERO), EXACT(NAN, NAN_BITS), EXACT(89.0f, PINF),
+		EXACT(1000.0f, PINF), EXACT(-104.0f, PZERO), EXACT(-1000.0f, PZERO),
+		NEAR(88.7f, 0x7F7A37FCu));
+	CHECK(EXP2, EXACT(0.0f, ONE), EXACT(-0.0f, ONE), EXACT(INFINITY, PINF),
+		EXACT(-INFINITY, PZERO), EXACT(NAN, NAN_BITS), EXACT(128.0f, PINF),
+		EXACT(127.0f, 0x7F000000u), EXACT(-126.0f, 0x00800000u), EXACT(-127.0f, PZERO),
+		EXACT(3.0f, 0x41000000u), EXACT(-3.0f, 0x3E000000u), NEAR(0.5f, 0x3FB504F3u));
+}
+
+Test(vmath, special_values_of_log_and_log2)
+{
+	CHECK(LOG, EXACT(0.0f, NINF), EXACT(-0.0f, NINF), EXACT(INFINITY, PINF),
+		EXACT(-INFINITY, NAN_BITS), EXACT(-1.0f, NAN_BITS), EXACT(NAN, NAN_BITS),
+		EXACT(1.0f, PZERO), NEAR(0x1p-126f, 0xC2AEAC50u),
+		NEAR(0x1.fffffep127f, 0x42B17218u), NEAR(2.0f, 0x3F317218u));
+	CHECK(LOG2, EXACT(0.0f, NINF), EXACT(-0.0f, NINF), EXACT(INFINITY, PINF),
+		EXACT(-2.0f, NAN_BITS), EXACT(NAN, NAN_BITS), EXACT(1.0f, PZERO),
+		EXACT(8.0f, 0x40400000u), EXACT(0x1p-126f, 0xC2FC0000u),
+		EXACT(0x1p127f, 0x42FE0000u), EXACT(0.5f, 0xBF800000u));
+}
+
+Test(vmath, special_values_of_sin_cos_tan)
+{
+	CHECK(SIN, EXACT(0.0f, PZERO), EXACT(-0.0f, NZERO), EXACT(INFINITY, NAN_BITS),
+		EXACT(-INFINITY, NAN_BITS), EXACT(NAN, NAN_BITS), EXACT(0x1p-20f, 0x35800000u),
+		EXACT(-0x1p-20f, 0xB5800000u));
+	CHECK(COS, EXACT(0.0f, ONE), EXACT(-0.0f, ONE), EXACT(INFINITY, NAN_BITS),
+		EXACT(-INFINITY, NAN_BITS), EXACT(NAN, NAN_BITS), EXACT(0x1p-20f, ONE));
+	CHECK(TAN, EXACT(0.0f, PZERO), EXACT(-0.0f, NZERO), EXACT(INFINITY, NAN_BITS),
+		EXACT(-INFINITY, NAN_BITS), EXACT(NAN, NAN_BITS), EXACT(0x1p-20f, 0x35800000u),
+		EXACT(-0x1p-20f, 0xB5800000u));
+}
+
+Test(vmath, sin_and_cos_stay_within_one_everywhere)
+{
+	static const float big[] = {3.4e38f, -1e30f, 1e10f, -7e9f, 2.5e9f, 1.5707964f, 1e6f};
+	uint32_t n = sizeof(big) / sizeof(big[0]);
+	for (int f = 0; f < 2; f++) {
+		struct vy_program *p = program_xyc(n);
+		struct vy_node *nodes[8];
+		for (uint32_t i = 0; i < n; i++) {
+			nodes[i] = vy_ir_store(p, "y", vy_ir_u32(p, i),
+				vy_ir_unary(p, f ? VY_UN_COS : VY_UN_SIN, load_x(p, i)));
+		}
+		vy_program_set_entry(p, vy_ir_seqv(p, nodes, n));
+		float x[8];
+		uint32_t c[8] = {0};
+		uint32_t y[8];
+		for (uint32_t i = 0; i < n; i++) {
+			x[i] = big[i];
+		}
+		run_reference(p, x, c, n, y);
+		for (uint32_t i = 0; i < n; i++) {
+			float v = bits_f32(y[i]);
+			cr_assert(v >= -1.0f && v <= 1.0f, "%s(%g) = %g", f ? "cos" : "sin",
+				(double)x[i], (double)v);
+		}
+		vy_program_destroy(p);
+	}
+}
+
+Test(vmath, special_values_of_asin_acos_atan)
+{
+	CHECK(ASIN, EXACT(0.0f, PZERO), EXACT(-0.0f, NZERO), EXACT(1.0f, PIO2),
+		EXACT(-1.0f, PIO2 | 0x80000000u), EXACT(1.0000001f, NAN_BITS),
+		EXACT(-2.0f, NAN_BITS), EXACT(INFINITY, NAN_BITS), EXACT(NAN, NAN_BITS),
+		NEAR(0.5f, 0x3F060A92u));
+	CHECK(ACOS, EXACT(1.0f, PZERO), EXACT(-1.0f, PI), EXACT(0.0f, PIO2), EXACT(-0.0f, PIO2),
+		EXACT(1.5f, NAN_BITS), EXACT(-INFINITY, NAN_BITS), EXACT(NAN, NAN_BITS),
+		NEAR(0.5f, 0x3F860A92u));
+	CHECK(ATAN, EXACT(0.0f, PZERO), EXACT(-0.0f, NZERO), EXACT(INFINITY, PIO2),
+		EXACT(-INFINITY, PIO2 | 0x80000000u), EXACT(NAN, NAN_BITS), EXACT(1.0f, PIO4),
+		EXACT(-1.0f, PIO4 | 0x80000000u), EXACT(3e38f, PIO2));
+}
+
+Test(vmath, special_values_of_sinh_cosh_tanh)
+{
+	CHECK(SINH, EXACT(0.0f, PZERO), EXACT(-0.0f, NZERO), EXACT(INFINITY, PINF),
+		EXACT(-INFINITY, NINF), EXACT(NAN, NAN_BITS), EXACT(89.5f, PINF),
+		EXACT(-100.0f, NINF), NEAR(89.0f, 0x7F28E166u));
+	CHECK(COSH, EXACT(0.0f, ONE), EXACT(-0.0f, ONE), EXACT(INFINITY, PINF),
+		EXACT(-INFINITY, PINF), EXACT(NAN, NAN_BITS), EXACT(-89.5f, PINF),
+		NEAR(-89.0f, 0x7F28E166u));
+	CHECK(TANH, EXACT(0.0f, PZERO), EXACT(-0.0f, NZERO), EXACT(INFINITY, ONE),
+		EXACT(-INFINITY, ONE | 0x80000000u), EXACT(NAN, NAN_BITS), EXACT(20.0f, ONE),
+		EXACT(-9.5f, ONE | 0x80000000u), EXACT(0x1p-20f, 0x35800000u));
+}
