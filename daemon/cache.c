@@ -149,13 +149,16 @@ int vy_spec_resolve(const struct vy_prog *p, const struct vy_request_config *c,
 		const struct vy_spec_decl *d = find_decl(p, s->name);
 		if (!d) {
 			char fix[VY_ERR_FIX_MAX];
-			int n = snprintf(fix, sizeof(fix), "set only spec constants the program declares");
+			int n = snprintf(
+				fix, sizeof(fix), "set only spec constants the program declares");
 			for (uint32_t k = 0; k < p->n_specs && n < (int)sizeof(fix) - 80; k++) {
 				n += snprintf(fix + n, sizeof(fix) - (size_t)n, "%s %s (%s)",
-					k ? "," : ":", p->specs[k].name, vy_type_name(p->specs[k].type));
+					k ? "," : ":", p->specs[k].name,
+					vy_type_name(p->specs[k].type));
 			}
 			if (p->n_specs == 0) {
-				snprintf(fix + n, sizeof(fix) - (size_t)n, " (this one declares none)");
+				snprintf(fix + n, sizeof(fix) - (size_t)n,
+					" (this one declares none)");
 			}
 			vy_spec_map_finish(out);
 			return vy_err_set(err, VY_E_BAD_REQUEST, at, fix,
@@ -170,11 +173,13 @@ int vy_spec_resolve(const struct vy_prog *p, const struct vy_request_config *c,
 			break;
 		case VY_TYPE_I32:
 			ok = (s->wire == VY_SPEC_WIRE_UINT && s->u <= INT32_MAX) ||
-				(s->wire == VY_SPEC_WIRE_INT && s->i >= INT32_MIN);
-			v = vy_spec_i32(s->wire == VY_SPEC_WIRE_UINT ? (int32_t)s->u : (int32_t)s->i);
+			     (s->wire == VY_SPEC_WIRE_INT && s->i >= INT32_MIN);
+			v = vy_spec_i32(
+				s->wire == VY_SPEC_WIRE_UINT ? (int32_t)s->u : (int32_t)s->i);
 			break;
 		case VY_TYPE_F32:
-			/* Integers are accepted where a float is exact, as JSON-minded clients send 2. */
+			/* Integers are accepted where a float is exact, as JSON-minded clients
+			 * send 2. */
 			if (s->wire == VY_SPEC_WIRE_FLOAT) {
 				ok = true;
 				v = vy_spec_f32((float)s->f);
@@ -199,8 +204,8 @@ int vy_spec_resolve(const struct vy_prog *p, const struct vy_request_config *c,
 				s->name);
 			vy_spec_map_finish(out);
 			return vy_err_set(err, VY_E_BAD_REQUEST, at, fix,
-				"spec constant \"%s\" is %s; the value sent does not fit that type", s->name,
-				vy_type_name(d->type));
+				"spec constant \"%s\" is %s; the value sent does not fit that type",
+				s->name, vy_type_name(d->type));
 		}
 		/* A value equal to the default compiles alike: leave it out of the key. */
 		if (!is_default(d, &v)) {
@@ -288,8 +293,8 @@ static void prog_remove(struct vy_progcache *c, struct vy_prog *p)
 	vy_prog_unref(p);
 }
 
-static struct vy_prog *prog_new(struct vy_server *s, struct vy_program *program,
-	uint8_t *canonical, size_t len, const struct vy_program_id *id)
+static struct vy_prog *prog_new(struct vy_server *s, struct vy_program *program, uint8_t *canonical,
+	size_t len, const struct vy_program_id *id)
 {
 	struct vy_prog *p = xcalloc(1, sizeof(*p));
 	p->srv = s;
@@ -337,7 +342,7 @@ static int prog_prepare(struct vy_prog *p)
 
 static void prog_work(uv_work_t *work)
 {
-	struct vy_prog *p = vy_container_of(work, struct vy_prog, work);
+	struct vy_prog *p = VY_CONTAINER_OF(work, struct vy_prog, work);
 	if (prog_prepare(p) == 0 && p->srv->programs_dir) {
 		struct vy_err err;
 		p->disk_written = vy_disk_program_write(p->srv->programs_dir, &p->id, p->canonical,
@@ -352,7 +357,7 @@ static void trim_progs(struct vy_server *s);
 
 static void prog_after(uv_work_t *work, int status)
 {
-	struct vy_prog *p = vy_container_of(work, struct vy_prog, work);
+	struct vy_prog *p = VY_CONTAINER_OF(work, struct vy_prog, work);
 	struct vy_server *s = p->srv;
 	s->works--;
 	if (status == UV_ECANCELED) {
@@ -366,7 +371,7 @@ static void prog_after(uv_work_t *work, int status)
 		prog_remove(&s->progs, p);
 	}
 	while (!vy_list_empty(&p->waiters)) {
-		struct vy_req *req = vy_container_of(p->waiters.next, struct vy_req, wait);
+		struct vy_req *req = VY_CONTAINER_OF(p->waiters.next, struct vy_req, wait);
 		vy_list_remove(&req->wait);
 		vy_ops_on_prog(req, p->rc, &p->err, &p->errs);
 	}
@@ -386,7 +391,7 @@ void vy_prog_acquire(struct vy_req *req)
 		vy_program_id_of(req->r.program, &sb, &id);
 		p = prog_find(c, &id);
 		bool same = p && p->canonical_len == sb.size &&
-			memcmp(p->canonical, sb.data, sb.size) == 0;
+			    memcmp(p->canonical, sb.data, sb.size) == 0;
 		if (same) {
 			msgpack_sbuffer_destroy(&sb);
 		} else {
@@ -441,9 +446,9 @@ static void trim_progs(struct vy_server *s)
 {
 	struct vy_progcache *c = &s->progs;
 	struct vy_link *l = c->lru.prev;
-	while (l != &c->lru &&
-		(c->count > s->cfg.program_cache_entries || c->bytes > s->cfg.program_cache_bytes)) {
-		struct vy_prog *p = vy_container_of(l, struct vy_prog, lru);
+	while (l != &c->lru && (c->count > s->cfg.program_cache_entries ||
+				       c->bytes > s->cfg.program_cache_bytes)) {
+		struct vy_prog *p = VY_CONTAINER_OF(l, struct vy_prog, lru);
 		l = l->prev;
 		if (p->state == VY_ENTRY_READY) {
 			c->evictions++;
@@ -480,6 +485,14 @@ static uint64_t pipe_hash(const struct vy_program_id *id, const struct vy_spec_m
 	return mix(h, d->fingerprint);
 }
 
+/* One entry is the same program; two entries (one evicted and reloaded) compare their bytes. */
+static bool same_program(const struct vy_prog *a, const struct vy_prog *b)
+{
+	return a == b ||
+	       (memcmp(a->id.bytes, b->id.bytes, 16) == 0 && a->canonical_len == b->canonical_len &&
+		       memcmp(a->canonical, b->canonical, a->canonical_len) == 0);
+}
+
 static struct vy_pipe *pipe_find(struct vy_pcache *c, uint64_t h, const struct vy_prog *prog,
 	const struct vy_spec_map *spec, const uint32_t wg[3], const struct vy_device *d)
 {
@@ -488,9 +501,7 @@ static struct vy_pipe *pipe_find(struct vy_pcache *c, uint64_t h, const struct v
 	}
 	for (struct vy_pipe *p = c->buckets[h & (c->n_buckets - 1)]; p; p = p->chain) {
 		if (p->hash == h && p->dev == d && p->fingerprint == d->fingerprint &&
-			memcmp(p->prog->id.bytes, prog->id.bytes, 16) == 0 &&
-			p->prog->canonical_len == prog->canonical_len &&
-			memcmp(p->prog->canonical, prog->canonical, prog->canonical_len) == 0 &&
+			same_program(p->prog, prog) &&
 			memcmp(p->workgroup_size, wg, sizeof(p->workgroup_size)) == 0 &&
 			vy_spec_map_eq(&p->spec, spec)) {
 			return p;
@@ -558,7 +569,7 @@ static uint64_t disk_hits_of(struct vy_device *d)
 
 static void pipe_work(uv_work_t *work)
 {
-	struct vy_pipe *p = vy_container_of(work, struct vy_pipe, work);
+	struct vy_pipe *p = VY_CONTAINER_OF(work, struct vy_pipe, work);
 	struct vy_device *d = p->dev;
 	uint64_t t0 = vy_now_ns();
 	/* The capability check writes types, so it runs on a copy of the shared program. */
@@ -575,7 +586,8 @@ static void pipe_work(uv_work_t *work)
 		return;
 	}
 	struct vy_dispatch_config cfg = {.spec = &p->spec};
-	if (memcmp(p->workgroup_size, p->prog->program->workgroup_size, sizeof(cfg.workgroup_size))) {
+	if (memcmp(p->workgroup_size, p->prog->program->workgroup_size,
+		    sizeof(cfg.workgroup_size))) {
 		memcpy(cfg.workgroup_size, p->workgroup_size, sizeof(cfg.workgroup_size));
 	}
 	uint64_t disk_before = disk_hits_of(d);
@@ -589,7 +601,7 @@ static void trim_pipes(struct vy_server *s);
 
 static void pipe_after(uv_work_t *work, int status)
 {
-	struct vy_pipe *p = vy_container_of(work, struct vy_pipe, work);
+	struct vy_pipe *p = VY_CONTAINER_OF(work, struct vy_pipe, work);
 	struct vy_server *s = p->srv;
 	struct vy_pcache *c = &s->pipes;
 	s->works--;
@@ -605,7 +617,7 @@ static void pipe_after(uv_work_t *work, int status)
 		pipe_remove(c, p);
 	}
 	while (!vy_list_empty(&p->waiters)) {
-		struct vy_req *req = vy_container_of(p->waiters.next, struct vy_req, wait);
+		struct vy_req *req = VY_CONTAINER_OF(p->waiters.next, struct vy_req, wait);
 		vy_list_remove(&req->wait);
 		if (p->rc == 0) {
 			p->refs++;
@@ -675,9 +687,9 @@ static void trim_pipes(struct vy_server *s)
 {
 	struct vy_pcache *c = &s->pipes;
 	struct vy_link *l = c->lru.prev;
-	while (l != &c->lru &&
-		(c->count > s->cfg.pipeline_cache_entries || c->bytes > s->cfg.pipeline_cache_bytes)) {
-		struct vy_pipe *p = vy_container_of(l, struct vy_pipe, lru);
+	while (l != &c->lru && (c->count > s->cfg.pipeline_cache_entries ||
+				       c->bytes > s->cfg.pipeline_cache_bytes)) {
+		struct vy_pipe *p = VY_CONTAINER_OF(l, struct vy_pipe, lru);
 		l = l->prev;
 		if (p->state == VY_ENTRY_READY) {
 			c->evictions++;
@@ -699,10 +711,10 @@ void vy_caches_init(struct vy_server *s)
 void vy_caches_finish(struct vy_server *s)
 {
 	while (!vy_list_empty(&s->pipes.lru)) {
-		pipe_remove(&s->pipes, vy_container_of(s->pipes.lru.next, struct vy_pipe, lru));
+		pipe_remove(&s->pipes, VY_CONTAINER_OF(s->pipes.lru.next, struct vy_pipe, lru));
 	}
 	while (!vy_list_empty(&s->progs.lru)) {
-		prog_remove(&s->progs, vy_container_of(s->progs.lru.next, struct vy_prog, lru));
+		prog_remove(&s->progs, VY_CONTAINER_OF(s->progs.lru.next, struct vy_prog, lru));
 	}
 	free(s->pipes.buckets);
 	free(s->progs.buckets);
@@ -720,16 +732,16 @@ void vy_caches_clear(struct vy_server *s, bool disk)
 {
 	struct vy_link *l;
 	struct vy_link *t;
-	vy_list_for_each_safe(l, t, &s->pipes.lru)
+	VY_LIST_FOR_EACH_SAFE(l, t, &s->pipes.lru)
 	{
-		struct vy_pipe *p = vy_container_of(l, struct vy_pipe, lru);
+		struct vy_pipe *p = VY_CONTAINER_OF(l, struct vy_pipe, lru);
 		if (p->state == VY_ENTRY_READY) {
 			pipe_remove(&s->pipes, p);
 		}
 	}
-	vy_list_for_each_safe(l, t, &s->progs.lru)
+	VY_LIST_FOR_EACH_SAFE(l, t, &s->progs.lru)
 	{
-		struct vy_prog *p = vy_container_of(l, struct vy_prog, lru);
+		struct vy_prog *p = VY_CONTAINER_OF(l, struct vy_prog, lru);
 		if (p->state == VY_ENTRY_READY) {
 			prog_remove(&s->progs, p);
 		}
@@ -746,9 +758,9 @@ void vy_caches_drop_device(struct vy_server *s, struct vy_device *d)
 	struct vy_link *l;
 	struct vy_link *t;
 	size_t n = 0;
-	vy_list_for_each_safe(l, t, &s->pipes.lru)
+	VY_LIST_FOR_EACH_SAFE(l, t, &s->pipes.lru)
 	{
-		struct vy_pipe *p = vy_container_of(l, struct vy_pipe, lru);
+		struct vy_pipe *p = VY_CONTAINER_OF(l, struct vy_pipe, lru);
 		if (p->dev == d && p->state == VY_ENTRY_READY) {
 			pipe_remove(&s->pipes, p);
 			n++;
@@ -763,8 +775,7 @@ struct restore_ctx {
 	size_t loaded;
 };
 
-static void restore_one(void *ctx, const struct vy_program_id *id, const uint8_t *bytes,
-	size_t len)
+static void restore_one(void *ctx, const struct vy_program_id *id, const uint8_t *bytes, size_t len)
 {
 	struct restore_ctx *r = ctx;
 	struct vy_server *s = r->s;
@@ -800,9 +811,10 @@ void vy_caches_restore(struct vy_server *s)
 	vy_disk_programs_load(s->programs_dir, s->cfg.program_cache_entries, restore_one, &r,
 		&s->progs.disk_rejected);
 	s->progs.restored = r.loaded;
-	vy_log(VY_LOG_INFO, "disk cache: restored %zu programs from %s in %" PRIu64 " ms (%" PRIu64
-		" files rejected)", r.loaded, s->programs_dir, (vy_now_ns() - t0) / 1000000,
-		s->progs.disk_rejected);
+	vy_log(VY_LOG_INFO,
+		"disk cache: restored %zu programs from %s in %" PRIu64 " ms (%" PRIu64
+		" files rejected)",
+		r.loaded, s->programs_dir, (vy_now_ns() - t0) / 1000000, s->progs.disk_rejected);
 }
 
 void vy_caches_pack_stats(struct vy_server *s, msgpack_packer *pk)
@@ -904,10 +916,10 @@ void vy_caches_pack_list(struct vy_server *s, msgpack_packer *pk)
 	msgpack_pack_array(pk, s->pipes.count);
 	struct vy_link *l;
 	for (l = s->pipes.lru.next; l != &s->pipes.lru; l = l->next) {
-		struct vy_pipe *p = vy_container_of(l, struct vy_pipe, lru);
+		struct vy_pipe *p = VY_CONTAINER_OF(l, struct vy_pipe, lru);
 		char hex[VY_PROGRAM_ID_HEX];
 		vy_program_id_hex(&p->prog->id, hex);
-		msgpack_pack_map(pk, 10);
+		msgpack_pack_map(pk, 11);
 		vy_pack_cstr(pk, "program_id");
 		vy_pack_cstr(pk, hex);
 		vy_pack_cstr(pk, "name");
@@ -931,11 +943,13 @@ void vy_caches_pack_list(struct vy_server *s, msgpack_packer *pk)
 		msgpack_pack_uint64(pk, p->bytes);
 		vy_pack_cstr(pk, "idle_ms");
 		msgpack_pack_uint64(pk, (now - p->last_use_ns) / 1000000);
+		vy_pack_cstr(pk, "age_ms");
+		msgpack_pack_uint64(pk, (now - p->created_ns) / 1000000);
 	}
 	vy_pack_cstr(pk, "programs");
 	msgpack_pack_array(pk, s->progs.count);
 	for (l = s->progs.lru.next; l != &s->progs.lru; l = l->next) {
-		struct vy_prog *p = vy_container_of(l, struct vy_prog, lru);
+		struct vy_prog *p = VY_CONTAINER_OF(l, struct vy_prog, lru);
 		char hex[VY_PROGRAM_ID_HEX];
 		vy_program_id_hex(&p->id, hex);
 		msgpack_pack_map(pk, 5);

@@ -28,9 +28,9 @@ static int failures;
 static void row(const char *name, enum result r, const char *detail, const char *fix)
 {
 	static const char *const words[] = {"OK", "SKIP", "FAIL"};
-	printf("%-15s %-5s %s\n", name, words[r], detail);
+	printf("%-15s %-6s %s\n", name, words[r], detail);
 	if (r == CHECK_FAIL) {
-		printf("%-15s       Fix: %s\n", "", fix);
+		printf("%-15s        Fix: %s\n", "", fix);
 		failures++;
 	}
 }
@@ -69,13 +69,15 @@ static void check_shaderc(void)
 			"reinstall libshaderc1");
 		return;
 	}
-	shaderc_compilation_result_t res = shaderc_compile_into_spv(cc, src, sizeof(src) - 1,
-		shaderc_compute_shader, "check.comp", "main", NULL);
-	bool ok = res && shaderc_result_get_compilation_status(res) ==
-		shaderc_compilation_status_success;
+	shaderc_compilation_result_t res = shaderc_compile_into_spv(
+		cc, src, sizeof(src) - 1, shaderc_compute_shader, "check.comp", "main", NULL);
+	bool ok = res &&
+		  shaderc_result_get_compilation_status(res) == shaderc_compilation_status_success;
 	char detail[256];
-	snprintf(detail, sizeof(detail), "%s", ok ? "compiled a test compute shader"
-		: res ? shaderc_result_get_error_message(res) : "no result");
+	snprintf(detail, sizeof(detail), "%s",
+		ok    ? "compiled a test compute shader"
+		: res ? shaderc_result_get_error_message(res)
+		      : "no result");
 	row("shaderc", ok ? CHECK_OK : CHECK_FAIL, detail, "reinstall libshaderc1 and glslang");
 	shaderc_result_release(res);
 	shaderc_compiler_release(cc);
@@ -84,7 +86,8 @@ static void check_shaderc(void)
 #endif
 }
 
-static void check_device(const struct vy_config *cfg)
+/* Open the configured backend; kept open while the other checks run (see vy_check_run). */
+static struct vy_backend *open_device(const struct vy_config *cfg, struct vy_err *err)
 {
 	struct vy_registry_options opts = {
 		.subgroup_size = (uint32_t)cfg->reference_subgroup_size,
@@ -94,11 +97,18 @@ static void check_device(const struct vy_config *cfg)
 		opts.device_index = (uint32_t)strtoul(cfg->devices, NULL, 10);
 	}
 	struct vy_backend *b = NULL;
-	struct vy_err err = {0};
-	int rc = strcmp(cfg->backend, "auto") == 0 ? vy_registry_open_first(&opts, &b, &err)
-						     : vy_registry_open(cfg->backend, &opts, &b, &err);
-	if (rc) {
-		row("device", CHECK_FAIL, err.message, err.fix);
+	if (strcmp(cfg->backend, "auto") == 0) {
+		vy_registry_open_first(&opts, &b, err);
+	} else {
+		vy_registry_open(cfg->backend, &opts, &b, err);
+	}
+	return b;
+}
+
+static void check_device(struct vy_backend *b, const struct vy_err *err)
+{
+	if (!b) {
+		row("device", CHECK_FAIL, err->message, err->fix);
 		return;
 	}
 	struct vy_device_profile p;
@@ -107,7 +117,6 @@ static void check_device(const struct vy_config *cfg)
 	snprintf(detail, sizeof(detail), "%s: %s (%s)", b->id, p.name,
 		p.driver_info[0] ? p.driver_info : "no driver info");
 	row("device", CHECK_OK, detail, "");
-	vy_backend_destroy(b);
 }
 
 static void check_socket_dir(const struct vy_config *cfg)
@@ -125,12 +134,14 @@ static void check_socket_dir(const struct vy_config *cfg)
 		snprintf(detail, sizeof(detail), "%s: %s", dir,
 			errno ? strerror(errno) : "not a folder");
 		row("socket dir", CHECK_FAIL, detail,
-			"create the folder (systemd-tmpfiles --create does it for /run/vyred) or set "
+			"create the folder (systemd-tmpfiles --create does it for /run/vyred) or "
+			"set "
 			"socket_path");
 		return;
 	}
 	if (access(dir, W_OK | X_OK) != 0) {
-		snprintf(detail, sizeof(detail), "%s: not writable by uid %u", dir, (unsigned)getuid());
+		snprintf(detail, sizeof(detail), "%s: not writable by uid %u", dir,
+			(unsigned)getuid());
 		row("socket dir", CHECK_FAIL, detail,
 			"run vyred as the user that owns the folder, or set socket_path");
 		return;
@@ -158,21 +169,33 @@ static void check_cache_dir(const struct vy_config *cfg)
 int vy_check_run(const struct vy_config *cfg, const char *config_error)
 {
 	failures = 0;
-	printf("%-15s %-5s %s\n", "CHECK", "", "DETAIL");
+	printf("%-15s %-6s %s\n", "CHECK", "RESULT", "DETAIL");
 	if (config_error) {
 		row("configuration", CHECK_FAIL, config_error,
 			"correct the configuration file or variable named above");
 	} else {
 		char detail[600];
-		snprintf(detail, sizeof(detail), "%s", cfg->file ? cfg->file
-			: "no configuration file; defaults and environment");
+		snprintf(detail, sizeof(detail), "%s",
+			cfg->file ? cfg->file : "no configuration file; defaults and environment");
 		row("configuration", CHECK_OK, detail, "");
 	}
+	/* The devices open first and stay open, so that the loader check's short-lived instance
+	 * does not unload the driver again (see vy_devices_pin_libraries): the configured one, and
+	 * a Vulkan device 0 when the configured backend is another. */
+	struct vy_err err = {0};
+	struct vy_backend *b = open_device(cfg, &err);
+	struct vy_backend *vk = NULL;
+	if (vy_registry_find("vulkan") && (!b || strcmp(b->id, "vulkan") != 0)) {
+		vy_registry_open("vulkan", NULL, &vk, NULL);
+	}
 	check_vulkan_loader();
-	check_device(cfg);
+	check_device(b, &err);
 	check_shaderc();
 	check_socket_dir(cfg);
 	check_cache_dir(cfg);
+	vy_devices_pin_libraries();
+	vy_backend_destroy(vk);
+	vy_backend_destroy(b);
 	printf("%s\n", failures ? "some checks failed" : "every check passed");
 	return failures ? 1 : 0;
 }

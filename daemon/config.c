@@ -103,8 +103,16 @@ static int parse_size(const char *s, uint64_t *out)
 		const char *suffix;
 		unsigned shift;
 	} units[] = {
-		{"", 0}, {"B", 0}, {"K", 10}, {"KiB", 10}, {"M", 20}, {"MiB", 20}, {"G", 30},
-		{"GiB", 30}, {"T", 40}, {"TiB", 40},
+		{"", 0},
+		{"B", 0},
+		{"K", 10},
+		{"KiB", 10},
+		{"M", 20},
+		{"MiB", 20},
+		{"G", 30},
+		{"GiB", 30},
+		{"T", 40},
+		{"TiB", 40},
 	};
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strcasecmp(end, units[i].suffix) == 0) {
@@ -154,8 +162,8 @@ static const char *type_hint(enum conf_type t)
 	return "text";
 }
 
-static int set_value(struct vy_config *c, const struct conf_key *k, const char *value,
-	struct vy_err *err)
+static int set_value(
+	struct vy_config *c, const struct conf_key *k, const char *value, struct vy_err *err)
 {
 	void *p = slot(c, k);
 	int rc = 0;
@@ -195,8 +203,8 @@ static int set_value(struct vy_config *c, const struct conf_key *k, const char *
 	if (rc) {
 		char fix[VY_ERR_FIX_MAX];
 		snprintf(fix, sizeof(fix), "give %s %s", k->key, type_hint(k->type));
-		return vy_err_set(err, VY_E_BAD_REQUEST, k->key, fix, "%s = \"%.64s\" does not parse",
-			k->key, value);
+		return vy_err_set(err, VY_E_BAD_REQUEST, k->key, fix,
+			"%s = \"%.64s\" does not parse", k->key, value);
 	}
 	return 0;
 }
@@ -257,8 +265,8 @@ static int on_ini(void *user, const char *section, const char *name, const char 
 	} else if (strcmp(section, k->section) != 0) {
 		char fix[VY_ERR_FIX_MAX];
 		snprintf(fix, sizeof(fix), "move %s under [%s]", k->key, k->section);
-		vy_err_set(&e, VY_E_BAD_REQUEST, NULL, fix, "%s is in section [%.64s]", name,
-			section);
+		vy_err_set(
+			&e, VY_E_BAD_REQUEST, NULL, fix, "%s is in section [%.64s]", name, section);
 	} else if (set_value(ctx->c, k, value, &e) == 0) {
 		return 1;
 	}
@@ -348,22 +356,23 @@ static int check(const struct vy_config *c, struct vy_err *err)
 	}
 	if (!devices_list_ok(c->devices)) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, "devices",
-			"set devices to all or to indices such as 0,1", "devices = \"%.64s\" does not parse",
-			c->devices);
+			"set devices to all or to indices such as 0,1",
+			"devices = \"%.64s\" does not parse", c->devices);
 	}
 	if (c->socket_path[0] == '\0' || strlen(c->socket_path) >= 108) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, "socket_path",
-			"use a socket path of 1 to 107 bytes", "the socket path is empty or too long");
+			"use a socket path of 1 to 107 bytes",
+			"the socket path is empty or too long");
 	}
 	if (c->max_frame < 16 || c->max_frame > UINT32_MAX) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, "max_frame",
-			"set max_frame between 16 bytes and 4G - 1", "max_frame %" PRIu64
-			" is out of range", c->max_frame);
+			"set max_frame between 16 bytes and 4G - 1",
+			"max_frame %" PRIu64 " is out of range", c->max_frame);
 	}
 	if (c->max_inflight < 1 || c->max_inflight > 1u << 20) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, "max_inflight",
-			"set max_inflight between 1 and 1048576", "max_inflight %" PRIu64
-			" is out of range", c->max_inflight);
+			"set max_inflight between 1 and 1048576",
+			"max_inflight %" PRIu64 " is out of range", c->max_inflight);
 	}
 	if (c->batch_max < 1 || c->batch_max > 256) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, "batch_max",
@@ -371,8 +380,8 @@ static int check(const struct vy_config *c, struct vy_err *err)
 			c->batch_max);
 	}
 	if (c->max_clients < 1) {
-		return vy_err_set(err, VY_E_BAD_REQUEST, "max_clients", "set max_clients to 1 or more",
-			"max_clients is 0");
+		return vy_err_set(err, VY_E_BAD_REQUEST, "max_clients",
+			"set max_clients to 1 or more", "max_clients is 0");
 	}
 	if (c->write_low_water >= c->write_high_water) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, "write_low_water",
@@ -391,7 +400,8 @@ static int check(const struct vy_config *c, struct vy_err *err)
 	}
 	if (c->program_cache_entries < 1 || c->pipeline_cache_entries < 1) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, "pipeline_cache_entries",
-			"keep at least one entry in each cache", "a cache is configured with 0 entries");
+			"keep at least one entry in each cache",
+			"a cache is configured with 0 entries");
 	}
 	return 0;
 }
@@ -424,8 +434,7 @@ bool vy_config_reloadable(const char *key)
 	return k && k->reload;
 }
 
-const char *vy_config_value_text(const struct vy_config *c, const char *key, char *buf,
-	size_t size)
+const char *vy_config_value_text(const struct vy_config *c, const char *key, char *buf, size_t size)
 {
 	const struct conf_key *k = find_key(key);
 	if (!k) {
@@ -467,8 +476,9 @@ int vy_config_apply_reload(struct vy_config *live, const struct vy_config *fresh
 		}
 		if (!k->reload) {
 			vy_log(VY_LOG_WARNING,
-				"reload: %s changed from %s to %s but takes effect only after a restart", k->key,
-				a, b);
+				"reload: %s changed from %s to %s but takes effect only after a "
+				"restart",
+				k->key, a, b);
 			continue;
 		}
 		vy_log(VY_LOG_NOTICE, "reload: %s = %s (was %s)", k->key, b, a);

@@ -28,47 +28,47 @@
 	X(socket_path, "daemon", STR, "/run/vyred/vyred.sock", false,                              \
 		"path of the listening Unix socket (ignored under socket activation)")             \
 	X(socket_mode, "daemon", MODE, "0660", false, "permission bits of the socket file")        \
-	X(socket_group, "daemon", STR, "", false,                                                   \
-		"group that owns the socket file; empty keeps the daemon's group")                  \
-	X(admin_group, "daemon", STR, "", true,                                                     \
-		"members may clear caches and see every user's clients and buffers")                \
+	X(socket_group, "daemon", STR, "", false,                                                  \
+		"group that owns the socket file; empty keeps the daemon's group")                 \
+	X(admin_group, "daemon", STR, "", true,                                                    \
+		"members may clear caches and see every user's clients and buffers")               \
 	X(log_level, "daemon", LEVEL, "info", true, "err, warning, notice, info or debug")         \
-	X(backend, "devices", STR, "auto", false,                                                   \
-		"auto (vulkan when a device opens, else reference), vulkan or reference")           \
-	X(devices, "devices", STR, "all", false,                                                    \
-		"all, or a comma-separated list of device indices to open")                         \
-	X(vulkan_validation, "devices", BOOL, "false", false,                                       \
+	X(backend, "devices", STR, "auto", false,                                                  \
+		"auto (vulkan when a device opens, else reference), vulkan or reference")          \
+	X(devices, "devices", STR, "all", false,                                                   \
+		"all, or a comma-separated list of device indices to open")                        \
+	X(vulkan_validation, "devices", BOOL, "false", false,                                      \
 		"run the Vulkan backend under the Khronos validation layer")                       \
-	X(reference_subgroup_size, "devices", U64, "0", false,                                      \
+	X(reference_subgroup_size, "devices", U64, "0", false,                                     \
 		"subgroup width the reference backend simulates; 0 for its default (8)")           \
 	X(batch_max, "devices", U64, "16", true, "most jobs a submit thread takes per wake-up")    \
-	X(cache_dir, "cache", STR, "/var/cache/vyred", false,                                       \
-		"folder of the disk cache (programs, SPIR-V, pipeline cache)")                      \
-	X(disk_cache, "cache", BOOL, "true", false, "keep programs and pipelines on disk")          \
+	X(cache_dir, "cache", STR, "/var/cache/vyred", false,                                      \
+		"folder of the disk cache (programs, SPIR-V, pipeline cache)")                     \
+	X(disk_cache, "cache", BOOL, "true", false, "keep programs and pipelines on disk")         \
 	X(program_cache_entries, "cache", U64, "4096", true, "programs kept in memory")            \
-	X(program_cache_bytes, "cache", SIZE, "256M", true,                                         \
-		"canonical program bytes kept in memory")                                           \
+	X(program_cache_bytes, "cache", SIZE, "256M", true,                                        \
+		"canonical program bytes kept in memory")                                          \
 	X(pipeline_cache_entries, "cache", U64, "1024", true, "compiled pipelines kept in memory") \
-	X(pipeline_cache_bytes, "cache", SIZE, "512M", true,                                        \
+	X(pipeline_cache_bytes, "cache", SIZE, "512M", true,                                       \
 		"estimated bytes of compiled pipelines kept in memory")                            \
 	X(max_frame, "limits", SIZE, "256M", true, "largest frame a client may send")              \
-	X(max_inflight, "limits", U64, "64", true,                                                  \
+	X(max_inflight, "limits", U64, "64", true,                                                 \
 		"requests one connection may have in flight; beyond it: BUSY")                     \
-	X(resident_quota, "limits", SIZE, "1G", true,                                               \
+	X(resident_quota, "limits", SIZE, "1G", true,                                              \
 		"resident buffer bytes one user may hold; beyond it: QUOTA_EXCEEDED")              \
-	X(max_clients, "limits", U64, "4096", true, "connections held at once")                     \
+	X(max_clients, "limits", U64, "4096", true, "connections held at once")                    \
 	X(max_shm_regions, "limits", U64, "64", true, "shared memory regions per connection")      \
-	X(max_loop_iterations, "limits", U64, "16777216", true,                                     \
+	X(max_loop_iterations, "limits", U64, "16777216", true,                                    \
 		"cap on the loop iterations of one invocation (config.max_loop_iterations)")       \
-	X(dispatch_timeout_ms, "limits", U64, "30000", true,                                        \
+	X(dispatch_timeout_ms, "limits", U64, "30000", true,                                       \
 		"cap on the run time of one dispatch (config.timeout_ms)")                         \
-	X(write_high_water, "limits", SIZE, "64M", true,                                            \
+	X(write_high_water, "limits", SIZE, "64M", true,                                           \
 		"unsent reply bytes at which a connection stops being read")                       \
-	X(write_low_water, "limits", SIZE, "16M", true,                                             \
+	X(write_low_water, "limits", SIZE, "16M", true,                                            \
 		"unsent reply bytes below which reading resumes")                                  \
-	X(stall_timeout_ms, "limits", U64, "60000", true,                                           \
+	X(stall_timeout_ms, "limits", U64, "60000", true,                                          \
 		"a connection stuck in the middle of a frame this long is closed; 0 never")        \
-	X(drain_timeout_ms, "limits", U64, "10000", true,                                           \
+	X(drain_timeout_ms, "limits", U64, "10000", true,                                          \
 		"how long SIGTERM waits for requests in flight")
 
 #define VY__CONF_CTYPE_STR char *
@@ -120,8 +120,8 @@ bool vy_config_reloadable(const char *key);
 int vy_config_apply_reload(struct vy_config *live, const struct vy_config *fresh);
 
 /* The value of `key` in `c` as text (for --check and logs) into buf; NULL for an unknown key. */
-const char *vy_config_value_text(const struct vy_config *c, const char *key, char *buf,
-	size_t size);
+const char *vy_config_value_text(
+	const struct vy_config *c, const char *key, char *buf, size_t size);
 
 /* Key names in table order, NULL-terminated. */
 extern const char *const vy_config_keys[];

@@ -93,7 +93,7 @@ static void update_flow(struct vy_conn *c);
 
 static void on_written(uv_write_t *wr, int status)
 {
-	struct vy_reply *rp = vy_container_of(wr, struct vy_reply, wr);
+	struct vy_reply *rp = VY_CONTAINER_OF(wr, struct vy_reply, wr);
 	struct vy_conn *c = rp->conn;
 	c->writes--;
 	c->out_pending -= rp->bytes;
@@ -155,7 +155,8 @@ static void send_reply(struct vy_reply *rp, int code)
 		free(rp);
 		vy_reply_fail(req, VY_E_OUT_OF_MEMORY,
 			"ask for less data per request (download in ranges, or split the dispatch)",
-			"the reply would hold %" PRIu64 " bytes, more than one frame can carry", payload);
+			"the reply would hold %" PRIu64 " bytes, more than one frame can carry",
+			payload);
 		return;
 	}
 	req_settle(req, code);
@@ -175,7 +176,8 @@ static void send_reply(struct vy_reply *rp, int code)
 	size_t pos = 0;
 	for (uint32_t i = 0; i < rp->n_segs; i++) {
 		if (rp->segs[i].sb_end > pos) {
-			rp->bufs[n++] = uv_buf_init(rp->sb.data + pos, (unsigned)(rp->segs[i].sb_end - pos));
+			rp->bufs[n++] = uv_buf_init(
+				rp->sb.data + pos, (unsigned)(rp->segs[i].sb_end - pos));
 		}
 		rp->bufs[n++] = uv_buf_init((char *)rp->segs[i].data, (unsigned)rp->segs[i].len);
 		pos = rp->segs[i].sb_end;
@@ -259,8 +261,9 @@ static void update_flow(struct vy_conn *c)
 			uv_read_stop((uv_stream_t *)&c->pipe);
 			c->reading = false;
 		}
-		vy_log(VY_LOG_DEBUG, "client %" PRIu64 ": %" PRIu64
-			" reply bytes unread, reading paused", c->id, c->out_pending);
+		vy_log(VY_LOG_DEBUG,
+			"client %" PRIu64 ": %" PRIu64 " reply bytes unread, reading paused", c->id,
+			c->out_pending);
 	} else if (c->paused && c->out_pending <= s->cfg.write_low_water) {
 		c->paused = false;
 		start_reading(c);
@@ -286,7 +289,6 @@ static void on_frame(struct vy_conn *c, uint8_t *frame, size_t len)
 	}
 	req->conn = c;
 	req->frame = frame;
-	req->frame_len = len;
 	req->t_start = vy_now_ns();
 	vy_list_init(&req->wait);
 	vy_spec_map_init(&req->spec);
@@ -324,7 +326,8 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
 			discard_fds(c);
 			maybe_free(c);
 		} else {
-			conn_close(c, n == UV_EOF ? "end of stream inside a frame" : uv_strerror((int)n));
+			conn_close(c,
+				n == UV_EOF ? "end of stream inside a frame" : uv_strerror((int)n));
 		}
 		return;
 	}
@@ -336,8 +339,8 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
 	while (off < (size_t)n && c->state == VY_CONN_OPEN && !c->close_after_write) {
 		size_t used = 0;
 		struct vy_err err = {0};
-		int rc = vy_frame_reader_feed(&c->reader, buf->base + off, (size_t)n - off, &used,
-			&err);
+		int rc = vy_frame_reader_feed(
+			&c->reader, buf->base + off, (size_t)n - off, &used, &err);
 		off += used;
 		if (rc < 0) {
 			/* The stream is out of step: answer once (no id is known) and close. */
@@ -368,7 +371,7 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
 	if (c->state == VY_CONN_OPEN && vy_frame_reader_pending(&c->reader) == 0) {
 		discard_fds(c);
 	} else if (c->state == VY_CONN_OPEN &&
-		uv_pipe_pending_count(&c->pipe) > VY_MAX_PENDING_FDS) {
+		   uv_pipe_pending_count(&c->pipe) > VY_MAX_PENDING_FDS) {
 		conn_close(c, "too many descriptors sent ahead of their frames");
 	}
 	update_flow(c);
@@ -435,7 +438,7 @@ static void maybe_free(struct vy_conn *c)
 		return;
 	}
 	bool done = c->in_flight == 0 &&
-		(c->state == VY_CONN_CLOSING || (c->state == VY_CONN_EOF && c->writes == 0));
+		    (c->state == VY_CONN_CLOSING || (c->state == VY_CONN_EOF && c->writes == 0));
 	if (!done) {
 		return;
 	}
@@ -461,9 +464,10 @@ static void conn_close(struct vy_conn *c, const char *why)
 		uv_read_stop((uv_stream_t *)&c->pipe);
 		c->reading = false;
 	}
-	vy_log(why ? VY_LOG_INFO : VY_LOG_DEBUG, "client %" PRIu64 " (pid %d, uid %u%s%s) closed%s%s; %u requests in flight",
-		c->id, (int)c->pid, (unsigned)c->uid, c->name[0] ? ", " : "", c->name,
-		why ? ": " : "", why ? why : "", c->in_flight);
+	vy_log(why ? VY_LOG_INFO : VY_LOG_DEBUG,
+		"client %" PRIu64 " (pid %d, uid %u%s%s) closed%s%s; %u requests in flight", c->id,
+		(int)c->pid, (unsigned)c->uid, c->name[0] ? ", " : "", c->name, why ? ": " : "",
+		why ? why : "", c->in_flight);
 	vy_device_cancel_conn(s, c);
 	vy_resident_conn_closed(s, c);
 	vy_shm_conn_closed(c);
@@ -505,7 +509,7 @@ void vy_conn_on_connection(uv_stream_t *listener, int status)
 		s->stats.connections_refused++;
 		vy_log(VY_LOG_WARNING, "refusing a connection: %s",
 			s->state != VY_SERVER_RUNNING ? "shutting down"
-						       : "max_clients connections are open");
+						      : "max_clients connections are open");
 		c->state = VY_CONN_CLOSED;
 		uv_close((uv_handle_t *)&c->pipe, on_closed);
 		return;
@@ -538,9 +542,9 @@ void vy_conn_close_all(struct vy_server *s)
 {
 	struct vy_link *l;
 	struct vy_link *t;
-	vy_list_for_each_safe(l, t, &s->conns)
+	VY_LIST_FOR_EACH_SAFE(l, t, &s->conns)
 	{
-		conn_close(vy_container_of(l, struct vy_conn, link), NULL);
+		conn_close(VY_CONTAINER_OF(l, struct vy_conn, link), NULL);
 	}
 }
 
@@ -552,9 +556,9 @@ void vy_conn_sweep(struct vy_server *s, uint64_t now)
 	}
 	struct vy_link *l;
 	struct vy_link *t;
-	vy_list_for_each_safe(l, t, &s->conns)
+	VY_LIST_FOR_EACH_SAFE(l, t, &s->conns)
 	{
-		struct vy_conn *c = vy_container_of(l, struct vy_conn, link);
+		struct vy_conn *c = VY_CONTAINER_OF(l, struct vy_conn, link);
 		if (c->state == VY_CONN_OPEN && c->reading &&
 			vy_frame_reader_pending(&c->reader) > 0 && now - c->progress_ns > limit) {
 			s->stats.connections_stalled++;
@@ -569,7 +573,7 @@ void vy_conn_sweep(struct vy_server *s, uint64_t now)
 void vy_conn_apply_config(struct vy_server *s)
 {
 	for (struct vy_link *l = s->conns.next; l != &s->conns; l = l->next) {
-		struct vy_conn *c = vy_container_of(l, struct vy_conn, link);
+		struct vy_conn *c = VY_CONTAINER_OF(l, struct vy_conn, link);
 		c->reader.max_frame = s->cfg.max_frame;
 		c->admin = -1;
 		update_flow(c);

@@ -55,13 +55,15 @@ static int run_resident(struct vy_device *d, struct vy_job *j)
 			if (!tmp) {
 				rc = vy_err_set(&j->err, VY_E_OUT_OF_MEMORY, NULL,
 					"retry with a smaller buffer",
-					"no memory to copy a resident buffer of %zu bytes", src->copy_from.len);
+					"no memory to copy a resident buffer of %zu bytes",
+					src->copy_from.len);
 			} else {
-				rc = vy_backend_resident_download(b, &src->copy_from, 0, tmp,
-					src->copy_from.len, &j->err);
+				rc = vy_backend_resident_download(
+					b, &src->copy_from, 0, tmp, src->copy_from.len, &j->err);
 				if (rc == 0) {
 					rc = vy_backend_resident_upload(b, &src->res, 0,
-						(struct vy_bytes){tmp, src->copy_from.len}, &j->err);
+						(struct vy_bytes){tmp, src->copy_from.len},
+						&j->err);
 				}
 				free(tmp);
 			}
@@ -74,8 +76,8 @@ static int run_resident(struct vy_device *d, struct vy_job *j)
 	}
 	if (rc == 0) {
 		j->timing.device_ns = VY_TIMING_NONE;
-		rc = vy_backend_resident_dispatch(b, j->program, binds, j->n_srcs, &j->cfg, &j->timing,
-			&j->err);
+		rc = vy_backend_resident_dispatch(
+			b, j->program, binds, j->n_srcs, &j->cfg, &j->timing, &j->err);
 	}
 	if (rc == 0) {
 		uint8_t *outs[VY_IR_MAX_BUFFERS] = {0};
@@ -88,11 +90,12 @@ static int run_resident(struct vy_device *d, struct vy_job *j)
 			uint8_t *buf = malloc(src->out_len ? src->out_len : 1);
 			if (!buf) {
 				rc = vy_err_set(&j->err, VY_E_OUT_OF_MEMORY, NULL,
-					"retry with smaller outputs", "no memory for an output of %zu bytes",
-					src->out_len);
+					"retry with smaller outputs",
+					"no memory for an output of %zu bytes", src->out_len);
 				break;
 			}
-			rc = vy_backend_resident_download(b, &src->res, 0, buf, src->out_len, &j->err);
+			rc = vy_backend_resident_download(
+				b, &src->res, 0, buf, src->out_len, &j->err);
 			outs[src->output_index] = buf;
 			lens[src->output_index] = src->out_len;
 		}
@@ -119,11 +122,11 @@ static void run_one(struct vy_device *d, struct vy_job *j)
 	switch (j->kind) {
 	case VY_JOB_DISPATCH:
 		if (j->cfg.timing) {
-			j->rc = vy_backend_dispatch_timed(b, j->program, j->inputs, j->n_inputs, &j->cfg,
-				&j->outputs, &j->timing, &j->err);
+			j->rc = vy_backend_dispatch_timed(b, j->program, j->inputs, j->n_inputs,
+				&j->cfg, &j->outputs, &j->timing, &j->err);
 		} else {
-			j->rc = vy_pipeline_dispatch(j->pl, j->inputs, j->n_inputs, &j->cfg, &j->outputs,
-				&j->err);
+			j->rc = vy_pipeline_dispatch(
+				j->pl, j->inputs, j->n_inputs, &j->cfg, &j->outputs, &j->err);
 		}
 		break;
 	case VY_JOB_RESIDENT_DISPATCH:
@@ -133,11 +136,12 @@ static void run_one(struct vy_device *d, struct vy_job *j)
 		j->rc = vy_backend_resident_alloc(b, j->len, &j->res, &j->err);
 		break;
 	case VY_JOB_UPLOAD:
-		j->rc = vy_backend_resident_upload(b, &j->res, j->offset,
-			(struct vy_bytes){j->data, j->len}, &j->err);
+		j->rc = vy_backend_resident_upload(
+			b, &j->res, j->offset, (struct vy_bytes){j->data, j->len}, &j->err);
 		break;
 	case VY_JOB_DOWNLOAD:
-		j->rc = vy_backend_resident_download(b, &j->res, j->offset, j->out, j->len, &j->err);
+		j->rc = vy_backend_resident_download(
+			b, &j->res, j->offset, j->out, j->len, &j->err);
 		break;
 	}
 	j->t_end = vy_now_ns();
@@ -179,7 +183,8 @@ static void run_batch(struct vy_device *d, struct vy_job **batch, uint32_t n)
 	for (uint32_t i = 0; i < n; i++) {
 		if (started[i]) {
 			if (pend[i]) {
-				batch[i]->rc = vy_pending_wait(pend[i], &batch[i]->outputs, &batch[i]->err);
+				batch[i]->rc = vy_pending_wait(
+					pend[i], &batch[i]->outputs, &batch[i]->err);
 			}
 			batch[i]->t_end = vy_now_ns();
 		}
@@ -204,7 +209,8 @@ static void run_batch(struct vy_device *d, struct vy_job **batch, uint32_t n)
 		char cause[VY_ERR_MESSAGE_MAX];
 		snprintf(cause, sizeof(cause), "%s", j->err.message);
 		vy_err_set(&j->err, VY_E_DEVICE_LOST, NULL,
-			"send the request again; resident buffers of this device must be allocated and "
+			"send the request again; resident buffers of this device must be allocated "
+			"and "
 			"uploaded again",
 			"device %u (%s) was lost while running request %" PRIu64 "%s%s%s: %.200s",
 			d->index, d->profile.name, j->req->r.id, j->cfg.label ? " (" : "",
@@ -230,10 +236,10 @@ static uint32_t take_batch(struct vy_device *d, struct vy_job **batch, uint32_t 
 {
 	uint32_t n = 0;
 	while (n < max && !vy_list_empty(&d->ring)) {
-		struct vy_cqueue *q = vy_container_of(d->ring.next, struct vy_cqueue, ring);
+		struct vy_cqueue *q = VY_CONTAINER_OF(d->ring.next, struct vy_cqueue, ring);
 		struct vy_link *l = q->jobs.next;
 		vy_list_remove(l);
-		batch[n++] = vy_container_of(l, struct vy_job, link);
+		batch[n++] = VY_CONTAINER_OF(l, struct vy_job, link);
 		vy_list_remove(&q->ring);
 		if (!vy_list_empty(&q->jobs)) {
 			vy_list_insert_tail(&d->ring, &q->ring);
@@ -299,7 +305,7 @@ static void complete_done(struct vy_device *d)
 		vy_resident_device_lost(d->srv, d);
 	}
 	while (!vy_list_empty(&done)) {
-		struct vy_job *j = vy_container_of(done.next, struct vy_job, link);
+		struct vy_job *j = VY_CONTAINER_OF(done.next, struct vy_job, link);
 		vy_list_remove(&j->link);
 		vy_ops_on_job(j);
 	}
@@ -346,7 +352,7 @@ void vy_device_cancel_conn(struct vy_server *s, struct vy_conn *c)
 		d->depth -= n;
 		pthread_mutex_unlock(&d->lock);
 		while (!vy_list_empty(&jobs)) {
-			struct vy_job *j = vy_container_of(jobs.next, struct vy_job, link);
+			struct vy_job *j = VY_CONTAINER_OF(jobs.next, struct vy_job, link);
 			vy_list_remove(&j->link);
 			j->canceled = true;
 			vy_ops_on_job(j);
@@ -397,8 +403,9 @@ struct vy_device *vy_device_pick(struct vy_server *s, const struct vy_request_co
 	if (c->device >= 0) {
 		if ((uint32_t)c->device >= s->n_devices) {
 			vy_err_set(err, VY_E_BAD_REQUEST, "config.device",
-				"use a device index that hello listed", "device %" PRId32
-				" does not exist; this daemon has %u", c->device, s->n_devices);
+				"use a device index that hello listed",
+				"device %" PRId32 " does not exist; this daemon has %u", c->device,
+				s->n_devices);
 			return NULL;
 		}
 		struct vy_device *d = &s->devices[c->device];
@@ -489,8 +496,8 @@ static int add_device(struct vy_server *s, struct vy_backend *b, struct vy_err *
 	memcpy(d->caps.max_workgroup_size, d->profile.max_workgroup_size,
 		sizeof(d->caps.max_workgroup_size));
 	d->caps.max_shared_bytes = d->profile.max_shared_bytes > UINT32_MAX
-		? UINT32_MAX
-		: (uint32_t)d->profile.max_shared_bytes;
+					   ? UINT32_MAX
+					   : (uint32_t)d->profile.max_shared_bytes;
 	d->fingerprint = fingerprint_of(&d->profile, d->index);
 	vy_list_init(&d->ring);
 	vy_list_init(&d->done);
@@ -506,7 +513,8 @@ static int add_device(struct vy_server *s, struct vy_backend *b, struct vy_err *
 	}
 	d->thread_started = true;
 	vy_log(VY_LOG_INFO, "device %u: %s backend, %s (%s), subgroup size %u%s", d->index, b->id,
-		d->profile.name, d->profile.driver_info[0] ? d->profile.driver_info : "no driver info",
+		d->profile.name,
+		d->profile.driver_info[0] ? d->profile.driver_info : "no driver info",
 		d->profile.subgroup_size, d->caps.subgroups ? "" : ", no subgroup operations");
 	return 0;
 }
@@ -545,8 +553,9 @@ static int open_backend(struct vy_server *s, const char *id, struct vy_err *err)
 	int first_rc = 0;
 #ifdef VY_HAVE_VULKAN
 	if (all && strcmp(id, "vulkan") == 0) {
-		/* Open device 0 before enumerating: the enumeration's short-lived instance then finds
-		 * the driver already loaded and does not unload it again (see pin_libraries). */
+		/* Open device 0 before enumerating: the enumeration's short-lived instance then
+		 * finds the driver already loaded and does not unload it again (see
+		 * vy_devices_pin_libraries). */
 		struct vy_backend *b = NULL;
 		struct vy_err e = {0};
 		opts.device_index = 0;
@@ -563,7 +572,8 @@ static int open_backend(struct vy_server *s, const char *id, struct vy_err *err)
 		struct vy_vulkan_device_info info[VY_MAX_DEVICES];
 		uint32_t total = 0;
 		n = 0;
-		if (vy_vulkan_devices_enumerate(info, VY_MAX_DEVICES, &total, s->n_devices ? NULL : err) != 0) {
+		if (vy_vulkan_devices_enumerate(
+			    info, VY_MAX_DEVICES, &total, s->n_devices ? NULL : err) != 0) {
 			return s->n_devices ? 0 : (err ? err->code : VY_E_UNSUPPORTED_FEATURE);
 		}
 		for (uint32_t i = 0; i < total && i < VY_MAX_DEVICES; i++) {
@@ -598,7 +608,8 @@ static int open_backend(struct vy_server *s, const char *id, struct vy_err *err)
 	if (s->n_devices == 0) {
 		if (!first_rc) {
 			return vy_err_set(err, VY_E_UNSUPPORTED_FEATURE, NULL,
-				"install a Vulkan driver (mesa-vulkan-drivers gives lavapipe) or set "
+				"install a Vulkan driver (mesa-vulkan-drivers gives lavapipe) or "
+				"set "
 				"backend = reference",
 				"no usable %s device was found", id);
 		}
@@ -622,7 +633,8 @@ int vy_devices_open(struct vy_server *s, struct vy_err *err)
 			}
 			return rc;
 		}
-		vy_log_err(VY_LOG_NOTICE, &e, "no Vulkan device opened; using the reference backend");
+		vy_log_err(
+			VY_LOG_NOTICE, &e, "no Vulkan device opened; using the reference backend");
 	}
 	return open_backend(s, "reference", err);
 }
@@ -643,7 +655,8 @@ void vy_devices_stop(struct vy_server *s)
 	}
 	for (uint32_t i = 0; i < s->n_devices; i++) {
 		struct vy_device *d = &s->devices[i];
-		/* Every connection is closed by now, so no job is queued: only finished ones wait. */
+		/* Every connection is closed by now, so no job is queued: only finished ones wait.
+		 */
 		complete_done(d);
 		if (d->async_open) {
 			uv_close((uv_handle_t *)&d->async, NULL);
@@ -666,7 +679,7 @@ static int pin_one(struct dl_phdr_info *info, size_t size, void *arg)
  * leaked to LeakSanitizer, which checks after the driver is gone. The daemon is exiting, so
  * unloading saves nothing.
  */
-static void pin_libraries(void)
+void vy_devices_pin_libraries(void)
 {
 	dl_iterate_phdr(pin_one, NULL);
 }
@@ -674,15 +687,15 @@ static void pin_libraries(void)
 void vy_devices_destroy(struct vy_server *s)
 {
 	if (s->n_devices) {
-		pin_libraries();
+		vy_devices_pin_libraries();
 	}
 	for (uint32_t i = 0; i < s->n_devices; i++) {
 		struct vy_device *d = &s->devices[i];
 		assert(!d->thread_started);
 		struct vy_err err = {0};
 		if (vy_backend_flush(d->backend, &err) != 0) {
-			vy_log_err(VY_LOG_WARNING, &err, "device %u: saving the pipeline cache failed",
-				d->index);
+			vy_log_err(VY_LOG_WARNING, &err,
+				"device %u: saving the pipeline cache failed", d->index);
 		}
 		if (vy_backend_shutdown(d->backend, &err) != 0) {
 			vy_log_err(VY_LOG_WARNING, &err, "device %u: shutdown", d->index);

@@ -31,7 +31,8 @@ int vy_disk_mkdirs(const char *dir, struct vy_err *err)
 			*p = '\0';
 			if (mkdir(path, 0750) != 0 && errno != EEXIST) {
 				return vy_err_set(err, VY_E_INTERNAL, NULL,
-					"create the folder with write access for the daemon's user, or set "
+					"create the folder with write access for the daemon's "
+					"user, or set "
 					"cache_dir",
 					"cannot create %s: %s", path, strerror(errno));
 			}
@@ -148,24 +149,25 @@ static uint8_t *read_program(const char *path, const struct vy_program_id *want,
 	uint8_t header[HEADER_BYTES];
 	uint8_t *payload = NULL;
 	bool ok = fstat(fd, &st) == 0 && st.st_size >= HEADER_BYTES &&
-		(size_t)st.st_size - HEADER_BYTES <= VY_IR_MAX_DOCUMENT &&
-		read(fd, header, sizeof(header)) == (ssize_t)sizeof(header) &&
-		memcmp(header, VY_DISK_PROGRAM_MAGIC, 8) == 0 &&
-		get_u32(header + 8) == VY_DISK_PROGRAM_FORMAT &&
-		get_u64(header + 16) == (uint64_t)st.st_size - HEADER_BYTES &&
-		memcmp(header + 32, want->bytes, 16) == 0;
+		  (size_t)st.st_size - HEADER_BYTES <= VY_IR_MAX_DOCUMENT &&
+		  read(fd, header, sizeof(header)) == (ssize_t)sizeof(header) &&
+		  memcmp(header, VY_DISK_PROGRAM_MAGIC, 8) == 0 &&
+		  get_u32(header + 8) == VY_DISK_PROGRAM_FORMAT &&
+		  get_u64(header + 16) == (uint64_t)st.st_size - HEADER_BYTES &&
+		  memcmp(header + 32, want->bytes, 16) == 0;
 	if (ok) {
 		*len = (size_t)st.st_size - HEADER_BYTES;
 		payload = malloc(*len ? *len : 1);
 		ok = payload && read(fd, payload, *len) == (ssize_t)*len &&
-			XXH3_64bits(payload, *len) == get_u64(header + 24);
+		     XXH3_64bits(payload, *len) == get_u64(header + 24);
 	}
 	close(fd);
 	if (!ok) {
 		free(payload);
 		return NULL;
 	}
-	/* The name must also be the id of the bytes: a file copied under another name is foreign. */
+	/* The name must also be the id of the bytes: a file copied under another name is foreign.
+	 */
 	struct vy_program_id id;
 	vy_program_id_compute(payload, *len, &id);
 	if (memcmp(id.bytes, want->bytes, 16) != 0) {
@@ -243,7 +245,8 @@ void vy_disk_programs_load(const char *dir, size_t max,
 		struct vy_program_id id;
 		size_t len = 0;
 		uint8_t *bytes = NULL;
-		if (i < max && vy_program_id_parse(files[i].name, VY_PROGRAM_ID_HEX - 1, &id, NULL) == 0) {
+		if (i < max &&
+			vy_program_id_parse(files[i].name, VY_PROGRAM_ID_HEX - 1, &id, NULL) == 0) {
 			bytes = read_program(path, &id, &len);
 		}
 		if (!bytes) {

@@ -17,7 +17,7 @@ struct vy_link {
 	struct vy_link *next;
 };
 
-#define vy_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+#define VY_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 static inline void vy_list_init(struct vy_link *head)
 {
@@ -73,8 +73,8 @@ static inline void vy_list_splice(struct vy_link *to, struct vy_link *from)
 	vy_list_init(from);
 }
 
-#define vy_list_for_each_safe(pos, tmp, head)                                                     \
-	for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head);                          \
+#define VY_LIST_FOR_EACH_SAFE(pos, tmp, head)                                                      \
+	for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head);                           \
 		(pos) = (tmp), (tmp) = (pos)->next)
 
 #endif

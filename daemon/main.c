@@ -16,7 +16,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: vyred [OPTION]...\n"
-		"The vyre GPU dispatch daemon: clients send vyre IR programs and buffers over a Unix\n"
+		"The vyre GPU dispatch daemon: clients send vyre IR programs and buffers over a "
+		"Unix\n"
 		"socket (protocol 1) and get their outputs back.\n"
 		"\n"
 		"  -c, --config FILE      read FILE instead of %s\n"
@@ -27,8 +28,10 @@ static void usage(FILE *f)
 		"  -l, --log-level LEVEL  err, warning, notice, info or debug (log_level)\n"
 		"  -o, --set KEY=VALUE    set any configuration key\n"
 		"      --check            run the self-checks and exit (0 when all pass)\n"
-		"  -f, --foreground       log for a terminal: time stamps and level names instead of\n"
-		"                         the <N> priority prefixes journald reads (vyred never forks)\n"
+		"  -f, --foreground       log for a terminal: time stamps and level names instead "
+		"of\n"
+		"                         the <N> priority prefixes journald reads (vyred never "
+		"forks)\n"
 		"  -h, --help             show this help and exit\n"
 		"  -V, --version          show the version and exit\n"
 		"\n"
@@ -36,7 +39,7 @@ static void usage(FILE *f)
 		"VYRED_CONFIG for the file; precedence: flags, environment, file, defaults;\n"
 		"* marks keys that SIGHUP reloads):\n",
 		VY_CONFIG_DEFAULT_PATH);
-#define VY__CONF_HELP(field, section, type, def, reload, help)                                    \
+#define VY__CONF_HELP(field, section, type, def, reload, help)                                     \
 	fprintf(f, "  [%s] %s%s = %s\n      %s\n", section, #field, reload ? "*" : "", def, help);
 	VY_CONFIG_MAP(VY__CONF_HELP)
 #undef VY__CONF_HELP
@@ -99,7 +102,8 @@ int main(int argc, char **argv)
 		case 'o': {
 			char *eq = strchr(optarg, '=');
 			if (!eq) {
-				fprintf(stderr, "vyred: --set needs KEY=VALUE, got \"%s\"\n", optarg);
+				fprintf(stderr, "vyred: --set needs KEY=VALUE, got \"%s\"\n",
+					optarg);
 				return 2;
 			}
 			*eq = '\0';
@@ -127,7 +131,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "vyred: unexpected argument \"%s\"\nTry 'vyred --help'.\n", argv[optind]);
+		fprintf(stderr, "vyred: unexpected argument \"%s\"\nTry 'vyred --help'.\n",
+			argv[optind]);
 		return 2;
 	}
 	/* A client that disconnects must not kill the daemon with SIGPIPE; writes report EPIPE. */

@@ -38,8 +38,8 @@ static void reply_empty(struct vy_req *req)
 static void fail(struct vy_req *req, int code, const char *at, const char *fix, const char *fmt,
 	...) __attribute__((format(printf, 5, 6)));
 
-static void fail(struct vy_req *req, int code, const char *at, const char *fix, const char *fmt,
-	...)
+static void fail(
+	struct vy_req *req, int code, const char *at, const char *fix, const char *fmt, ...)
 {
 	struct vy_err err;
 	va_list ap;
@@ -63,7 +63,8 @@ static void op_hello(struct vy_req *req)
 	if (req->r.protocol != VY_PROTOCOL_VERSION) {
 		fail(req, VY_E_UNSUPPORTED_PROTOCOL, "protocol",
 			"speak protocol 1, the only version this daemon supports",
-			"protocol %" PRIu32 " is not supported; supported versions: [1]", req->r.protocol);
+			"protocol %" PRIu32 " is not supported; supported versions: [1]",
+			req->r.protocol);
 		return;
 	}
 	c->hello = true;
@@ -107,8 +108,10 @@ static int hold_resident(struct vy_req *req, uint64_t handle, const char *at,
 	if (*dev && *dev != r->dev) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, at,
 			"use resident buffers of one device in one dispatch",
-			"resident buffer %" PRIu64 " lives on device %u, another of this dispatch on "
-			"device %u", handle, r->dev->index, (*dev)->index);
+			"resident buffer %" PRIu64
+			" lives on device %u, another of this dispatch on "
+			"device %u",
+			handle, r->dev->index, (*dev)->index);
 	}
 	*dev = r->dev;
 	vy_resident_ref(r);
@@ -144,8 +147,8 @@ static int hold_residents(struct vy_req *req, struct vy_device **dev, struct vy_
 	return 0;
 }
 
-void vy_ops_on_prog(struct vy_req *req, int rc, const struct vy_err *err,
-	const struct vy_err_list *errs)
+void vy_ops_on_prog(
+	struct vy_req *req, int rc, const struct vy_err *err, const struct vy_err_list *errs)
 {
 	struct vy_conn *c = req->conn;
 	struct vy_server *s = c->srv;
@@ -163,7 +166,8 @@ void vy_ops_on_prog(struct vy_req *req, int rc, const struct vy_err *err,
 		vy_reply_error(req, &e, NULL);
 		return;
 	}
-	if (forced && req->r.config.device >= 0 && (uint32_t)req->r.config.device != forced->index) {
+	if (forced && req->r.config.device >= 0 &&
+		(uint32_t)req->r.config.device != forced->index) {
 		fail(req, VY_E_BAD_REQUEST, "config.device",
 			"drop config.device or use resident buffers of that device",
 			"the resident buffers of this dispatch live on device %u, not %" PRId32,
@@ -182,9 +186,10 @@ void vy_ops_on_prog(struct vy_req *req, int rc, const struct vy_err *err,
 	const uint32_t *wg = req->r.config.has_workgroup_size ? req->r.config.workgroup_size
 							      : req->prog->program->workgroup_size;
 	if (!wg[0] || !wg[1] || !wg[2]) {
-		fail(req, VY_E_BAD_REQUEST, "config.workgroup_size", "give every axis a size of 1 or more",
-			"workgroup size [%" PRIu32 ", %" PRIu32 ", %" PRIu32 "] has a zero axis", wg[0],
-			wg[1], wg[2]);
+		fail(req, VY_E_BAD_REQUEST, "config.workgroup_size",
+			"give every axis a size of 1 or more",
+			"workgroup size [%" PRIu32 ", %" PRIu32 ", %" PRIu32 "] has a zero axis",
+			wg[0], wg[1], wg[2]);
 		return;
 	}
 	memcpy(req->workgroup_size, wg, sizeof(req->workgroup_size));
@@ -227,7 +232,8 @@ static int input_bytes(struct vy_req *req, uint32_t i, struct vy_err *err)
 	if (in->offset > m->size || in->len > m->size - in->offset) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, at,
 			"keep offset + length within the size given to shm_attach",
-			"bytes %" PRIu64 "..%" PRIu64 " lie outside region %" PRIu64 " of %zu bytes",
+			"bytes %" PRIu64 "..%" PRIu64 " lie outside region %" PRIu64
+			" of %zu bytes",
 			in->offset, in->offset + in->len, in->region, m->size);
 	}
 	vy_shm_ref(m);
@@ -251,18 +257,20 @@ static int build_resident(struct vy_req *req, struct vy_err *err)
 		uint32_t out = b->output_index;
 		struct vy_resident *target = out != VY_BINDING_NONE ? req->out_res[out] : NULL;
 		struct vy_resident *inres = in != VY_BINDING_NONE ? req->in_res[in] : NULL;
-		const struct vy_bytes *bytes = in != VY_BINDING_NONE && !inres ? &j->inputs[in] : NULL;
+		const struct vy_bytes *bytes =
+			in != VY_BINDING_NONE && !inres ? &j->inputs[in] : NULL;
 		bool writes = b->role == VY_ROLE_OUTPUT || b->role == VY_ROLE_INPUT_OUTPUT;
 		char at[64];
 		snprintf(at, sizeof(at), "buffers.%s", b->name);
 		if (bytes && b->has_static_len && bytes->len != b->static_byte_len) {
 			return vy_err_set(err, VY_E_BAD_REQUEST, at, "send exactly count * 4 bytes",
-				"input for buffer %s holds %zu bytes; its declaration fixes %zu", b->name,
-				bytes->len, b->static_byte_len);
+				"input for buffer %s holds %zu bytes; its declaration fixes %zu",
+				b->name, bytes->len, b->static_byte_len);
 		}
 		if (bytes && bytes->len % b->element_size) {
 			return vy_err_set(err, VY_E_BAD_REQUEST, at, "send whole 4-byte elements",
-				"input for buffer %s holds %zu bytes, not a whole number of elements",
+				"input for buffer %s holds %zu bytes, not a whole number of "
+				"elements",
 				b->name, bytes->len);
 		}
 		size_t in_len = inres ? inres->size : bytes ? bytes->len : 0;
@@ -270,8 +278,10 @@ static int build_resident(struct vy_req *req, struct vy_err *err)
 			size_t need = b->has_static_len ? b->static_byte_len : in_len;
 			if (target->size < need || target->size < in_len) {
 				return vy_err_set(err, VY_E_BAD_REQUEST, at,
-					"allocate the target buffer at least as large as the output",
-					"outputs_to[%" PRIu32 "] holds %" PRIu64 " bytes; buffer %s needs %zu",
+					"allocate the target buffer at least as large as the "
+					"output",
+					"outputs_to[%" PRIu32 "] holds %" PRIu64
+					" bytes; buffer %s needs %zu",
 					out, target->size, b->name, need > in_len ? need : in_len);
 			}
 			src->res = target->res;
@@ -305,8 +315,8 @@ static int build_resident(struct vy_req *req, struct vy_err *err)
 			src->to_reply = true;
 			src->output_index = out;
 			src->out_len = b->has_static_len ? b->static_byte_len
-				: src->temp ? src->temp_len
-					    : src->res.len;
+				       : src->temp       ? src->temp_len
+							 : src->res.len;
 		}
 	}
 	return 0;
@@ -325,7 +335,8 @@ static void start_dispatch(struct vy_req *req)
 		size_t n = 0;
 		for (uint32_t i = 0; i < plan->n_inputs && n < sizeof(names) - 70; i++) {
 			const char *name = req->prog->program->buffers[plan->input_indices[i]].name;
-			n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s", i ? ", " : "", name);
+			n += (size_t)snprintf(
+				names + n, sizeof(names) - n, "%s%s", i ? ", " : "", name);
 		}
 		fail(req, VY_E_BAD_REQUEST, "inputs",
 			"send one input per input buffer, in binding order",
@@ -334,7 +345,8 @@ static void start_dispatch(struct vy_req *req)
 		return;
 	}
 	if (r->has_outputs_to && r->n_outputs_to != plan->n_outputs) {
-		fail(req, VY_E_BAD_REQUEST, "outputs_to", "give one entry (nil or a handle) per output",
+		fail(req, VY_E_BAD_REQUEST, "outputs_to",
+			"give one entry (nil or a handle) per output",
 			"the program has %" PRIu32 " outputs; outputs_to has %" PRIu32 " entries",
 			plan->n_outputs, r->n_outputs_to);
 		return;
@@ -355,8 +367,8 @@ static void start_dispatch(struct vy_req *req)
 	j->cfg.spec = &req->spec;
 	uint64_t cap = s->cfg.max_loop_iterations;
 	j->cfg.max_loop_iterations = rc->max_loop_iterations && rc->max_loop_iterations < cap
-		? rc->max_loop_iterations
-		: cap;
+					     ? rc->max_loop_iterations
+					     : cap;
 	uint32_t tcap = (uint32_t)s->cfg.dispatch_timeout_ms;
 	j->cfg.timeout_ms = rc->timeout_ms && rc->timeout_ms < tcap ? rc->timeout_ms : tcap;
 	j->cfg.label = rc->label;
@@ -386,8 +398,8 @@ static void start_dispatch(struct vy_req *req)
 	vy_device_submit(j);
 }
 
-void vy_ops_on_pipe(struct vy_req *req, int rc, const struct vy_err *err,
-	const struct vy_err_list *errs)
+void vy_ops_on_pipe(
+	struct vy_req *req, int rc, const struct vy_err *err, const struct vy_err_list *errs)
 {
 	if (!vy_conn_alive(req->conn)) {
 		vy_req_drop(req);
@@ -445,8 +457,8 @@ static void op_alloc(struct vy_req *req)
 		if (named && named->size != r->size) {
 			fail(req, VY_E_BAD_REQUEST, "size",
 				"attach the named buffer with its own size, or free it first",
-				"the named buffer \"%s\" holds %" PRIu64 " bytes, not %" PRIu64, r->name,
-				named->size, r->size);
+				"the named buffer \"%s\" holds %" PRIu64 " bytes, not %" PRIu64,
+				r->name, named->size, r->size);
 			return;
 		}
 		if (named) {
@@ -519,7 +531,8 @@ static void op_upload(struct vy_req *req)
 	if (r->offset > res->size || r->data_len > res->size - r->offset) {
 		fail(req, VY_E_BAD_REQUEST, "data", "keep offset + length within the buffer's size",
 			"%" PRIu64 " bytes at offset %" PRIu64 " do not fit buffer %" PRIu64
-			" of %" PRIu64 " bytes", r->data_len, r->offset, r->handle, res->size);
+			" of %" PRIu64 " bytes",
+			r->data_len, r->offset, r->handle, res->size);
 		return;
 	}
 	vy_resident_ref(res);
@@ -553,9 +566,11 @@ static void op_download(struct vy_req *req)
 	}
 	uint64_t len = r->has_length ? r->length : res->size - r->offset;
 	if (len > res->size - r->offset) {
-		fail(req, VY_E_BAD_REQUEST, "length", "keep offset + length within the buffer's size",
+		fail(req, VY_E_BAD_REQUEST, "length",
+			"keep offset + length within the buffer's size",
 			"%" PRIu64 " bytes at offset %" PRIu64 " run past buffer %" PRIu64
-			" of %" PRIu64 " bytes", len, r->offset, r->handle, res->size);
+			" of %" PRIu64 " bytes",
+			len, r->offset, r->handle, res->size);
 		return;
 	}
 	if (len > MAX_DOWNLOAD) {
@@ -586,7 +601,8 @@ static void op_free(struct vy_req *req)
 {
 	struct vy_conn *c = req->conn;
 	struct vy_err err = {0};
-	struct vy_resident *res = vy_resident_get(c->srv, c, req->r.handle, &err);
+	/* A buffer lost with its device can still be freed, which forgets its handle. */
+	struct vy_resident *res = vy_resident_find(c->srv, c, req->r.handle, &err);
 	if (!res) {
 		vy_reply_error(req, &err, NULL);
 		return;
@@ -652,14 +668,16 @@ static void op_shm_attach(struct vy_req *req)
 	int fd = vy_conn_take_fd(c);
 	if (fd < 0) {
 		fail(req, VY_E_BAD_REQUEST, "size",
-			"send the memfd with SCM_RIGHTS in the same sendmsg as the shm_attach frame",
+			"send the memfd with SCM_RIGHTS in the same sendmsg as the shm_attach "
+			"frame",
 			"shm_attach came without a file descriptor");
 		return;
 	}
 	if (c->n_shms >= s->cfg.max_shm_regions) {
 		close(fd);
 		fail(req, VY_E_QUOTA_EXCEEDED, "size",
-			"detach regions you no longer need, or ask the operator to raise max_shm_regions",
+			"detach regions you no longer need, or ask the operator to raise "
+			"max_shm_regions",
 			"this connection holds %" PRIu32 " regions, the limit", c->n_shms);
 		return;
 	}
@@ -694,9 +712,11 @@ static void op_cache_clear(struct vy_req *req)
 	uint64_t pipes = s->pipes.count;
 	uint64_t progs = s->progs.count;
 	vy_caches_clear(s, true);
-	vy_log(VY_LOG_NOTICE, "cache_clear by client %" PRIu64 " (uid %u): %" PRIu64
-		" pipelines, %" PRIu64 " programs", req->conn->id, (unsigned)req->conn->uid,
-		pipes - s->pipes.count, progs - s->progs.count);
+	vy_log(VY_LOG_NOTICE,
+		"cache_clear by client %" PRIu64 " (uid %u): %" PRIu64 " pipelines, %" PRIu64
+		" programs",
+		req->conn->id, (unsigned)req->conn->uid, pipes - s->pipes.count,
+		progs - s->progs.count);
 	struct vy_reply *rp = vy_reply_begin(req, 2);
 	vy_pack_kv_u64(&rp->pk, "pipelines", pipes - s->pipes.count);
 	vy_pack_kv_u64(&rp->pk, "programs", progs - s->progs.count);
@@ -722,16 +742,19 @@ void vy_ops_start(struct vy_req *req)
 	if (c->in_flight > s->cfg.max_inflight) {
 		c->busy++;
 		fail(req, VY_E_BUSY, NULL,
-			"wait for replies before sending more requests, or ask the operator to raise "
+			"wait for replies before sending more requests, or ask the operator to "
+			"raise "
 			"max_inflight",
-			"%" PRIu32 " requests are in flight on this connection; the limit is %" PRIu64,
+			"%" PRIu32
+			" requests are in flight on this connection; the limit is %" PRIu64,
 			c->in_flight - 1, s->cfg.max_inflight);
 		return;
 	}
 	if (vy_op_admin(op) && !vy_server_is_admin(s, c)) {
 		fail(req, VY_E_PERMISSION_DENIED, "op",
 			"run it as root, as the daemon's user, or as a member of admin_group",
-			"%s needs an admin peer; uid %u is not one", vy_op_name(op), (unsigned)c->uid);
+			"%s needs an admin peer; uid %u is not one", vy_op_name(op),
+			(unsigned)c->uid);
 		return;
 	}
 	switch (op) {

@@ -102,7 +102,8 @@ int vy_resident_reserve(struct vy_server *s, uid_t uid, uint64_t bytes, struct v
 			"free resident buffers you no longer need, or ask the operator to raise "
 			"resident_quota",
 			"user %u holds %" PRIu64 " resident bytes; %" PRIu64
-			" more would pass the quota of %" PRIu64, (unsigned)uid, u->bytes, bytes, quota);
+			" more would pass the quota of %" PRIu64,
+			(unsigned)uid, u->bytes, bytes, quota);
 	}
 	u->bytes += bytes;
 	return 0;
@@ -119,32 +120,43 @@ void vy_resident_unreserve(struct vy_server *s, uid_t uid, uint64_t bytes)
 static int not_found(struct vy_err *err, uint64_t handle)
 {
 	return vy_err_set(err, VY_E_NOT_FOUND, "handle",
-		"use a handle that alloc returned on this connection (or a named buffer of your user)",
+		"use a handle that alloc returned on this connection (or a named buffer of your "
+		"user)",
 		"no resident buffer %" PRIu64, handle);
 }
 
-struct vy_resident *vy_resident_get(struct vy_server *s, struct vy_conn *c, uint64_t handle,
-	struct vy_err *err)
+struct vy_resident *vy_resident_find(
+	struct vy_server *s, struct vy_conn *c, uint64_t handle, struct vy_err *err)
 {
 	struct vy_resident *r = lookup(&s->res, handle);
 	if (!r || r->uid != c->uid || (!r->named && r->conn != c)) {
 		not_found(err, handle);
 		return NULL;
 	}
-	if (r->lost) {
+	return r;
+}
+
+struct vy_resident *vy_resident_get(
+	struct vy_server *s, struct vy_conn *c, uint64_t handle, struct vy_err *err)
+{
+	struct vy_resident *r = vy_resident_find(s, c, handle, err);
+	if (r && r->lost) {
 		vy_err_set(err, VY_E_NOT_FOUND, "handle",
 			"allocate and upload the buffer again: its device was lost and recovered",
-			"resident buffer %" PRIu64 " was lost with device %u", handle, r->dev->index);
+			"resident buffer %" PRIu64 " was lost with device %u", handle,
+			r->dev->index);
 		return NULL;
 	}
-	r->last_use_ns = vy_now_ns();
+	if (r) {
+		r->last_use_ns = vy_now_ns();
+	}
 	return r;
 }
 
 struct vy_resident *vy_resident_find_named(struct vy_server *s, uid_t uid, const char *name)
 {
 	for (struct vy_link *l = s->res.named.next; l != &s->res.named; l = l->next) {
-		struct vy_resident *r = vy_container_of(l, struct vy_resident, owner);
+		struct vy_resident *r = VY_CONTAINER_OF(l, struct vy_resident, owner);
 		if (r->uid == uid && strcmp(r->name, name) == 0 && !r->lost) {
 			return r;
 		}
@@ -231,7 +243,8 @@ void vy_resident_unref(struct vy_server *s, struct vy_resident *r)
 	if (!r->lost) {
 		struct vy_err err = {0};
 		if (vy_backend_resident_free(r->dev->backend, r->res, &err) != 0) {
-			vy_log_err(VY_LOG_WARNING, &err, "freeing resident buffer %" PRIu64, r->handle);
+			vy_log_err(VY_LOG_WARNING, &err, "freeing resident buffer %" PRIu64,
+				r->handle);
 		}
 	}
 	free(r);
@@ -251,20 +264,23 @@ void vy_resident_remove(struct vy_server *s, struct vy_resident *r)
 	r->chain = NULL;
 	r->in_table = false;
 	t->count--;
-	t->bytes -= r->size;
 	t->frees++;
 	vy_list_remove(&r->owner);
-	vy_resident_unreserve(s, r->uid, r->size);
+	if (!r->lost) {
+		t->bytes -= r->size;
+		vy_resident_unreserve(s, r->uid, r->size);
+	}
 	vy_resident_unref(s, r);
 }
 
 void vy_resident_conn_closed(struct vy_server *s, struct vy_conn *c)
 {
 	while (!vy_list_empty(&c->residents)) {
-		vy_resident_remove(s, vy_container_of(c->residents.next, struct vy_resident, owner));
+		vy_resident_remove(
+			s, VY_CONTAINER_OF(c->residents.next, struct vy_resident, owner));
 	}
 	for (struct vy_link *l = s->res.named.next; l != &s->res.named; l = l->next) {
-		struct vy_resident *r = vy_container_of(l, struct vy_resident, owner);
+		struct vy_resident *r = VY_CONTAINER_OF(l, struct vy_resident, owner);
 		if (r->conn == c) {
 			r->conn = NULL;
 		}
@@ -277,15 +293,20 @@ void vy_resident_device_lost(struct vy_server *s, struct vy_device *d)
 	size_t n = 0;
 	for (size_t i = 0; i < t->n_buckets; i++) {
 		for (struct vy_resident *r = t->buckets[i]; r; r = r->chain) {
+			/* The entry stays, so that the handle answers NOT_FOUND with the advice to
+			 * upload again, until its owner frees it or goes; its bytes are released
+			 * now. */
 			if (r->dev == d && !r->lost) {
 				r->lost = true;
+				t->bytes -= r->size;
+				vy_resident_unreserve(s, r->uid, r->size);
 				n++;
 			}
 		}
 	}
 	t->lost += n;
-	vy_log(VY_LOG_WARNING, "device %u: %zu resident buffers were lost with the device", d->index,
-		n);
+	vy_log(VY_LOG_WARNING, "device %u: %zu resident buffers were lost with the device",
+		d->index, n);
 }
 
 void vy_resident_finish(struct vy_server *s)
@@ -312,10 +333,10 @@ void vy_resident_pack_stats(struct vy_server *s, msgpack_packer *pk)
 	uint64_t regions = 0;
 	uint64_t region_bytes = 0;
 	for (struct vy_link *l = s->conns.next; l != &s->conns; l = l->next) {
-		struct vy_conn *c = vy_container_of(l, struct vy_conn, link);
+		struct vy_conn *c = VY_CONTAINER_OF(l, struct vy_conn, link);
 		for (struct vy_link *m = c->shms.next; m != &c->shms; m = m->next) {
 			regions++;
-			region_bytes += vy_container_of(m, struct vy_shm, link)->size;
+			region_bytes += VY_CONTAINER_OF(m, struct vy_shm, link)->size;
 		}
 	}
 	vy_pack_cstr(pk, "resident");
@@ -398,7 +419,8 @@ int vy_shm_attach(struct vy_conn *c, int fd, uint64_t size, uint64_t *id, struct
 			"the descriptor passed is not a sealable memfd (%s)", strerror(errno));
 	} else if (!(seals & F_SEAL_SHRINK)) {
 		rc = vy_err_set(err, VY_E_BAD_REQUEST, "size",
-			"seal the memfd with fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) before sending it",
+			"seal the memfd with fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) before sending "
+			"it",
 			"the memfd is not sealed against shrinking");
 	} else if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < size) {
 		rc = vy_err_set(err, VY_E_BAD_REQUEST, "size",
@@ -432,7 +454,6 @@ int vy_shm_attach(struct vy_conn *c, int fd, uint64_t size, uint64_t *id, struct
 	m->size = (size_t)size;
 	m->refs = 1;
 	m->attached = true;
-	m->created_ns = vy_now_ns();
 	vy_list_insert_tail(&c->shms, &m->link);
 	c->n_shms++;
 	*id = m->id;
@@ -442,7 +463,7 @@ int vy_shm_attach(struct vy_conn *c, int fd, uint64_t size, uint64_t *id, struct
 struct vy_shm *vy_shm_get(struct vy_conn *c, uint64_t id)
 {
 	for (struct vy_link *l = c->shms.next; l != &c->shms; l = l->next) {
-		struct vy_shm *m = vy_container_of(l, struct vy_shm, link);
+		struct vy_shm *m = VY_CONTAINER_OF(l, struct vy_shm, link);
 		if (m->id == id) {
 			return m;
 		}
@@ -477,6 +498,6 @@ void vy_shm_detach(struct vy_shm *m)
 void vy_shm_conn_closed(struct vy_conn *c)
 {
 	while (!vy_list_empty(&c->shms)) {
-		vy_shm_detach(vy_container_of(c->shms.next, struct vy_shm, link));
+		vy_shm_detach(VY_CONTAINER_OF(c->shms.next, struct vy_shm, link));
 	}
 }

@@ -103,7 +103,8 @@ static int bind_socket(struct vy_server *s, struct vy_err *err)
 	umask(old);
 	if (rc) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, "socket_path",
-			"create the folder (systemd-tmpfiles does it for /run/vyred) or set socket_path",
+			"create the folder (systemd-tmpfiles does it for /run/vyred) or set "
+			"socket_path",
 			"bind %s: %s (%s)", path, uv_strerror(rc), uv_err_name(rc));
 	}
 	s->socket_bound = true;
@@ -124,7 +125,8 @@ static int bind_socket(struct vy_server *s, struct vy_err *err)
 		if (chown(path, (uid_t)-1, found->gr_gid) != 0) {
 			return vy_err_set(err, VY_E_INTERNAL, "socket_group",
 				"run vyred as root or as a member of the group",
-				"chown %s to group %s: %s", path, s->cfg.socket_group, strerror(errno));
+				"chown %s to group %s: %s", path, s->cfg.socket_group,
+				strerror(errno));
 		}
 	}
 	return 0;
@@ -225,7 +227,7 @@ static void status_line(struct vy_server *s)
 {
 	uint32_t in_flight = 0;
 	for (struct vy_link *l = s->conns.next; l != &s->conns; l = l->next) {
-		in_flight += vy_container_of(l, struct vy_conn, link)->in_flight;
+		in_flight += VY_CONTAINER_OF(l, struct vy_conn, link)->in_flight;
 	}
 	vy_sd_notify("STATUS=%s: %u clients, %u requests in flight, %zu pipelines cached",
 		s->state == VY_SERVER_RUNNING ? "serving" : "draining", s->n_conns, in_flight,
@@ -260,7 +262,7 @@ static bool drained(struct vy_server *s)
 		return false;
 	}
 	for (struct vy_link *l = s->conns.next; l != &s->conns; l = l->next) {
-		struct vy_conn *c = vy_container_of(l, struct vy_conn, link);
+		struct vy_conn *c = VY_CONTAINER_OF(l, struct vy_conn, link);
 		if (c->in_flight || c->writes) {
 			return false;
 		}
@@ -350,11 +352,15 @@ static void on_tick(uv_timer_t *timer)
 		s->last_sweep_ns = now;
 		vy_conn_sweep(s, now);
 	}
+	if (now - s->last_status_ns >= 10000000000ull) {
+		s->last_status_ns = now;
+		status_line(s);
+	}
 	vy_server_poke(s);
 }
 
-int vy_server_init(struct vy_server *s, const struct vy_config_args *args, bool plain_logs,
-	struct vy_err *err)
+int vy_server_init(
+	struct vy_server *s, const struct vy_config_args *args, bool plain_logs, struct vy_err *err)
 {
 	memset(s, 0, sizeof(*s));
 	s->args = args;
@@ -469,7 +475,8 @@ void vy_server_finish(struct vy_server *s)
 	if (s->loop_open) {
 		int rc = uv_loop_close(&s->loop);
 		if (rc) {
-			vy_log(VY_LOG_ERR, "uv_loop_close: %s; handles were left open", uv_strerror(rc));
+			vy_log(VY_LOG_ERR, "uv_loop_close: %s; handles were left open",
+				uv_strerror(rc));
 			s->exit_code = 1;
 		}
 	}

@@ -120,18 +120,18 @@ static void pack_client_rows(struct vy_server *s, struct vy_conn *viewer, msgpac
 {
 	uint32_t n = 0;
 	for (struct vy_link *l = s->conns.next; l != &s->conns; l = l->next) {
-		n += visible(s, viewer, vy_container_of(l, struct vy_conn, link));
+		n += visible(s, viewer, VY_CONTAINER_OF(l, struct vy_conn, link));
 	}
 	uint64_t now = vy_now_ns();
 	msgpack_pack_array(pk, n);
 	for (struct vy_link *l = s->conns.next; l != &s->conns; l = l->next) {
-		struct vy_conn *c = vy_container_of(l, struct vy_conn, link);
+		struct vy_conn *c = VY_CONTAINER_OF(l, struct vy_conn, link);
 		if (!visible(s, viewer, c)) {
 			continue;
 		}
 		uint64_t resident = 0;
 		for (struct vy_link *r = c->residents.next; r != &c->residents; r = r->next) {
-			resident += vy_container_of(r, struct vy_resident, owner)->size;
+			resident += VY_CONTAINER_OF(r, struct vy_resident, owner)->size;
 		}
 		msgpack_pack_map(pk, 18);
 		vy_pack_kv_u64(pk, "id", c->id);

@@ -167,8 +167,8 @@ struct vy_prog {
 	struct vy_link waiters; /* requests, by vy_req.wait */
 	uint32_t refs;
 	bool in_table;
-	bool from_disk;    /* restored from the program files at start-up */
-	bool disk_written; /* saved to the program files by its validation */
+	bool from_disk;               /* restored from the program files at start-up */
+	bool disk_written;            /* saved to the program files by its validation */
 	struct vy_binding_plan *plan; /* owned, built without inputs */
 	unsigned features;
 	uint32_t n_specs;
@@ -289,7 +289,6 @@ struct vy_shm {
 	size_t size;
 	uint32_t refs;
 	bool attached;
-	uint64_t created_ns;
 };
 
 /* --- connections and requests -------------------------------------------------------------- */
@@ -339,7 +338,6 @@ struct vy_req {
 	struct vy_link wait; /* in a cache entry's waiters while it waits */
 	struct vy_conn *conn;
 	uint8_t *frame; /* owned: the decoded request borrows it */
-	size_t frame_len;
 	struct vy_request r;
 	bool decoded;
 	uint64_t t_start;
@@ -352,7 +350,7 @@ struct vy_req {
 	uint64_t compile_ns;
 	uint32_t n_res;
 	struct vy_resident *res[VY_MAX_INPUTS + VY_IR_MAX_BUFFERS]; /* references */
-	struct vy_resident *in_res[VY_MAX_INPUTS];  /* resident input i, or NULL (borrowed) */
+	struct vy_resident *in_res[VY_MAX_INPUTS];      /* resident input i, or NULL (borrowed) */
 	struct vy_resident *out_res[VY_IR_MAX_BUFFERS]; /* outputs_to target o, or NULL */
 	uint32_t n_shm;
 	struct vy_shm *shm[VY_MAX_INPUTS]; /* references */
@@ -382,8 +380,12 @@ struct vy_reply {
 
 /* --- the server ---------------------------------------------------------------------------- */
 
-enum vy_server_state { VY_SERVER_STARTING, VY_SERVER_RUNNING, VY_SERVER_DRAINING,
-	VY_SERVER_STOPPING };
+enum vy_server_state {
+	VY_SERVER_STARTING,
+	VY_SERVER_RUNNING,
+	VY_SERVER_DRAINING,
+	VY_SERVER_STOPPING
+};
 
 struct vy_server {
 	uv_loop_t loop;
@@ -393,7 +395,7 @@ struct vy_server {
 	bool plain_logs;
 	uv_pipe_t listener;
 	bool listener_open;
-	bool activated; /* the socket came from systemd */
+	bool activated;    /* the socket came from systemd */
 	bool socket_bound; /* we created the socket file and remove it at exit */
 	uv_signal_t sig_term;
 	uv_signal_t sig_int;
@@ -407,6 +409,7 @@ struct vy_server {
 	uint64_t watchdog_usec;
 	uint64_t last_watchdog_ns;
 	uint64_t last_sweep_ns;
+	uint64_t last_status_ns;
 	uint32_t n_devices;
 	struct vy_device devices[VY_MAX_DEVICES];
 	struct vy_progcache progs;
@@ -417,8 +420,7 @@ struct vy_server {
 	uint64_t next_conn_id;
 	struct vy_stats stats;
 	uint8_t *read_buf; /* owned, VY_READ_CHUNK bytes shared by every read */
-	bool read_buf_busy;
-	uint32_t works; /* thread-pool work items not yet completed */
+	uint32_t works;     /* thread-pool work items not yet completed */
 	char *programs_dir; /* owned: <cache_dir>/programs, NULL when the disk cache is off */
 	char *backend_dir;  /* owned: <cache_dir>/vulkan, NULL when the disk cache is off */
 	uid_t uid;
@@ -489,10 +491,10 @@ void vy_conn_apply_config(struct vy_server *s);
 /* ops.c */
 void vy_ops_start(struct vy_req *req);
 /* Continuations: the request's program entry, pipeline entry or job is settled. */
-void vy_ops_on_prog(struct vy_req *req, int rc, const struct vy_err *err,
-	const struct vy_err_list *errs);
-void vy_ops_on_pipe(struct vy_req *req, int rc, const struct vy_err *err,
-	const struct vy_err_list *errs);
+void vy_ops_on_prog(
+	struct vy_req *req, int rc, const struct vy_err *err, const struct vy_err_list *errs);
+void vy_ops_on_pipe(
+	struct vy_req *req, int rc, const struct vy_err *err, const struct vy_err_list *errs);
 void vy_ops_on_job(struct vy_job *job);
 
 /* cache.c */
@@ -523,6 +525,8 @@ int vy_devices_open(struct vy_server *s, struct vy_err *err);
 /* Stop the submit threads (queued jobs are canceled) and close the asyncs. */
 void vy_devices_stop(struct vy_server *s);
 void vy_devices_destroy(struct vy_server *s);
+/* Keep every library loaded so far mapped until exit (see device.c). */
+void vy_devices_pin_libraries(void);
 /* The device for a request: config.device, or the least-loaded device of the chosen backend
  * that supports `features`. */
 struct vy_device *vy_device_pick(struct vy_server *s, const struct vy_request_config *c,
@@ -538,9 +542,13 @@ void vy_devices_pack(struct vy_server *s, msgpack_packer *pk, bool brief);
 /* resident.c */
 void vy_resident_init(struct vy_server *s);
 void vy_resident_finish(struct vy_server *s);
-/* The buffer `handle` as `c` may see it, or NULL (NOT_FOUND filled in err). */
-struct vy_resident *vy_resident_get(struct vy_server *s, struct vy_conn *c, uint64_t handle,
-	struct vy_err *err);
+/* The buffer `handle` if `c` may see it (lost ones included), or NULL (NOT_FOUND in err). */
+struct vy_resident *vy_resident_find(
+	struct vy_server *s, struct vy_conn *c, uint64_t handle, struct vy_err *err);
+/* As vy_resident_find, and a buffer lost with its device is NOT_FOUND too (telling the client to
+ * upload again). */
+struct vy_resident *vy_resident_get(
+	struct vy_server *s, struct vy_conn *c, uint64_t handle, struct vy_err *err);
 struct vy_resident *vy_resident_find_named(struct vy_server *s, uid_t uid, const char *name);
 int vy_resident_reserve(struct vy_server *s, uid_t uid, uint64_t bytes, struct vy_err *err);
 void vy_resident_unreserve(struct vy_server *s, uid_t uid, uint64_t bytes);

@@ -5,7 +5,6 @@
  */
 #include "vk_backend.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,8 +33,7 @@ static int usable(struct vy__vk_backend *b, struct vy_err *err)
 	if (atomic_load(&b->lost) || b->exec.lost) {
 		atomic_store(&b->lost, true);
 		return vy_err_set(err, VY_E_DEVICE_LOST, NULL,
-			"retry once the device has been recovered, and check the kernel log for GPU "
-			"faults",
+			"call try_recover, then retry; check the kernel log for GPU faults",
 			"Vulkan device %u (%s) was lost", b->dev.index, b->dev.props.deviceName);
 	}
 	return 0;
@@ -52,10 +50,16 @@ static int device_up(struct vy__vk_backend *b, uint32_t index, struct vy_err *er
 	if (b->test_flags & VY__VK_TEST_STAGING) {
 		b->dev.unified = false;
 	}
+	if (b->test_flags & VY__VK_TEST_NO_NULL_DESCRIPTOR) {
+		b->dev.null_descriptor = false;
+	}
 	vy__vk_memory_init(&b->mem, &b->dev);
 	rc = vy__vk_exec_init(&b->exec, &b->dev, &b->mem, err);
 	if (rc) {
 		goto error;
+	}
+	if (b->test_flags & VY__VK_TEST_COPY_ALL) {
+		b->exec.direct_limit = 0;
 	}
 	struct vy_vk_disk_identity id = {
 		.vendor_id = b->dev.props.vendorID,
@@ -192,7 +196,11 @@ static int pending_wait(struct vy_pending *base, struct vy_outputs *outputs, str
 	struct vy__vk_backend *b = p->b;
 	pthread_rwlock_rdlock(&b->life);
 	int rc;
-	if (p->dead) {
+	if (p->dead && b->shut) {
+		rc = vy_err_set(err, VY_E_SHUTTING_DOWN, NULL,
+			"dispatch the program on another backend: this one was shut down",
+			"the Vulkan backend shut down before the dispatch finished");
+	} else if (p->dead) {
 		rc = vy_err_set(err, VY_E_DEVICE_LOST, NULL,
 			"dispatch the program again: the device was lost while it ran",
 			"Vulkan device %u was lost before the dispatch finished", b->dev.index);
@@ -227,9 +235,9 @@ static const struct vy_pending_ops pending_ops = {
 
 /* Dispatch entries. */
 
-static int run_host(struct vy__vk_backend *b, struct vy__vk_kernel *k, const struct vy_bytes *inputs,
-	size_t n_inputs, const struct vy_dispatch_config *config, struct vy_outputs *outputs,
-	struct vy_timing *timing, struct vy_err *err)
+static int run_host(struct vy__vk_backend *b, struct vy__vk_kernel *k,
+	const struct vy_bytes *inputs, size_t n_inputs, const struct vy_dispatch_config *config,
+	struct vy_outputs *outputs, struct vy_timing *timing, struct vy_err *err)
 {
 	struct vy__vk_request req = {
 		.inputs = inputs,
@@ -352,9 +360,8 @@ static int compiled_kernel(struct vy__vk_backend *b, struct vk_compiled *c,
 	return rc;
 }
 
-static int compiled_dispatch(struct vy_pipeline *pl, const struct vy_bytes *inputs,
-	size_t n_inputs, const struct vy_dispatch_config *config, struct vy_outputs *outputs,
-	struct vy_err *err)
+static int compiled_dispatch(struct vy_pipeline *pl, const struct vy_bytes *inputs, size_t n_inputs,
+	const struct vy_dispatch_config *config, struct vy_outputs *outputs, struct vy_err *err)
 {
 	struct vk_compiled *c = pl->impl;
 	struct vy__vk_backend *b = vy__vk_from(pl->backend);
@@ -488,8 +495,8 @@ static int not_found(uint64_t id, struct vy_err *err)
 }
 
 /* The resident buffer `id`, with a reference the caller drops. */
-static int res_get(struct vy__vk_backend *b, uint64_t id, struct vy__vk_resident **out,
-	struct vy_err *err)
+static int res_get(
+	struct vy__vk_backend *b, uint64_t id, struct vy__vk_resident **out, struct vy_err *err)
 {
 	pthread_mutex_lock(&b->resident_lock);
 	struct vy__vk_resident *r = res_find_locked(b, id);
@@ -633,8 +640,8 @@ static int vk_resident_alloc(
 	return 0;
 }
 
-static int range_check(const struct vy__vk_resident *r, size_t offset, size_t len,
-	struct vy_err *err)
+static int range_check(
+	const struct vy__vk_resident *r, size_t offset, size_t len, struct vy_err *err)
 {
 	if (offset > r->len || len > r->len - offset) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, NULL,
@@ -645,8 +652,8 @@ static int range_check(const struct vy__vk_resident *r, size_t offset, size_t le
 	return 0;
 }
 
-static int vk_resident_upload(struct vy_backend *base, const struct vy_resource *res,
-	size_t offset, struct vy_bytes data, struct vy_err *err)
+static int vk_resident_upload(struct vy_backend *base, const struct vy_resource *res, size_t offset,
+	struct vy_bytes data, struct vy_err *err)
 {
 	struct vy__vk_backend *b = vy__vk_from(base);
 	pthread_rwlock_rdlock(&b->life);
@@ -1105,8 +1112,8 @@ static bool has_compute_queue(VkPhysicalDevice phys)
 	return false;
 }
 
-int vy_vulkan_devices_enumerate(struct vy_vulkan_device_info *out, uint32_t cap, uint32_t *n,
-	struct vy_err *err)
+int vy_vulkan_devices_enumerate(
+	struct vy_vulkan_device_info *out, uint32_t cap, uint32_t *n, struct vy_err *err)
 {
 	*n = 0;
 	VkInstance instance;
@@ -1171,7 +1178,8 @@ int vy__vk_hold_submissions(struct vy_backend *base, bool hold, struct vy_err *e
 {
 	struct vy__vk_backend *b = vy__vk_from(base);
 	pthread_rwlock_rdlock(&b->life);
-	int rc = hold ? vy__vk_exec_gate_close(&b->exec, err) : vy__vk_exec_gate_open(&b->exec, err);
+	int rc =
+		hold ? vy__vk_exec_gate_close(&b->exec, err) : vy__vk_exec_gate_open(&b->exec, err);
 	pthread_rwlock_unlock(&b->life);
 	return rc;
 }

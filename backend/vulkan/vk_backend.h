@@ -4,11 +4,12 @@
  * (running one dispatch). Tests include it for the hooks at the end.
  *
  * Objects:
- *   kernel   one program, compiled: the validated and lowered program, its binding plan, and per
- *            grid-sync segment a shader module and its interface. Kept in an LRU cache keyed by
- *            the program's canonical bytes (XXH3-128 to find, the bytes to confirm).
+ *   kernel   one program, compiled: the validated program, its binding plan, its grid-sync
+ *            split, and per segment the math-lowered program, a shader module and its
+ *            interface. Kept in an LRU cache keyed by the program's canonical bytes (XXH3-128 to
+ *            find, the bytes to confirm).
  *   variant  the compute pipelines of a kernel for one (spec values, workgroup size).
- *   job      one dispatch in flight: a context, the buffers bound, the sidecars.
+ *   job      one dispatch in flight: a context, the buffers bound, the trap sidecar.
  *
  * Device life: every entry that touches the device holds `life` for reading; recovery after a
  * lost device takes it for writing, destroys every Vulkan object (kernels keep their programs and
@@ -44,11 +45,15 @@
 struct vy__vk_pending;
 
 struct vy__vk_segment {
-	struct vy_program *program; /* owned: the segment, validated (trap decode, features) */
+	struct vy_program *written; /* owned: the segment as the program states it, validated */
+	/* owned: `written` math-lowered, what the shader runs; `written` itself when nothing needed
+	 * lowering */
+	struct vy_program *program;
+	uint32_t *origins; /* owned: the `written` node of each node of `program`, or NULL */
+	uint32_t n_origins;
 	struct vy_vk_shader_layout layout;
 	const struct vy_vk_layout *vk_layout; /* borrowed from the layout cache */
 	VkShaderModule module;
-	unsigned features; /* vy_launch_features_scan of the segment */
 	uint32_t subgroup_size; /* to pin, or 0 */
 };
 
@@ -73,8 +78,10 @@ struct vy__vk_kernel {
 	uint64_t hash;
 	uint8_t *canonical; /* owned */
 	size_t canonical_len;
-	struct vy_program *program;       /* owned: validated and lowered */
-	struct vy_binding_plan *plan;     /* owned: built without inputs */
+	struct vy_program *program;      /* owned: validated, as written */
+	struct vy_binding_plan *plan;    /* owned: built without inputs */
+	unsigned features;               /* vy_launch_features_scan of the whole program */
+	struct vy_grid_sync_split split; /* views into `program`, to place segment errors */
 	uint32_t n_segments;
 	struct vy__vk_segment *segments; /* owned */
 	uint32_t n_spec_names;
@@ -107,7 +114,7 @@ struct vy__vk_backend {
 	struct vy_backend base;
 	char *cache_dir; /* owned, or NULL */
 	bool validation;
-	unsigned test_flags;      /* VY__VK_TEST_* */
+	unsigned test_flags; /* VY__VK_TEST_* */
 	char version[128];
 
 	pthread_rwlock_t life;
@@ -150,9 +157,11 @@ static inline struct vy__vk_backend *vy__vk_from(struct vy_backend *b)
 	return (struct vy__vk_backend *)b;
 }
 
-/* Prefix the message of `err` with "grid_sync segment K: " when the program has several
- * segments, as vy_grid_sync_dispatch does; returns `rc`. */
-int vy__vk_segment_error(struct vy_err *err, int rc, uint32_t seg, uint32_t n_segments);
+/*
+ * Turn an error of segment `seg` of `k` into one of the whole program, as the reference backend
+ * words it (planner/grid_sync.h); nothing changes for a program without grid_sync. Returns `rc`.
+ */
+int vy__vk_segment_error(const struct vy__vk_kernel *k, uint32_t seg, int rc, struct vy_err *err);
 
 /*
  * Check a workgroup-size override: BAD_REQUEST for a zero axis, UNSUPPORTED_FEATURE beyond the
@@ -200,8 +209,6 @@ struct vy__vk_request {
 	bool timed;
 };
 
-#define VY__VK_JOB_INLINE_SEGMENTS 4
-
 /* One dispatch. Lives on the caller's stack for a synchronous dispatch, in the pending handle for
  * an asynchronous one. */
 struct vy__vk_job {
@@ -213,17 +220,15 @@ struct vy__vk_job {
 	uint64_t timeout_ns;
 	uint64_t start_ns;
 	uint64_t enqueue_ns;
-	uint32_t n_bufs;
-	uint32_t buf_of[VY_IR_MAX_BUFFERS];       /* program buffer index -> bufs index */
-	struct vy_vk_xfer bufs[VY_IR_MAX_BUFFERS]; /* the non-workgroup buffers, in plan order */
-	uint32_t n_refill;
-	struct vy_vk_xfer refill[VY_IR_MAX_BUFFERS]; /* output-role buffers, zeroed between segments */
-	struct vy_vk_xfer sidecar;                   /* one trap range per segment */
+	uint32_t n_bufs;                    /* the non-workgroup buffers, then the sidecar */
+	uint32_t buf_of[VY_IR_MAX_BUFFERS]; /* program buffer index -> bufs index */
+	/* The non-workgroup buffers in plan order, then the trap sidecar: one range per segment. */
+	struct vy_vk_xfer bufs[VY_IR_MAX_BUFFERS + 1];
+	uint32_t sidecar;
 	uint32_t sidecar_stride;
 	uint32_t n_outputs;
 	uint32_t output_buf[VY_IR_MAX_BUFFERS]; /* output i -> bufs index */
-	struct vy_launch *launches;             /* one per segment; inline or owned */
-	struct vy_launch launch_inline[VY__VK_JOB_INLINE_SEGMENTS];
+	struct vy_launch launch;                /* the whole program's, for every segment */
 };
 
 /*
@@ -255,11 +260,15 @@ void vy__vk_job_abandon(struct vy__vk_backend *b, struct vy__vk_job *job);
 void vy__vk_simulate_device_lost(struct vy_backend *b);
 /*
  * vy_vulkan_backend_create taking the paths of other devices, so that they run on lavapipe too:
- * descriptor sets instead of push descriptors, staging copies instead of host-mapped buffers.
+ * descriptor sets instead of push descriptors, host-visible and staged buffers instead of
+ * unified memory.
  */
 enum {
 	VY__VK_TEST_NO_PUSH_DESCRIPTORS = 1u << 0,
-	VY__VK_TEST_STAGING = 1u << 1,
+	VY__VK_TEST_STAGING =
+		1u << 1, /* as a discrete GPU: small buffers host-visible, large staged */
+	VY__VK_TEST_COPY_ALL = 1u << 2,           /* with STAGING: stage even the smallest buffer */
+	VY__VK_TEST_NO_NULL_DESCRIPTOR = 1u << 3, /* empty buffers bind a dummy range */
 };
 int vy__vk_backend_create_for_test(const struct vy_vulkan_options *opts, unsigned flags,
 	struct vy_backend **out, struct vy_err *err);

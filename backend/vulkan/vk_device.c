@@ -72,20 +72,22 @@ void vy__vk_validation_last(char *buf, size_t size)
 
 static bool has_layer(const char *name)
 {
+	struct vy_err *err = NULL;
+	int rc = 0;
 	uint32_t n = 0;
-	if (vkEnumerateInstanceLayerProperties(&n, NULL) < 0 || n == 0) {
-		return false;
-	}
-	VkLayerProperties *layers = calloc(n, sizeof(*layers));
+	VkLayerProperties *layers = NULL;
+	bool found = false;
+	VY_VK(vkEnumerateInstanceLayerProperties(&n, NULL));
+	layers = calloc(n ? n : 1, sizeof(*layers));
 	if (!layers) {
 		return false;
 	}
-	bool found = false;
-	if (vkEnumerateInstanceLayerProperties(&n, layers) >= 0) {
-		for (uint32_t i = 0; i < n && !found; i++) {
-			found = strcmp(layers[i].layerName, name) == 0;
-		}
+	VY_VK(vkEnumerateInstanceLayerProperties(&n, layers));
+	for (uint32_t i = 0; i < n && !found; i++) {
+		found = strcmp(layers[i].layerName, name) == 0;
 	}
+error:
+	(void)rc;
 	free(layers);
 	return found;
 }
@@ -133,7 +135,8 @@ int vy__vk_instance_create(bool validation, VkInstance *out, VkDebugUtilsMesseng
 		.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
 		.pApplicationName = "vyred",
 		.pEngineName = "vyred",
-		.apiVersion = version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : VK_API_VERSION_1_2,
+		.apiVersion =
+			version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : VK_API_VERSION_1_2,
 	};
 	VkInstanceCreateInfo info = {
 		.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
@@ -294,8 +297,8 @@ static int pick_queue(struct vy_vk_device *d, struct vy_err *err)
 	if (best == UINT32_MAX) {
 		free(fams);
 		return vy_err_set(err, VY_E_UNSUPPORTED_FEATURE, NULL,
-			"use another device (config.device)",
-			"device %u (%s) has no compute queue", d->index, d->props.deviceName);
+			"use another device (config.device)", "device %u (%s) has no compute queue",
+			d->index, d->props.deviceName);
 	}
 	d->queue_family = best;
 	uint32_t bits = fams[best].timestampValidBits;
@@ -370,9 +373,9 @@ static int create_device(struct vy_vk_device *d, struct vy_err *err)
 	d->subgroup_size = sg.subgroupSize;
 	d->min_subgroup_size = has_ssc ? sscp.minSubgroupSize : sg.subgroupSize;
 	d->max_subgroup_size = has_ssc ? sscp.maxSubgroupSize : sg.subgroupSize;
-	VkSubgroupFeatureFlags need_ops = VK_SUBGROUP_FEATURE_BASIC_BIT |
-					  VK_SUBGROUP_FEATURE_ARITHMETIC_BIT |
-					  VK_SUBGROUP_FEATURE_BALLOT_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+	VkSubgroupFeatureFlags need_ops =
+		VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT |
+		VK_SUBGROUP_FEATURE_BALLOT_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
 	d->subgroup_ops = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
 			  (sg.supportedOperations & need_ops) == need_ops && sg.subgroupSize > 0;
 	d->max_push_descriptors = has_push ? push.maxPushDescriptors : 0;
@@ -573,8 +576,8 @@ void vy__vk_device_heaps(const struct vy_vk_device *d, struct vy_device_profile 
 		out->heaps[i] = (struct vy_memory_heap){
 			.total_bytes = d->mem.memoryHeaps[i].size,
 			.used_bytes = d->memory_budget ? budget.heapUsage[i] : 0,
-			.device_local =
-				(d->mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0,
+			.device_local = (d->mem.memoryHeaps[i].flags &
+						VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0,
 		};
 	}
 }

@@ -28,7 +28,7 @@
 #define VY_VK_NO_TYPE UINT32_MAX
 
 struct vy_vk_device {
-	VkInstance instance; /* owned */
+	VkInstance instance;                /* owned */
 	VkDebugUtilsMessengerEXT messenger; /* owned; VK_NULL_HANDLE without validation */
 	PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger;
 	bool validation;

@@ -77,8 +77,8 @@ static int make_dir(const char *path, struct vy_err *err)
 		"cache folder %s: %s (%s)", path, strerror(e), strerrorname_np(e));
 }
 
-int vy__vk_disk_open(struct vy_vk_disk *disk, const char *dir,
-	const struct vy_vk_disk_identity *id, struct vy_err *err)
+int vy__vk_disk_open(struct vy_vk_disk *disk, const char *dir, const struct vy_vk_disk_identity *id,
+	struct vy_err *err)
 {
 	memset(disk, 0, sizeof(*disk));
 	disk->id = *id;

@@ -60,8 +60,8 @@ struct vy_vk_disk {
  * cache off: reads find nothing and writes do nothing. Errors: DISPATCH_FAILED naming the folder
  * and errno when it cannot be created.
  */
-int vy__vk_disk_open(struct vy_vk_disk *disk, const char *dir,
-	const struct vy_vk_disk_identity *id, struct vy_err *err);
+int vy__vk_disk_open(struct vy_vk_disk *disk, const char *dir, const struct vy_vk_disk_identity *id,
+	struct vy_err *err);
 void vy__vk_disk_close(struct vy_vk_disk *disk);
 
 /* Path of the pipeline-cache blob or of the SPIR-V file of `key`, into buf; false when off. */

@@ -4,12 +4,15 @@
  * Every non-workgroup buffer is bound with its exact byte range (`len` and the generated bounds
  * checks read it); output-role buffers start zeroed, input-consuming ones are uploaded, and the
  * buffers with an output index are read back. Each grid-sync segment is one dispatch in the same
- * command buffer, after a compute -> compute barrier, with the output-role buffers zeroed again in
- * between: exactly what vy_grid_sync_dispatch gives when it runs the segments as separate
- * dispatches, without the buffers ever leaving the device. Each segment has its own range of the
- * trap sidecar, so the first segment that trapped is the one reported.
+ * command buffer, after a compute -> compute barrier, over the same buffers and with the whole
+ * program's launch: every buffer keeps what the segments before wrote (DESIGN.md §5,
+ * docs/semantics.md), as the reference runs a split program, and nothing leaves the device in
+ * between. Each segment has its own range of the trap sidecar, so the first segment that trapped
+ * is the one reported.
  */
 #include "vk_backend.h"
+
+#include "node_path.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -23,7 +26,6 @@ static uint64_t now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
 }
-
 
 /* Element counts of count-0 buffers from the request; checks the request against the plan. */
 static int size_buffers(struct vy__vk_backend *b, struct vy__vk_kernel *k,
@@ -48,8 +50,8 @@ static int size_buffers(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 	if (req->n_resources != n) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, "resources",
 			"pass one resident buffer per non-workgroup buffer, in binding order",
-			"the program has %u non-workgroup buffers; %zu resident buffers were given", n,
-			req->n_resources);
+			"the program has %u non-workgroup buffers; %zu resident buffers were given",
+			n, req->n_resources);
 	}
 	uint32_t r = 0;
 	for (uint32_t i = 0; i < plan->n_bindings; i++) {
@@ -63,7 +65,8 @@ static int size_buffers(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 		if (bind[i].has_static_len) {
 			if (res->len < bind[i].static_byte_len) {
 				return vy_err_set(err, VY_E_BAD_REQUEST, at,
-					"allocate the resident buffer with at least the declared size",
+					"allocate the resident buffer with at least the declared "
+					"size",
 					"buffer %s needs %zu bytes; the resident buffer holds %llu",
 					bind[i].name, bind[i].static_byte_len,
 					(unsigned long long)res->len);
@@ -73,8 +76,10 @@ static int size_buffers(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 		if (res->len % bind[i].element_size != 0 ||
 			res->len / bind[i].element_size > UINT32_MAX) {
 			return vy_err_set(err, VY_E_BAD_REQUEST, at,
-				"give a resident buffer of whole elements, at most 2^32 - 1 of them",
-				"buffer %s takes %u-byte elements; the resident buffer holds %llu bytes",
+				"give a resident buffer of whole elements, at most 2^32 - 1 of "
+				"them",
+				"buffer %s takes %u-byte elements; the resident buffer holds %llu "
+				"bytes",
 				bind[i].name, bind[i].element_size, (unsigned long long)res->len);
 		}
 		bind[i].element_count = (uint32_t)(res->len / bind[i].element_size);
@@ -97,8 +102,8 @@ int vy__vk_check_workgroup(struct vy__vk_backend *b, const uint32_t wg[3], struc
 		if (wg[i] > l->maxComputeWorkGroupSize[i]) {
 			return vy_err_set(err, VY_E_UNSUPPORTED_FEATURE, "config.workgroup_size",
 				"use a workgroup size within the device's limits (vyrectl devices)",
-				"workgroup size %u on axis %d exceeds the device's limit %u", wg[i], i,
-				l->maxComputeWorkGroupSize[i]);
+				"workgroup size %u on axis %d exceeds the device's limit %u", wg[i],
+				i, l->maxComputeWorkGroupSize[i]);
 		}
 	}
 	if (product > l->maxComputeWorkGroupInvocations) {
@@ -110,43 +115,24 @@ int vy__vk_check_workgroup(struct vy__vk_backend *b, const uint32_t wg[3], struc
 	return 0;
 }
 
-static int plan_launches(struct vy__vk_backend *b, struct vy__vk_kernel *k,
+/* One launch for every segment: the whole program's, as the reference runs a split program. */
+static int plan_launch(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 	const struct vy_binding_plan *plan, const struct vy_dispatch_config *config,
 	struct vy__vk_job *job, struct vy_err *err)
 {
-	job->launches = job->launch_inline;
-	if (k->n_segments > VY__VK_JOB_INLINE_SEGMENTS) {
-		job->launches = calloc(k->n_segments, sizeof(*job->launches));
-		if (!job->launches) {
-			fprintf(stderr, "vyred: out of memory for %u launches\n", k->n_segments);
-			abort();
-		}
-	}
 	struct vy_launch_config lcfg;
 	memcpy(lcfg.grid, config->grid, sizeof(lcfg.grid));
 	memcpy(lcfg.workgroup_size, config->workgroup_size, sizeof(lcfg.workgroup_size));
 	struct vy_launch_limits limits;
 	memcpy(limits.max_workgroup_count, b->dev.props.limits.maxComputeWorkGroupCount,
 		sizeof(limits.max_workgroup_count));
-	for (uint32_t s = 0; s < k->n_segments; s++) {
-		int rc = vy_launch_compute(k->segments[s].program, k->segments[s].features, plan,
-			&lcfg, &limits, &job->launches[s], err);
-		if (rc) {
-			return vy__vk_segment_error(err, rc, s, k->n_segments);
-		}
+	int rc =
+		vy_launch_compute(k->program, k->features, plan, &lcfg, &limits, &job->launch, err);
+	if (rc == 0 && (config->workgroup_size[0] || config->workgroup_size[1] ||
+			       config->workgroup_size[2])) {
+		rc = vy__vk_check_workgroup(b, job->launch.workgroup_size, err);
 	}
-	if (config->workgroup_size[0] || config->workgroup_size[1] || config->workgroup_size[2]) {
-		return vy__vk_check_workgroup(b, job->launches[0].workgroup_size, err);
-	}
-	return 0;
-}
-
-static void release_launches(struct vy__vk_job *job)
-{
-	if (job->launches != job->launch_inline) {
-		free(job->launches);
-	}
-	job->launches = NULL;
+	return rc;
 }
 
 static int prepare_buffers(struct vy__vk_backend *b, struct vy__vk_kernel *k,
@@ -193,9 +179,6 @@ static int prepare_buffers(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 				return rc;
 			}
 		}
-		if (zero && k->n_segments > 1 && len > 0) {
-			job->refill[job->n_refill++] = *xf;
-		}
 	}
 	job->n_outputs = req->resources ? 0 : plan->n_outputs;
 	for (uint32_t i = 0; i < job->n_outputs; i++) {
@@ -204,8 +187,9 @@ static int prepare_buffers(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 	VkDeviceSize align = b->dev.props.limits.minStorageBufferOffsetAlignment;
 	uint32_t trap = k->segments[0].layout.trap_bytes;
 	job->sidecar_stride = (uint32_t)((trap + align - 1) / align * align);
+	job->sidecar = job->n_bufs++;
 	return vy__vk_xfer_prepare(x, job->ctx, (uint64_t)job->sidecar_stride * k->n_segments, NULL,
-		true, true, &job->sidecar, err);
+		true, true, &job->bufs[job->sidecar], err);
 }
 
 static void compute_barrier(struct vy_vk_device *d, VkCommandBuffer cmd)
@@ -251,30 +235,31 @@ static int record_job(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, str
 		entry_barrier(d, cmd);
 	}
 	vy__vk_xfer_record_in(x, cmd, job->bufs, job->n_bufs);
-	vy__vk_xfer_record_in(x, cmd, &job->sidecar, 1);
+	const struct vy_vk_xfer *side = &job->bufs[job->sidecar];
 	vy__vk_ctx_stamp(x, ctx, 0);
+	const struct vy_launch *la = &job->launch;
 	for (uint32_t s = 0; s < k->n_segments; s++) {
 		const struct vy__vk_segment *seg = &k->segments[s];
-		const struct vy_launch *la = &job->launches[s];
 		if (s > 0) {
-			if (job->n_refill > 0) {
-				vy__vk_xfer_record_refill(x, cmd, job->refill, job->n_refill);
-			} else {
-				compute_barrier(d, cmd);
-			}
+			/* Every buffer keeps what the segments before wrote (DESIGN.md §5). */
+			compute_barrier(d, cmd);
 		}
 		d->vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, job->v->pipelines[s]);
 		uint32_t bindings[VY_LAYOUT_MAX_SLOTS];
 		VkDescriptorBufferInfo infos[VY_LAYOUT_MAX_SLOTS];
 		uint32_t n = 0;
+		uint32_t empty = 0;
 		for (uint32_t i = 0; i < seg->layout.n_bindings; i++) {
 			uint32_t slot = job->buf_of[seg->layout.bindings[i].buffer_index];
 			bindings[n] = seg->layout.bindings[i].vk_binding;
 			infos[n++] = vy__vk_xfer_descriptor(x, &job->bufs[slot]);
+			if (job->bufs[slot].len == 0) {
+				empty |= UINT32_C(1) << bindings[n - 1];
+			}
 		}
 		bindings[n] = seg->layout.trap_binding;
-		infos[n++] = (VkDescriptorBufferInfo){job->sidecar.dev.buffer,
-			job->sidecar.dev.offset + (VkDeviceSize)s * job->sidecar_stride,
+		infos[n++] = (VkDescriptorBufferInfo){side->dev.buffer,
+			side->dev.offset + (VkDeviceSize)s * job->sidecar_stride,
 			seg->layout.trap_bytes};
 		int rc = vy__vk_xfer_bind(x, ctx, cmd, seg->vk_layout, n, bindings, infos, err);
 		if (rc) {
@@ -286,6 +271,7 @@ static int record_job(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, str
 			.dispatch_y = la->workgroups[1],
 			.loop_limit_lo = (uint32_t)ra->loop_limit,
 			.loop_limit_hi = (uint32_t)(ra->loop_limit >> 32),
+			.empty_bindings = empty,
 		};
 		d->vk.vkCmdPushConstants(cmd, seg->vk_layout->pipeline_layout,
 			VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
@@ -297,7 +283,7 @@ static int record_job(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, str
 	for (uint32_t i = 0; i < job->n_outputs; i++) {
 		out[n_out++] = job->bufs[job->output_buf[i]];
 	}
-	out[n_out++] = job->sidecar;
+	out[n_out++] = *side;
 	vy__vk_xfer_record_out(x, cmd, out, n_out);
 	return 0;
 }
@@ -310,45 +296,40 @@ int vy__vk_job_start(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 	job->start_ns = now_ns();
 	job->resident = req->resources != NULL;
 	job->timed = req->timed || req->config->timing;
-	job->timeout_ns = req->config->timeout_ms ? (uint64_t)req->config->timeout_ms * 1000000
-						  : UINT64_MAX;
+	job->timeout_ns =
+		req->config->timeout_ms ? (uint64_t)req->config->timeout_ms * 1000000 : UINT64_MAX;
 	job->n_bufs = 0;
-	job->n_refill = 0;
-	job->launches = NULL;
 	struct vy_binding bind[VY_IR_MAX_BUFFERS];
 	struct vy_binding_plan plan = *k->plan;
 	plan.bindings = bind;
 	int rc = size_buffers(b, k, req, bind, err);
 	if (rc == 0) {
-		rc = plan_launches(b, k, &plan, req->config, job, err);
+		rc = plan_launch(b, k, &plan, req->config, job, err);
 	}
 	if (rc == 0) {
-		rc = vy__vk_variant_get(k, req->config->spec, job->launches[0].workgroup_size,
-			&job->v, err);
+		rc = vy__vk_variant_get(
+			k, req->config->spec, job->launch.workgroup_size, &job->v, err);
 	}
 	if (rc == 0) {
 		rc = vy__vk_ctx_acquire(&b->exec, &job->ctx, err);
 	}
 	if (rc) {
-		release_launches(job);
 		vy__vk_kernel_unref(k);
 		job->k = NULL;
 		return rc;
 	}
 	vy__vk_ctx_hold(job->ctx, vy__vk_kernel_release, k);
 	rc = prepare_buffers(b, k, bind, req, job, err);
-	uint64_t limit = req->config->max_loop_iterations
-				 ? req->config->max_loop_iterations
-				 : VY_DISPATCH_DEFAULT_MAX_LOOP_ITERATIONS;
+	uint64_t limit = req->config->max_loop_iterations ? req->config->max_loop_iterations
+							  : VY_DISPATCH_DEFAULT_MAX_LOOP_ITERATIONS;
 	struct record_arg ra = {b, job, limit};
 	if (rc == 0) {
 		uint32_t sets = b->pipes.push_descriptors ? 0 : k->n_segments;
-		rc = vy__vk_ctx_submit(&b->exec, job->ctx, job->timed, now, sets, record_job, &ra,
-			err);
+		rc = vy__vk_ctx_submit(
+			&b->exec, job->ctx, job->timed, now, sets, record_job, &ra, err);
 	}
 	if (rc) {
 		vy__vk_ctx_release(&b->exec, job->ctx);
-		release_launches(job);
 		job->ctx = NULL;
 		job->k = NULL;
 		return rc;
@@ -367,29 +348,50 @@ void vy__vk_job_abandon(struct vy__vk_backend *b, struct vy__vk_job *job)
 	if (job->ctx) {
 		vy__vk_ctx_abandon(&b->exec, job->ctx);
 	}
-	release_launches(job);
 	job->ctx = NULL;
 	job->k = NULL;
+}
+
+/*
+ * The trap of segment `s`, named by the program as written: the shader numbers the nodes of the
+ * lowered segment, so the sidecar's node is first mapped back to the written one.
+ */
+static int decode_segment(
+	const struct vy__vk_kernel *k, uint32_t s, const uint8_t *sidecar, struct vy_err *err)
+{
+	const struct vy__vk_segment *seg = &k->segments[s];
+	uint32_t words[2];
+	memcpy(words, sidecar, sizeof(words));
+	if (words[0] == 0) {
+		return 0;
+	}
+	const struct vy_program *named = seg->program;
+	uint32_t key = ~words[0];
+	uint32_t node = key / VY_TRAP_KIND_COUNT;
+	if (seg->origins && node < seg->n_origins) {
+		enum vy_trap_kind kind = (enum vy_trap_kind)(key % VY_TRAP_KIND_COUNT);
+		words[0] = ~(uint32_t)vy_trap_key(seg->origins[node], kind);
+		named = seg->written;
+	}
+	int rc = vy_vk_trap_decode(named, words, sizeof(words), err);
+	return rc ? vy__vk_segment_error(k, s, rc, err) : 0;
 }
 
 static int decode_traps(struct vy__vk_backend *b, struct vy__vk_job *job, struct vy_err *err)
 {
 	struct vy__vk_kernel *k = job->k;
+	const struct vy_vk_xfer *sidecar = &job->bufs[job->sidecar];
 	uint8_t local[256];
-	uint64_t len = job->sidecar.len;
+	uint64_t len = sidecar->len;
 	uint8_t *side = len <= sizeof(local) ? local : malloc(len);
 	if (!side) {
 		fprintf(stderr, "vyred: out of memory reading %llu trap bytes\n",
 			(unsigned long long)len);
 		abort();
 	}
-	int rc = vy__vk_xfer_read(&b->exec, &job->sidecar, side, len, err);
+	int rc = vy__vk_xfer_read(&b->exec, sidecar, side, len, err);
 	for (uint32_t s = 0; rc == 0 && s < k->n_segments; s++) {
-		rc = vy_vk_trap_decode(k->segments[s].program, side + (size_t)s * job->sidecar_stride,
-			k->segments[s].layout.trap_bytes, err);
-		if (rc) {
-			vy__vk_segment_error(err, rc, s, k->n_segments);
-		}
+		rc = decode_segment(k, s, side + (size_t)s * job->sidecar_stride, err);
 	}
 	if (side != local) {
 		free(side);
@@ -444,7 +446,6 @@ int vy__vk_job_finish(struct vy__vk_backend *b, struct vy__vk_job *job, struct v
 		timing->device_ns = dev == UINT64_MAX ? VY_TIMING_NONE : dev;
 	}
 	vy__vk_ctx_release(&b->exec, job->ctx);
-	release_launches(job);
 	job->ctx = NULL;
 	job->k = NULL;
 	return rc;

@@ -17,6 +17,9 @@
 
 #define BATCH_LIMIT 16
 #define GPU_SPIN_NS 50000
+/* Below this, a GPU reading or writing host memory over the bus costs less than a copy command
+ * and the barriers around it. */
+#define DIRECT_LIMIT ((uint64_t)64 << 10)
 
 static uint64_t now_ns(void)
 {
@@ -35,8 +38,8 @@ static void *xrealloc(void *p, size_t n, size_t size)
 	return q;
 }
 
-int vy__vk_exec_init(
-	struct vy_vk_exec *x, struct vy_vk_device *dev, struct vy_vk_memory *mem, struct vy_err *err)
+int vy__vk_exec_init(struct vy_vk_exec *x, struct vy_vk_device *dev, struct vy_vk_memory *mem,
+	struct vy_err *err)
 {
 	memset(x, 0, sizeof(*x));
 	x->dev = dev;
@@ -44,6 +47,7 @@ int vy__vk_exec_init(
 	x->batch_limit = BATCH_LIMIT;
 	/* On a CPU device the spinning thread would take a core from the work it waits for. */
 	x->spin_ns = dev->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 0 : GPU_SPIN_NS;
+	x->direct_limit = DIRECT_LIMIT;
 	pthread_mutex_init(&x->lock, NULL);
 	int rc = 0;
 	VkCommandPoolCreateInfo pool = {
@@ -57,7 +61,8 @@ int vy__vk_exec_init(
 		.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
 		.initialValue = 0,
 	};
-	VkSemaphoreCreateInfo sem = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &type};
+	VkSemaphoreCreateInfo sem = {
+		.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &type};
 	VY_VK(dev->vk.vkCreateSemaphore(dev->dev, &sem, NULL, &x->timeline));
 	if (!dev->null_descriptor) {
 		rc = vy__vk_slice_alloc(mem, VY_VK_POOL_DEVICE, 4, &x->dummy, err);
@@ -314,8 +319,8 @@ error:
 	return rc;
 }
 
-static int reserve_sets(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint32_t sets,
-	struct vy_err *err)
+static int reserve_sets(
+	struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint32_t sets, struct vy_err *err)
 {
 	struct vy_vk_device *d = x->dev;
 	int rc = 0;
@@ -347,6 +352,17 @@ static int reserve_sets(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint32_t se
 error:
 	ctx->descriptor_capacity = 0;
 	return rc;
+}
+
+/* Drop a half-recorded command buffer. A failed reset leaves it to the next
+ * vkBeginCommandBuffer, which resets it too (the pool allows resetting single buffers). */
+static void reset_recording(struct vy_vk_device *d, VkCommandBuffer cmd)
+{
+	struct vy_err *err = NULL;
+	int rc = 0;
+	VY_VK(d->vk.vkResetCommandBuffer(cmd, 0));
+error:
+	(void)rc;
 }
 
 int vy__vk_ctx_submit(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, bool timed, bool now,
@@ -393,9 +409,7 @@ int vy__vk_ctx_submit(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, bool timed, b
 	return rc;
 error:
 	if (recording) {
-		/* The pool allows resetting single buffers; a failed reset leaves the buffer to the
-		 * next vkBeginCommandBuffer, which resets it too. */
-		(void)d->vk.vkResetCommandBuffer(ctx->cmd, 0);
+		reset_recording(d, ctx->cmd);
 	}
 	if (rc == VY_E_DEVICE_LOST) {
 		x->lost = true;
@@ -410,7 +424,8 @@ void vy__vk_ctx_stamp(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, int which)
 		return;
 	}
 	x->dev->vk.vkCmdWriteTimestamp(ctx->cmd,
-		which == 0 ? VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT : VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+		which == 0 ? VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT
+			   : VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
 		ctx->queries, which ? 1 : 0);
 }
 
@@ -460,8 +475,8 @@ bool vy__vk_ctx_ready(struct vy_vk_exec *x, struct vy_vk_ctx *ctx)
 	return counter_value(x) >= ctx->value;
 }
 
-int vy__vk_ctx_wait(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t timeout_ns,
-	struct vy_err *err)
+int vy__vk_ctx_wait(
+	struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t timeout_ns, struct vy_err *err)
 {
 	struct vy_vk_device *d = x->dev;
 	int rc = ensure_submitted(x, ctx, err);
@@ -480,8 +495,8 @@ int vy__vk_ctx_wait(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t timeou
 	}
 	uint64_t spent = now_ns() - start;
 	uint64_t left = timeout_ns == UINT64_MAX ? UINT64_MAX
-			: timeout_ns > spent        ? timeout_ns - spent
-						    : 0;
+			: timeout_ns > spent     ? timeout_ns - spent
+						 : 0;
 	VkSemaphoreWaitInfo info = {
 		.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
 		.semaphoreCount = 1,

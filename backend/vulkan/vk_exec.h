@@ -54,8 +54,8 @@ struct vy_vk_ctx {
 	bool timed;                   /* the job writes its timestamps */
 	bool submitted;               /* handed to the queue (not only in the batch) */
 	bool abandoned;
-	int failed; /* error code that ended the job before it ran, or 0 */
-	struct vy_vk_slice *slices;   /* owned: released with the context */
+	int failed;                 /* error code that ended the job before it ran, or 0 */
+	struct vy_vk_slice *slices; /* owned: released with the context */
 	size_t n_slices;
 	size_t cap_slices;
 	struct vy_vk_hold *holds; /* owned */
@@ -72,7 +72,7 @@ struct vy_vk_exec {
 	VkSemaphore timeline;
 	uint64_t last_value;      /* the last value handed to a job */
 	uint64_t submitted_value; /* the value of the last job the queue accepted */
-	struct vy_vk_ctx **all; /* owned */
+	struct vy_vk_ctx **all;   /* owned */
 	size_t n_all;
 	size_t cap_all;
 	struct vy_vk_ctx *free_list;
@@ -81,18 +81,20 @@ struct vy_vk_exec {
 	size_t n_batch;
 	size_t cap_batch;
 	uint32_t batch_limit;
-	uint32_t spin_ns; /* busy-wait before sleeping */
+	uint32_t spin_ns;      /* busy-wait before sleeping */
+	uint64_t direct_limit; /* buffers up to this size bind host-visible memory directly */
 	bool lost;
-	struct vy_vk_slice dummy; /* zero-filled stand-in for empty buffers without null descriptors */
-	VkSemaphore gate;         /* tests: submissions wait on it while the gate is closed */
+	/* Zero-filled stand-in for empty buffers where null descriptors are missing. */
+	struct vy_vk_slice dummy;
+	VkSemaphore gate; /* tests: submissions wait on it while the gate is closed */
 	uint64_t gate_value;
 	bool gate_closed;
 	uint64_t submits; /* vkQueueSubmit calls, for tests and stats */
 	uint64_t jobs;    /* jobs submitted */
 };
 
-int vy__vk_exec_init(
-	struct vy_vk_exec *x, struct vy_vk_device *dev, struct vy_vk_memory *mem, struct vy_err *err);
+int vy__vk_exec_init(struct vy_vk_exec *x, struct vy_vk_device *dev, struct vy_vk_memory *mem,
+	struct vy_err *err);
 /*
  * Release every context and the Vulkan objects. The device must be idle (or lost). Accepts a
  * zeroed struct.
@@ -137,8 +139,8 @@ bool vy__vk_ctx_ready(struct vy_vk_exec *x, struct vy_vk_ctx *ctx);
  * Wait for the job, at most `timeout_ns` (UINT64_MAX: no limit). Errors: TIMEOUT (the job still
  * runs; abandon the context), DEVICE_LOST, and the job's own failure.
  */
-int vy__vk_ctx_wait(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t timeout_ns,
-	struct vy_err *err);
+int vy__vk_ctx_wait(
+	struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t timeout_ns, struct vy_err *err);
 
 /* GPU time between the context's timestamps, or UINT64_MAX when not measured. */
 uint64_t vy__vk_ctx_device_ns(struct vy_vk_exec *x, struct vy_vk_ctx *ctx);

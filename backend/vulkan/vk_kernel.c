@@ -18,6 +18,7 @@
 #include <xxhash.h>
 
 #include "codec.h"
+#include "node_path.h"
 #include "validate.h"
 #include "vmath.h"
 
@@ -41,22 +42,14 @@ static void *xcalloc(size_t n, size_t size)
 	return p;
 }
 
-
-int vy__vk_segment_error(struct vy_err *err, int rc, uint32_t seg, uint32_t n_segments)
+int vy__vk_segment_error(const struct vy__vk_kernel *k, uint32_t seg, int rc, struct vy_err *err)
 {
-	if (!err || n_segments < 2) {
-		return rc;
+	if (k->split.len > 1 && err) {
+		if (err->code == 0) {
+			err->code = rc;
+		}
+		vy_grid_sync_segment_error(&k->split, seg, err);
 	}
-	char prefix[40];
-	size_t p = (size_t)snprintf(prefix, sizeof(prefix), "grid_sync segment %u: ", seg);
-	size_t len = strlen(err->message);
-	size_t room = sizeof(err->message) - 1 - p;
-	if (len > room) {
-		len = room;
-	}
-	memmove(err->message + p, err->message, len);
-	memcpy(err->message, prefix, p);
-	err->message[p + len] = '\0';
 	return rc;
 }
 
@@ -87,11 +80,17 @@ static void destroy_vulkan(struct vy__vk_kernel *k)
 static void kernel_free(struct vy__vk_kernel *k)
 {
 	for (uint32_t s = 0; s < k->n_segments; s++) {
-		vy_program_destroy(k->segments[s].program);
+		struct vy__vk_segment *seg = &k->segments[s];
+		if (seg->program != seg->written) {
+			vy_program_destroy(seg->program);
+		}
+		vy_program_destroy(seg->written);
+		free(seg->origins);
 	}
 	free(k->segments);
 	free(k->spec_names);
 	vy_binding_plan_destroy(k->plan);
+	vy_grid_sync_split_finish(&k->split);
 	vy_program_destroy(k->program);
 	free(k->canonical);
 	pthread_mutex_destroy(&k->variants_lock);
@@ -174,8 +173,8 @@ static struct vy__vk_kernel *table_remove(struct vy__vk_backend *b, struct vy__v
 	return k;
 }
 
-static struct vy__vk_kernel *table_find(struct vy__vk_backend *b, uint64_t hash,
-	const uint8_t *canonical, size_t len)
+static struct vy__vk_kernel *table_find(
+	struct vy__vk_backend *b, uint64_t hash, const uint8_t *canonical, size_t len)
 {
 	for (struct vy__vk_kernel *k = b->buckets[hash % VY__VK_CACHE_BUCKETS]; k; k = k->chain) {
 		if (k->hash == hash && k->canonical_len == len &&
@@ -199,8 +198,8 @@ static void fill_caps(struct vy__vk_backend *b, struct vy_caps *caps)
 
 static void spirv_key(struct vy__vk_backend *b, const char *glsl, uint8_t key[16])
 {
-	uint32_t ident[3] = {(uint32_t)SPIRV_KEY_VERSION, b->dev.props.vendorID,
-		b->dev.props.deviceID};
+	uint32_t ident[3] = {
+		(uint32_t)SPIRV_KEY_VERSION, b->dev.props.vendorID, b->dev.props.deviceID};
 	uint64_t seed = XXH3_64bits(ident, sizeof(ident));
 	XXH128_hash_t h = XXH3_128bits_withSeed(glsl, strlen(glsl), seed);
 	XXH128_canonical_t c;
@@ -235,16 +234,38 @@ static int spirv_of(struct vy__vk_backend *b, const char *glsl, uint32_t **words
 	return rc;
 }
 
+/* Lower a copy of the segment and learn which written node each lowered node stands for, so that
+ * traps are named by the program as its author wrote it (as the reference names them). */
+static int lower_segment(struct vy__vk_segment *seg, struct vy_err *err)
+{
+	seg->program = vy_program_clone(seg->written);
+	int rc = vy_vmath_lower(seg->program, err);
+	if (rc) {
+		return rc;
+	}
+	seg->n_origins = vy_node_path_count(seg->program);
+	seg->origins = xcalloc(seg->n_origins, sizeof(*seg->origins));
+	if (vy_node_path_origins(seg->written, seg->program, seg->origins, seg->n_origins)) {
+		return vy_err_set(err, VY_E_INTERNAL, NULL,
+			"report the program: the math-library lowering must keep its statements",
+			"the lowered program does not keep the statements of the original");
+	}
+	return 0;
+}
+
 static int build_segment(struct vy__vk_backend *b, struct vy__vk_kernel *k, uint32_t s,
 	const struct vy_program *view, const struct vy_caps *caps, struct vy_err *err)
 {
 	struct vy__vk_segment *seg = &k->segments[s];
-	seg->program = vy_program_clone(view);
-	int rc = vy_validate_first(seg->program, caps, err);
+	seg->written = vy_program_clone(view);
+	seg->program = seg->written;
+	int rc = vy_validate_first(seg->written, caps, err);
+	if (rc == 0 && vy_vmath_needed(seg->written)) {
+		rc = lower_segment(seg, err);
+	}
 	if (rc) {
 		return rc;
 	}
-	seg->features = vy_launch_features_scan(seg->program);
 	char *glsl = NULL;
 	rc = vy_vk_codegen(seg->program, &b->cg, &glsl, &seg->layout, err);
 	if (rc) {
@@ -326,27 +347,24 @@ static int kernel_build(struct vy__vk_backend *b, const struct vy_program *progr
 	struct vy_caps caps;
 	fill_caps(b, &caps);
 	k->program = vy_program_clone(program);
+	/* The whole program first, so that its errors carry whole-program paths. */
 	int rc = vy_validate_first(k->program, &caps, err);
-	if (rc == 0 && vy_vmath_needed(k->program)) {
-		rc = vy_vmath_lower(k->program, err);
-	}
 	if (rc == 0) {
 		rc = vy_binding_plan_build(k->program, &k->plan, err);
 	}
 	if (rc) {
 		return rc;
 	}
-	struct vy_grid_sync_split split;
-	vy_grid_sync_split(k->program, &split);
-	k->n_segments = split.len;
-	k->segments = xcalloc(split.len, sizeof(*k->segments));
-	for (uint32_t s = 0; s < split.len && rc == 0; s++) {
-		rc = build_segment(b, k, s, split.segments[s], &caps, err);
+	k->features = vy_launch_features_scan(k->program);
+	vy_grid_sync_split(k->program, &k->split);
+	k->n_segments = k->split.len;
+	k->segments = xcalloc(k->n_segments, sizeof(*k->segments));
+	for (uint32_t s = 0; s < k->n_segments && rc == 0; s++) {
+		rc = build_segment(b, k, s, k->split.segments[s], &caps, err);
 		if (rc) {
-			vy__vk_segment_error(err, rc, s, split.len);
+			vy__vk_segment_error(k, s, rc, err);
 		}
 	}
-	vy_grid_sync_split_finish(&split);
 	if (rc == 0) {
 		collect_spec_names(k);
 	}
@@ -496,8 +514,8 @@ static int check_spec(struct vy__vk_kernel *k, const struct vy_spec_map *spec, s
 
 static const struct vy_spec_map empty_spec;
 
-static struct vy__vk_variant *find_variant(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
-	const uint32_t wg[3])
+static struct vy__vk_variant *find_variant(
+	struct vy__vk_kernel *k, const struct vy_spec_map *spec, const uint32_t wg[3])
 {
 	for (struct vy__vk_variant *v = k->variants; v; v = v->next) {
 		if (memcmp(v->workgroup_size, wg, sizeof(v->workgroup_size)) == 0 &&
@@ -541,7 +559,7 @@ static int make_pipelines(struct vy__vk_kernel *k, const struct vy_spec_map *spe
 		int rc = vy__vk_pipeline_create(&b->pipes, seg->module, seg->vk_layout, &info,
 			seg->subgroup_size, &pipelines[s], err);
 		if (rc) {
-			return vy__vk_segment_error(err, rc, s, k->n_segments);
+			return vy__vk_segment_error(k, s, rc, err);
 		}
 	}
 	return 0;

@@ -22,7 +22,8 @@ int vy__vk_pipelines_init(struct vy_vk_pipelines *p, struct vy_vk_device *dev,
 	int rc = 0;
 	void *blob = NULL;
 	size_t blob_len = 0;
-	p->cache_from_disk = vy__vk_disk_read(disk, VY_VK_DISK_PIPELINE_CACHE, NULL, &blob, &blob_len);
+	p->cache_from_disk =
+		vy__vk_disk_read(disk, VY_VK_DISK_PIPELINE_CACHE, NULL, &blob, &blob_len);
 	VkPipelineCacheCreateInfo info = {
 		.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
 		.initialDataSize = blob_len,

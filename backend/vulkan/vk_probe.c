@@ -147,7 +147,9 @@ static void judge(const float *t, const uint32_t *res, uint32_t n, struct vy_vk_
 			if (subnormal(want[k]) || res[4 * i + k] == bits_of(want[k])) {
 				continue;
 			}
-			*(k == 0 ? &out->fma_diffs : k == 1 ? &out->div_diffs : &out->sqrt_diffs) += 1;
+			*(k == 0         ? &out->fma_diffs
+				: k == 1 ? &out->div_diffs
+					 : &out->sqrt_diffs) += 1;
 		}
 		if (subnormal(want[3])) {
 			if (res[4 * i + 3] == bits_of(want[3])) {
@@ -202,14 +204,16 @@ int vy__vk_probe_run(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes, struct
 		rc = vy__vk_ctx_acquire(x, &ctx, err);
 	}
 	if (rc == 0) {
-		rc = vy__vk_xfer_prepare(x, ctx, (uint64_t)n * 12, triples, false, false, &job.bufs[0], err);
+		rc = vy__vk_xfer_prepare(
+			x, ctx, (uint64_t)n * 12, triples, false, false, &job.bufs[0], err);
 	}
 	if (rc == 0) {
-		rc = vy__vk_xfer_prepare(x, ctx, (uint64_t)n * 16, NULL, true, true, &job.bufs[1], err);
+		rc = vy__vk_xfer_prepare(
+			x, ctx, (uint64_t)n * 16, NULL, true, true, &job.bufs[1], err);
 	}
 	if (rc == 0) {
-		rc = vy__vk_ctx_submit(x, ctx, false, true, job.layout->push ? 0 : 1, record_probe,
-			&job, err);
+		rc = vy__vk_ctx_submit(
+			x, ctx, false, true, job.layout->push ? 0 : 1, record_probe, &job, err);
 	}
 	if (rc == 0) {
 		rc = vy__vk_ctx_wait(x, ctx, UINT64_MAX, err);

@@ -110,13 +110,15 @@ int vy__vk_compile_glsl(struct vy_vk_compiler *c, const char *glsl, size_t len, 
 		}
 		if (line > 0) {
 			rc = vy_err_set(err, VY_E_KERNEL_COMPILE_FAILED, NULL,
-				"report the program and this log: the generated shader should always "
+				"report the program and this log: the generated shader should "
+				"always "
 				"compile",
 				"shader compile failed at line %lu (`%s`): %.*s", line, text,
 				(int)log_len, log);
 		} else {
 			rc = vy_err_set(err, VY_E_KERNEL_COMPILE_FAILED, NULL,
-				"report the program and this log: the generated shader should always "
+				"report the program and this log: the generated shader should "
+				"always "
 				"compile",
 				"shader compile failed: %.*s", (int)log_len, log);
 		}

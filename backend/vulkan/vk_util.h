@@ -21,7 +21,7 @@
 	do {                                                                                       \
 		VkResult vy__vk_res = (call);                                                      \
 		if (vy__vk_res < 0) {                                                              \
-			rc = vy__vk_call_fail(err, vy__vk_res, #call);                                  \
+			rc = vy__vk_call_fail(err, vy__vk_res, #call);                             \
 			goto error;                                                                \
 		}                                                                                  \
 	} while (0)

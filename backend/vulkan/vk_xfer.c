@@ -7,6 +7,23 @@
 
 #include <string.h>
 
+/* A host-visible buffer the shader uses directly: filled by the host, read by the host. */
+static int prepare_direct(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t len,
+	const void *data, bool zero, bool read_back, struct vy_vk_xfer *out, struct vy_err *err)
+{
+	enum vy_vk_pool_kind kind = read_back ? VY_VK_POOL_READBACK : VY_VK_POOL_UPLOAD;
+	int rc = vy__vk_ctx_slice(x, ctx, kind, len, &out->dev, err);
+	if (rc) {
+		return rc;
+	}
+	if (data) {
+		memcpy(out->dev.map, data, len);
+	} else if (zero) {
+		memset(out->dev.map, 0, len);
+	}
+	return 0;
+}
+
 int vy__vk_xfer_prepare(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t len, const void *data,
 	bool zero, bool read_back, struct vy_vk_xfer *out, struct vy_err *err)
 {
@@ -15,6 +32,9 @@ int vy__vk_xfer_prepare(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t le
 	out->read_back = read_back;
 	if (len == 0) {
 		return 0;
+	}
+	if (!x->dev->unified && len <= x->direct_limit) {
+		return prepare_direct(x, ctx, len, data, zero, read_back, out, err);
 	}
 	int rc = vy__vk_ctx_slice(x, ctx, VY_VK_POOL_DEVICE, len, &out->dev, err);
 	if (rc) {
@@ -44,7 +64,8 @@ int vy__vk_xfer_prepare(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t le
 	return rc;
 }
 
-void vy__vk_xfer_wrap(const struct vy_vk_slice *dev, uint64_t len, bool zero, struct vy_vk_xfer *out)
+void vy__vk_xfer_wrap(
+	const struct vy_vk_slice *dev, uint64_t len, bool zero, struct vy_vk_xfer *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->dev = *dev;
@@ -91,31 +112,6 @@ void vy__vk_xfer_record_in(
 	}
 }
 
-void vy__vk_xfer_record_refill(
-	struct vy_vk_exec *x, VkCommandBuffer cmd, const struct vy_vk_xfer *bufs, size_t n)
-{
-	struct vy_vk_device *d = x->dev;
-	bool any = false;
-	for (size_t i = 0; i < n; i++) {
-		any = any || bufs[i].len > 0;
-	}
-	if (!any) {
-		return;
-	}
-	barrier(x, cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-		VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
-		VK_ACCESS_TRANSFER_WRITE_BIT);
-	for (size_t i = 0; i < n; i++) {
-		const struct vy_vk_xfer *b = &bufs[i];
-		if (b->len > 0) {
-			d->vk.vkCmdFillBuffer(cmd, b->dev.buffer, b->dev.offset, b->len, 0);
-		}
-	}
-	barrier(x, cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
-		VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-		VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-}
-
 void vy__vk_xfer_record_out(
 	struct vy_vk_exec *x, VkCommandBuffer cmd, const struct vy_vk_xfer *bufs, size_t n)
 {
@@ -124,13 +120,13 @@ void vy__vk_xfer_record_out(
 	for (size_t i = 0; i < n; i++) {
 		copies = copies || bufs[i].down.buffer;
 	}
+	/* Buffers the host reads directly need the shader's writes; staged ones need the copies. */
+	barrier(x, cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+		VK_PIPELINE_STAGE_HOST_BIT | (copies ? VK_PIPELINE_STAGE_TRANSFER_BIT : 0),
+		VK_ACCESS_HOST_READ_BIT | (copies ? VK_ACCESS_TRANSFER_READ_BIT : 0));
 	if (!copies) {
-		barrier(x, cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
-			VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
 		return;
 	}
-	barrier(x, cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
-		VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
 	for (size_t i = 0; i < n; i++) {
 		const struct vy_vk_xfer *b = &bufs[i];
 		if (b->down.buffer) {
@@ -151,16 +147,12 @@ int vy__vk_xfer_read(struct vy_vk_exec *x, const struct vy_vk_xfer *b, void *dst
 	if (len == 0) {
 		return 0;
 	}
-	if (b->down.buffer) {
-		int rc = vy__vk_slice_invalidate(x->mem, &b->down, len, err);
-		if (rc) {
-			return rc;
-		}
-		memcpy(dst, b->down.map, len);
-		return 0;
+	const struct vy_vk_slice *src = b->down.buffer ? &b->down : &b->dev;
+	int rc = vy__vk_slice_invalidate(x->mem, src, len, err);
+	if (rc == 0) {
+		memcpy(dst, src->map, len);
 	}
-	memcpy(dst, b->dev.map, len);
-	return 0;
+	return rc;
 }
 
 VkDescriptorBufferInfo vy__vk_xfer_descriptor(struct vy_vk_exec *x, const struct vy_vk_xfer *b)
@@ -190,8 +182,8 @@ int vy__vk_xfer_bind(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, VkCommandBuffe
 		};
 	}
 	if (layout->push) {
-		d->vk.vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
-			layout->pipeline_layout, 0, n, writes);
+		d->vk.vkCmdPushDescriptorSetKHR(
+			cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout->pipeline_layout, 0, n, writes);
 		return 0;
 	}
 	VkDescriptorSet set;
@@ -203,7 +195,7 @@ int vy__vk_xfer_bind(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, VkCommandBuffe
 		writes[i].dstSet = set;
 	}
 	d->vk.vkUpdateDescriptorSets(d->dev, n, writes, 0, NULL);
-	d->vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout->pipeline_layout,
-		0, 1, &set, 0, NULL);
+	d->vk.vkCmdBindDescriptorSets(
+		cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout->pipeline_layout, 0, 1, &set, 0, NULL);
 	return 0;
 }

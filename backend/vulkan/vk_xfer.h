@@ -2,9 +2,11 @@
  * Moving bytes between the host and the buffers of one job (DESIGN.md §8). On a unified-memory
  * device the shader's buffers are host-mapped: inputs are copied straight into them, outputs
  * zero-filled by the host and read straight out of them, and no staging copy is recorded. On
- * other devices inputs go through persistently mapped upload staging and a transfer copy,
- * outputs are zero-filled with vkCmdFillBuffer, and results come back through host-cached
- * readback staging.
+ * other devices small buffers (up to the context's direct limit) do the same in host-visible
+ * memory (write-combined for inputs, host-cached for what is read back), which the shader
+ * reads and writes over the bus; larger inputs go through persistently mapped upload staging
+ * and a transfer copy into device-local memory, larger outputs are zero-filled with
+ * vkCmdFillBuffer, and their results come back through host-cached readback staging.
  *
  * Use: prepare every buffer of the job (outside the queue lock: this is where bytes are copied),
  * then from the record function record_in before the dispatches and record_out after them, then,
@@ -43,10 +45,11 @@ int vy__vk_xfer_prepare(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t le
 	bool zero, bool read_back, struct vy_vk_xfer *out, struct vy_err *err);
 
 /*
- * Use an existing device slice (a resident buffer) as the job's buffer `len` bytes long: zero-filled
- * when `zero`; no staging. Never fails.
+ * Use an existing device slice (a resident buffer) as the job's buffer `len` bytes long:
+ * zero-filled when `zero`; no staging. Never fails.
  */
-void vy__vk_xfer_wrap(const struct vy_vk_slice *dev, uint64_t len, bool zero, struct vy_vk_xfer *out);
+void vy__vk_xfer_wrap(
+	const struct vy_vk_slice *dev, uint64_t len, bool zero, struct vy_vk_xfer *out);
 
 /* Record the uploads and fills of `n` buffers and the barrier that makes them visible to compute
  * shaders. */
@@ -55,11 +58,6 @@ void vy__vk_xfer_record_in(
 
 /* Record the barrier after the dispatches and the readback copies of `n` buffers. */
 void vy__vk_xfer_record_out(
-	struct vy_vk_exec *x, VkCommandBuffer cmd, const struct vy_vk_xfer *bufs, size_t n);
-
-/* Zero-fill `n` buffers between two dispatches of one command buffer (grid-sync segments), with
- * the barriers on both sides. */
-void vy__vk_xfer_record_refill(
 	struct vy_vk_exec *x, VkCommandBuffer cmd, const struct vy_vk_xfer *bufs, size_t n);
 
 /* Copy `len` bytes (at most b->len) of a read-back buffer to `dst` once the job is done. Errors:

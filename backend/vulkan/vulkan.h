@@ -11,10 +11,17 @@
  * dispatches repeatedly without recompiling); dispatch_async (several jobs per vkQueueSubmit);
  * resident buffers (alloc, upload, download, free, resident_dispatch); device_profile and limits
  * from the device; capabilities: subgroup_ops where the device has basic, arithmetic, ballot and
- * shuffle subgroup operations in compute shaders, grid_sync (segments run in one command buffer,
- * buffers staying on the device), async_compute; everything else false. prepare, flush (submit
- * and wait for all work, save the pipeline cache), shutdown, device_lost and try_recover
- * (recreates the device; resident buffers of the lost device are gone).
+ * shuffle subgroup operations in compute shaders, and grid_sync (segments run in one command
+ * buffer, buffers staying on the device); everything else false (one queue: no async_compute).
+ * prepare, flush (submit and wait for all work, save the pipeline cache), shutdown, device_lost
+ * and try_recover (recreates the device; resident buffers of the lost device are gone; compiled
+ * pipelines recompile on their next dispatch).
+ *
+ * Memory: buffers come from size-class pools (vk_memory.h). On a unified-memory device (lavapipe)
+ * the shader's buffers are host-mapped and nothing is staged; elsewhere buffers up to 64 KiB live
+ * in host-visible memory the shader reads directly, larger ones in device-local memory filled
+ * and read through persistently mapped staging (vk_xfer.h). Every buffer is bound with its exact
+ * byte range, so the generated bounds checks keep each program inside its own buffers.
  *
  * Resident dispatch: one resource per non-workgroup buffer, in binding order. Each is bound with
  * the buffer's byte length (its static size, or for a count-0 buffer the whole elements of the
@@ -59,8 +66,8 @@ struct vy_vulkan_device_info {
  * List the Vulkan devices: up to `cap` entries into `out` (may be NULL when cap is 0), and the
  * total count in *n. Errors: UNSUPPORTED_FEATURE when there is no Vulkan loader or instance.
  */
-int vy_vulkan_devices_enumerate(struct vy_vulkan_device_info *out, uint32_t cap, uint32_t *n,
-	struct vy_err *err);
+int vy_vulkan_devices_enumerate(
+	struct vy_vulkan_device_info *out, uint32_t cap, uint32_t *n, struct vy_err *err);
 
 /*
  * Open a backend on the device `opts->device_index` (opts may be NULL for device 0, no disk
@@ -80,7 +87,7 @@ struct vy_vulkan_stats {
 	uint64_t spirv_disk_hits;   /* shaders loaded from disk instead of compiled */
 	uint64_t spirv_disk_misses; /* shaders compiled because disk had none or a bad one */
 	uint64_t disk_writes;
-	uint64_t disk_rejected;      /* cache files that failed a check and were ignored */
+	uint64_t disk_rejected; /* cache files that failed a check and were ignored */
 	uint64_t disk_write_errors;
 	bool pipeline_cache_from_disk; /* the VkPipelineCache was seeded from disk at open */
 	uint64_t submits;              /* vkQueueSubmit calls */

@@ -40,6 +40,7 @@
 #include "node_path.h"
 #include "reference/reference.h"
 #include "registry.h"
+#include "vk_keep.h"
 #include "spec.h"
 #include "validate.h"
 
@@ -1496,6 +1497,7 @@ static void open_others(struct runner *r)
 {
 	struct vy_registry_set set;
 	vy_registry_open_all(NULL, &set);
+	vy_test_keep_vulkan_drivers();
 	for (size_t i = 0; i < set.len; i++) {
 		struct vy_registry_opened *o = &set.items[i];
 		bool wanted = r->n_only == 0;

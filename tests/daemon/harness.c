@@ -43,43 +43,65 @@ static long now_ms(void)
 	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void drain_notes(struct vyd *d)
+static void *read_notes(void *arg)
 {
+	struct vyd *d = arg;
 	for (;;) {
 		char buf[1024];
-		ssize_t n = recv(d->notify_fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+		ssize_t n = recv(d->notify_fd, buf, sizeof(buf) - 1, 0);
+		if (n < 0 && errno == EINTR) {
+			continue;
+		}
 		if (n <= 0) {
-			return;
+			return NULL;
 		}
 		buf[n] = '\0';
+		pthread_mutex_lock(&d->lock);
+		/* Watchdog pings repeat; keep room for the notifications that matter. */
+		bool repeat = strcmp(buf, "WATCHDOG=1") == 0 && strstr(d->notes, "WATCHDOG=1\n");
 		size_t room = sizeof(d->notes) - d->notes_len - 2;
 		size_t k = (size_t)n < room ? (size_t)n : room;
-		memcpy(d->notes + d->notes_len, buf, k);
-		d->notes_len += k;
-		d->notes[d->notes_len++] = '\n';
-		d->notes[d->notes_len] = '\0';
+		if (!repeat && k) {
+			memcpy(d->notes + d->notes_len, buf, k);
+			d->notes_len += k;
+			d->notes[d->notes_len++] = '\n';
+			d->notes[d->notes_len] = '\0';
+		}
+		pthread_mutex_unlock(&d->lock);
 	}
+}
+
+bool vyd_note_prefix(struct vyd *d, const char *prefix)
+{
+	pthread_mutex_lock(&d->lock);
+	bool found = false;
+	for (const char *p = d->notes; !found && (p = strstr(p, prefix)) != NULL; p++) {
+		found = p == d->notes || p[-1] == '\n';
+	}
+	pthread_mutex_unlock(&d->lock);
+	return found;
 }
 
 bool vyd_note(struct vyd *d, const char *note, int timeout_ms)
 {
 	long end = now_ms() + timeout_ms;
 	for (;;) {
-		drain_notes(d);
+		bool found = false;
+		pthread_mutex_lock(&d->lock);
 		/* Notes are separated by newlines; match whole lines. */
-		for (const char *p = d->notes; (p = strstr(p, note)) != NULL; p++) {
+		for (const char *p = d->notes; !found && (p = strstr(p, note)) != NULL; p++) {
 			bool start = p == d->notes || p[-1] == '\n';
 			char after = p[strlen(note)];
-			if (start && (after == '\n' || after == '\0')) {
-				return true;
-			}
+			found = start && (after == '\n' || after == '\0');
 		}
-		long left = end - now_ms();
-		if (left <= 0) {
+		pthread_mutex_unlock(&d->lock);
+		if (found) {
+			return true;
+		}
+		if (now_ms() >= end) {
 			return false;
 		}
-		struct pollfd p = {d->notify_fd, POLLIN, 0};
-		poll(&p, 1, (int)(left < 100 ? left : 100));
+		usleep(10000);
 	}
 }
 
@@ -93,6 +115,8 @@ int vyd_start(struct vyd *d, const struct vyd_opts *o)
 	if (!mkdtemp(d->dir)) {
 		return -1;
 	}
+	/* Tests that connect as another user must reach the socket inside. */
+	chmod(d->dir, 0755);
 	snprintf(d->sock, sizeof(d->sock), "%s/vyred.sock", d->dir);
 	snprintf(d->conf, sizeof(d->conf), "%s/vyred.conf", d->dir);
 	snprintf(d->log, sizeof(d->log), "%s/vyred.log", d->dir);
@@ -111,15 +135,16 @@ int vyd_start(struct vyd *d, const struct vyd_opts *o)
 	fclose(f);
 	d->notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", d->notify);
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%.100s", d->notify);
 	if (bind(d->notify_fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
 		return -1;
 	}
+	pthread_mutex_init(&d->lock, NULL);
+	d->reader_started = pthread_create(&d->reader, NULL, read_notes, d) == 0;
 	const char *argv[48];
 	int n = 0;
 	if (o->activation) {
 		argv[n++] = "systemd-socket-activate";
-		argv[n++] = "-q";
 		argv[n++] = "-l";
 		argv[n++] = d->sock;
 		argv[n++] = "-E";
@@ -200,7 +225,6 @@ int vyd_wait(struct vyd *d, int timeout_ms)
 		usleep(10000);
 	}
 	d->pid = 0;
-	drain_notes(d);
 	if (WIFEXITED(status)) {
 		return WEXITSTATUS(status);
 	}
@@ -263,6 +287,13 @@ void vyd_cleanup(struct vyd *d)
 		kill(d->pid, SIGKILL);
 		waitpid(d->pid, NULL, 0);
 		d->pid = 0;
+	}
+	if (d->reader_started) {
+		/* shutdown wakes the reader's recv; then the socket can go. */
+		shutdown(d->notify_fd, SHUT_RDWR);
+		pthread_join(d->reader, NULL);
+		d->reader_started = false;
+		pthread_mutex_destroy(&d->lock);
 	}
 	if (d->notify_fd >= 0) {
 		close(d->notify_fd);

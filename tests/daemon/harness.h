@@ -12,6 +12,7 @@
 #ifndef VY_TESTS_DAEMON_HARNESS_H
 #define VY_TESTS_DAEMON_HARNESS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -25,18 +26,23 @@ struct vyd {
 	char log[320];
 	char notify[320];
 	int notify_fd;
-	char notes[16384];
+	/* A thread reads notifications as they come, as systemd does: sd_notify blocks on a full
+	 * socket queue. */
+	pthread_t reader;
+	bool reader_started;
+	pthread_mutex_t lock;
+	char notes[16384]; /* guarded by lock */
 	size_t notes_len;
 	bool own_cache;
 };
 
 struct vyd_opts {
-	const char *config;  /* INI text written to the config file (may be NULL) */
-	const char *cache;   /* an existing cache folder to reuse; NULL: a fresh one */
-	bool watchdog;       /* set WATCHDOG_USEC so the daemon pings */
-	bool activation;     /* run under systemd-socket-activate */
+	const char *config;      /* INI text written to the config file (may be NULL) */
+	const char *cache;       /* an existing cache folder to reuse; NULL: a fresh one */
+	bool watchdog;           /* set WATCHDOG_USEC so the daemon pings */
+	bool activation;         /* run under systemd-socket-activate */
 	const char *const *args; /* extra arguments, NULL-terminated */
-	bool no_wait;        /* do not wait for READY=1 */
+	bool no_wait;            /* do not wait for READY=1 */
 };
 
 /* Start a daemon; returns 0 once it has sent READY=1, or -1 (its log is printed). */
@@ -47,6 +53,8 @@ int vyd_stop(struct vyd *d);
 int vyd_wait(struct vyd *d, int timeout_ms);
 /* Whether notification `note` ("READY=1") has arrived, waiting up to timeout_ms. */
 bool vyd_note(struct vyd *d, const char *note, int timeout_ms);
+/* Whether a notification starting with `prefix` ("STATUS=") has arrived. */
+bool vyd_note_prefix(struct vyd *d, const char *prefix);
 /* Remove the temporary folder (keeping a reused cache). */
 void vyd_cleanup(struct vyd *d);
 /* Print the daemon's log to stderr (for failures). */

@@ -14,6 +14,10 @@
 /* The shared daemon lets the cross-user tests connect (they run as nobody when root). */
 static const char shared_config[] = "[daemon]\nsocket_mode = 0666\n";
 
+/* Criterion's workers find main by name in the dynamic symbol table, so it stays visible under
+ * the project's -fvisibility=hidden. */
+__attribute__((visibility("default"))) int main(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
 	struct criterion_test_set *tests = criterion_initialize();

@@ -31,7 +31,7 @@ int tc_connect(struct tc *c, const char *path)
 		return -errno;
 	}
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%.100s", path);
 	if (connect(c->fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
 		int e = errno;
 		close(c->fd);
@@ -258,8 +258,7 @@ bool tc_is_nil(const struct tc_reply *r, const char *path)
 	return tc_field(r, path, &rd) && vy_mp_read(&rd, &o) == VY_MP_OK && o.type == VY_MP_NIL;
 }
 
-int tc_outputs(const struct tc_reply *r, const uint8_t **data, size_t *lens, bool *nil,
-	size_t cap)
+int tc_outputs(const struct tc_reply *r, const uint8_t **data, size_t *lens, bool *nil, size_t cap)
 {
 	struct vy_mp_reader rd;
 	struct vy_mp_obj o;
@@ -302,7 +301,7 @@ bool tc_row_u64(const struct tc_reply *r, const char *path, const char *match, u
 		struct vy_mp_reader f = rd;
 		struct vy_mp_obj v;
 		bool hit = map_find(&f, match, strlen(match)) && vy_mp_read(&f, &v) == VY_MP_OK &&
-			v.type == VY_MP_UINT && v.u == value;
+			   v.type == VY_MP_UINT && v.u == value;
 		if (hit) {
 			f = row;
 			if (map_find(&f, key, strlen(key)) && vy_mp_read(&f, &v) == VY_MP_OK &&

@@ -67,8 +67,7 @@ bool tc_is_nil(const struct tc_reply *r, const char *path);
 bool tc_field(const struct tc_reply *r, const char *path, struct vy_mp_reader *rd);
 /* The outputs of a dispatch reply: up to `cap` views into the frame (nil: data NULL, len 0,
  * nil[i] true). Returns the count, or -1. */
-int tc_outputs(const struct tc_reply *r, const uint8_t **data, size_t *lens, bool *nil,
-	size_t cap);
+int tc_outputs(const struct tc_reply *r, const uint8_t **data, size_t *lens, bool *nil, size_t cap);
 /* In an array of maps at `path`, the u64 field `key` of the element whose `match` field equals
  * `value`. */
 bool tc_row_u64(const struct tc_reply *r, const char *path, const char *match, uint64_t value,

@@ -78,19 +78,10 @@ Test(clients, disconnecting_with_requests_in_flight_frees_everything)
 	uint64_t handle = 0;
 	cr_assert(tc_u64(&r, "handle", &handle));
 	tc_reply_free(&r);
-	uint32_t n = t_slow_iterations(&rude) / 2;
 	struct vy_program *slow = t_slow_program("rude-slow");
+	struct t_slow s = t_slow_calibrate(&rude, slow, -1, 100);
 	for (int i = 0; i < 8; i++) {
-		tc_begin(&rude, &m, VY_OP_DISPATCH, 3);
-		t_pack_program(&m.pk, slow);
-		vy_pack_cstr(&m.pk, "inputs");
-		msgpack_pack_array(&m.pk, 0);
-		vy_pack_cstr(&m.pk, "config");
-		msgpack_pack_map(&m.pk, 1);
-		vy_pack_cstr(&m.pk, "spec");
-		msgpack_pack_map(&m.pk, 1);
-		vy_pack_cstr(&m.pk, "n");
-		msgpack_pack_uint32(&m.pk, n);
+		t_pack_slow(&rude, &m, slow, s, -1, 0);
 		cr_assert_eq(tc_send(&rude, &m, -1), 0);
 	}
 	tc_close(&rude);
@@ -129,8 +120,8 @@ static struct vy_program *fill_program(void)
 {
 	struct vy_program *p = vy_program_create("fill", 256, 1, 1);
 	vy_program_add_buffer(p, "out", 0, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, 65536);
-	vy_program_set_entry(p, vy_ir_seq(p,
-		vy_ir_store(p, "out", vy_ir_gid(p, 0), vy_ir_gid(p, 0)), NULL));
+	vy_program_set_entry(
+		p, vy_ir_seq(p, vy_ir_store(p, "out", vy_ir_gid(p, 0), vy_ir_gid(p, 0)), NULL));
 	return p;
 }
 
@@ -152,7 +143,8 @@ Test(clients, a_flood_without_reading_is_paused_not_buffered)
 	vy_frame_end(&m.sb, 0);
 	int fl = fcntl(flood.fd, F_GETFL);
 	fcntl(flood.fd, F_SETFL, fl | O_NONBLOCK);
-	/* Send the same request until the daemon stops reading and the socket is full. */
+	/* Send the same request (ids repeat; replies are only counted) until the daemon stops
+	 * reading and the socket is full. */
 	size_t sent = 0;
 	size_t frames = 0;
 	time_t start = time(NULL);
@@ -171,8 +163,8 @@ Test(clients, a_flood_without_reading_is_paused_not_buffered)
 			frames++;
 		}
 	}
-	msgpack_sbuffer_destroy(&m.sb);
-	cr_assert(blocked, "the daemon kept reading a client that never reads (%zu frames)", frames);
+	cr_assert(
+		blocked, "the daemon kept reading a client that never reads (%zu frames)", frames);
 	behave(&good, 51);
 	struct tc_reply r;
 	cr_assert_eq(t_simple(&good, VY_OP_STATS, &r), 0);
@@ -183,6 +175,28 @@ Test(clients, a_flood_without_reading_is_paused_not_buffered)
 		"unsent %lu", (unsigned long)unsent);
 	cr_expect(unsent < 64ull << 20, "the daemon holds a bounded amount: %lu",
 		(unsigned long)unsent);
+	tc_reply_free(&r);
+
+	/* Reading again resumes the flooder: every request it sent gets its one answer. */
+	fcntl(flood.fd, F_SETFL, fl);
+	if (sent) {
+		cr_assert_eq(tc_send_raw(&flood, m.sb.data + sent, m.sb.size - sent), 0);
+		frames++;
+	}
+	msgpack_sbuffer_destroy(&m.sb);
+	size_t answered = 0;
+	size_t outputs = 0;
+	while (answered < frames) {
+		cr_assert_eq(
+			tc_recv(&flood, &r, 120000), 0, "%zu of %zu answered", answered, frames);
+		cr_expect(r.r.ok || tc_code(&r) == VY_E_BUSY, "%s", r.r.error.message);
+		outputs += r.r.ok;
+		answered++;
+		tc_reply_free(&r);
+	}
+	cr_expect_gt(outputs, 0);
+	cr_assert_eq(t_simple(&good, VY_OP_STATS, &r), 0);
+	cr_expect(t_client_stat(&r, id, "paused", &paused) && paused == 0, "reading resumed");
 	tc_reply_free(&r);
 	tc_close(&flood);
 	cr_expect(gone(&good, id, 60000), "the flooder is freed when it goes");

@@ -16,39 +16,20 @@
 
 TestSuite(limits, .timeout = 180);
 
-static void pack_slow(struct tc *c, struct tc_msg *m, const struct vy_program *p, uint32_t n,
-	int device)
-{
-	tc_begin(c, m, VY_OP_DISPATCH, 3);
-	t_pack_program(&m->pk, p);
-	vy_pack_cstr(&m->pk, "inputs");
-	msgpack_pack_array(&m->pk, 0);
-	vy_pack_cstr(&m->pk, "config");
-	msgpack_pack_map(&m->pk, device >= 0 ? 2 : 1);
-	vy_pack_cstr(&m->pk, "spec");
-	msgpack_pack_map(&m->pk, 1);
-	vy_pack_cstr(&m->pk, "n");
-	msgpack_pack_uint32(&m->pk, n);
-	if (device >= 0) {
-		vy_pack_cstr(&m->pk, "device");
-		msgpack_pack_uint32(&m->pk, (uint32_t)device);
-	}
-}
-
 Test(limits, busy_beyond_max_inflight)
 {
 	struct vyd d;
 	t_start(&d, "[limits]\nmax_inflight = 2\n");
 	struct tc c;
 	tc_open(&c, d.sock, "busy");
-	uint32_t n = t_slow_iterations(&c);
 	struct vy_program *p = t_slow_program("busy-slow");
+	struct t_slow slow = t_slow_calibrate(&c, p, -1, 200);
 	/* Six requests in one write: the daemon decodes them in one go, before any can finish. */
 	msgpack_sbuffer all;
 	msgpack_sbuffer_init(&all);
 	for (int i = 0; i < 6; i++) {
 		struct tc_msg m;
-		pack_slow(&c, &m, p, n, -1);
+		t_pack_slow(&c, &m, p, slow, -1, 0);
 		vy_frame_end(&m.sb, 0);
 		msgpack_sbuffer_write(&all, m.sb.data, m.sb.size);
 		msgpack_sbuffer_destroy(&m.sb);
@@ -146,8 +127,8 @@ Test(limits, shm_regions_per_connection_are_bounded)
 	t_stop(&d);
 }
 
-static int compile_name(struct tc *c, const char *name, char *cache, size_t size, int device,
-	uint64_t *on_device)
+static int compile_name(
+	struct tc *c, const char *name, char *cache, size_t size, int device, uint64_t *on_device)
 {
 	struct vy_program *p = tc_program_renamed("vector_add", name);
 	struct tc_msg m;
@@ -180,7 +161,7 @@ Test(limits, cache_clear_empties_the_caches)
 	char cache[16];
 	uint64_t dev;
 	cr_assert_eq(compile_name(&c, "cleared", cache, sizeof(cache), -1, &dev), 0);
-	cr_expect_str_eq(cache, "miss");
+	cr_expect_str_neq(cache, "hit");
 	cr_assert_eq(compile_name(&c, "cleared", cache, sizeof(cache), -1, &dev), 0);
 	cr_expect_str_eq(cache, "hit");
 	struct tc_reply r;
@@ -192,6 +173,33 @@ Test(limits, cache_clear_empties_the_caches)
 	tc_reply_free(&r);
 	cr_assert_eq(compile_name(&c, "cleared", cache, sizeof(cache), -1, &dev), 0);
 	cr_expect_str_neq(cache, "hit");
+	tc_close(&c);
+	t_stop(&d);
+}
+
+Test(limits, caches_evict_the_least_recently_used)
+{
+	struct vyd d;
+	t_start(&d, "[cache]\npipeline_cache_entries = 2\nprogram_cache_entries = 2\n");
+	struct tc c;
+	tc_open(&c, d.sock, "evict");
+	char cache[16];
+	uint64_t dev;
+	cr_assert_eq(compile_name(&c, "first", cache, sizeof(cache), -1, &dev), 0);
+	cr_assert_eq(compile_name(&c, "second", cache, sizeof(cache), -1, &dev), 0);
+	cr_assert_eq(compile_name(&c, "third", cache, sizeof(cache), -1, &dev), 0);
+	struct tc_reply r;
+	cr_assert_eq(t_simple(&c, VY_OP_STATS, &r), 0);
+	uint64_t entries = 0;
+	uint64_t evictions = 0;
+	cr_expect(tc_u64(&r, "pipeline_cache.entries", &entries) && entries == 2);
+	cr_expect(tc_u64(&r, "pipeline_cache.evictions", &evictions) && evictions == 1);
+	cr_expect(tc_u64(&r, "program_cache.evictions", &evictions) && evictions == 1);
+	tc_reply_free(&r);
+	cr_assert_eq(compile_name(&c, "third", cache, sizeof(cache), -1, &dev), 0);
+	cr_expect_str_eq(cache, "hit", "the most recent entry stays");
+	cr_assert_eq(compile_name(&c, "first", cache, sizeof(cache), -1, &dev), 0);
+	cr_expect_str_neq(cache, "hit", "the least recently used entry went first");
 	tc_close(&c);
 	t_stop(&d);
 }
@@ -212,19 +220,20 @@ Test(limits, requests_route_to_the_named_or_least_loaded_device)
 	cr_expect_eq(dev, 1, "config.device picks the device");
 	cr_expect_eq(compile_name(&c, "routed", cache, sizeof(cache), 5, &dev), VY_E_BAD_REQUEST);
 
-	/* Keep device 0 busy; an unpinned request then goes to device 1. */
-	uint32_t n = t_slow_iterations(&c);
+	/* Keep device 0 busy; an unpinned request then goes to device 1. The calibration compiles
+	 * the slow program there, so the dispatches below go straight to device 0's queue. */
 	struct vy_program *slow = t_slow_program("route-slow");
 	struct tc busy;
 	tc_open(&busy, d.sock, "busy");
+	struct t_slow s = t_slow_calibrate(&busy, slow, 0, 300);
 	for (int i = 0; i < 3; i++) {
 		struct tc_msg m;
-		pack_slow(&busy, &m, slow, n, 0);
+		t_pack_slow(&busy, &m, slow, s, 0, 0);
 		cr_assert_eq(tc_send(&busy, &m, -1), 0);
 	}
 	usleep(50000);
 	cr_assert_eq(compile_name(&c, "routed-least", cache, sizeof(cache), -1, &dev), 0);
-	cr_expect_eq(dev, 1, "the least-loaded device is chosen");
+	cr_expect_eq(dev, 1, "the least-loaded device is chosen (got %lu)", (unsigned long)dev);
 	for (int i = 0; i < 3; i++) {
 		cr_assert_eq(tc_recv(&busy, &r, 120000), 0);
 		cr_expect(r.r.ok, "%s", r.r.error.message);
@@ -242,10 +251,10 @@ Test(limits, sigterm_drains_requests_in_flight)
 	t_start(&d, "");
 	struct tc c;
 	tc_open(&c, d.sock, "drained");
-	uint32_t n = t_slow_iterations(&c);
 	struct vy_program *slow = t_slow_program("drain-slow");
+	struct t_slow s = t_slow_calibrate(&c, slow, -1, 300);
 	struct tc_msg m;
-	pack_slow(&c, &m, slow, n, -1);
+	t_pack_slow(&c, &m, slow, s, -1, 0);
 	uint64_t slow_id = m.id;
 	cr_assert_eq(tc_send(&c, &m, -1), 0);
 	usleep(20000);

@@ -59,7 +59,8 @@ Test(ops, hello_reports_server_devices_and_limits)
 	uint64_t inflight = 0;
 	char server[64] = "";
 	cr_expect(tc_u64(&r, "protocol", &protocol) && protocol == 1);
-	cr_expect(tc_str(&r, "server", server, sizeof(server)) && strncmp(server, "vyred ", 6) == 0);
+	cr_expect(
+		tc_str(&r, "server", server, sizeof(server)) && strncmp(server, "vyred ", 6) == 0);
 	cr_expect(tc_u64(&r, "limits.max_inflight", &inflight) && inflight == 64);
 	cr_expect_gt(tc_array_len(&r, "devices"), 0);
 	tc_reply_free(&r);
@@ -133,7 +134,7 @@ Test(ops, payload_that_is_not_a_map_is_bad_frame)
 Test(ops, trailing_bytes_are_bad_frame)
 {
 	/* {"id": 1, "op": "ping"} followed by one more byte inside the frame. */
-	static const uint8_t frame[] = {0, 0, 0, 15, 0x82, 0xa2, 'i', 'd', 0x01, 0xa2, 'o', 'p',
+	static const uint8_t frame[] = {0, 0, 0, 14, 0x82, 0xa2, 'i', 'd', 0x01, 0xa2, 'o', 'p',
 		0xa4, 'p', 'i', 'n', 'g', 0xc0};
 	expect_bad_frame_then_close(frame, sizeof(frame));
 }
@@ -182,8 +183,10 @@ Test(ops, compile_misses_then_hits)
 	cr_assert_eq(compile(&c, p, &r), 0, "%s", r.r.error.message);
 	char cache[16] = "";
 	char id[64] = "";
+	/* A cold compile is a miss, or "disk" where the backend's disk cache already holds its
+	 * shader (the Vulkan backend keys SPIR-V by content, and other tests compile alike). */
 	cr_expect(tc_str(&r, "cache", cache, sizeof(cache)));
-	cr_expect_str_eq(cache, "miss");
+	cr_expect(strcmp(cache, "miss") == 0 || strcmp(cache, "disk") == 0, "cache: %s", cache);
 	cr_expect(tc_str(&r, "program_id", id, sizeof(id)));
 	cr_expect_eq(strlen(id), 32);
 	tc_reply_free(&r);
@@ -222,7 +225,8 @@ Test(ops, workgroup_beyond_the_device_is_unsupported)
 
 Test(ops, dispatch_matches_the_reference)
 {
-	static const char *const files[] = {"vector_add", "saxpy", "select_clamp", "histogram_atomic"};
+	static const char *const files[] = {
+		"vector_add", "saxpy", "select_clamp", "histogram_atomic"};
 	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
 		struct vy_program *p = tc_program(files[f]);
 		struct t_inputs in;
@@ -340,7 +344,7 @@ Test(ops, spec_values_select_their_pipeline)
 	cr_assert_eq(dispatch_spec(p, &in, "scale", 0, 3.0, &r), 0, "%s", r.r.error.message);
 	cr_expect(t_outputs_equal(&r, &want));
 	char cache[16];
-	cr_expect(tc_str(&r, "cache", cache, sizeof(cache)) && strcmp(cache, "miss") == 0);
+	cr_expect(tc_str(&r, "cache", cache, sizeof(cache)) && strcmp(cache, "hit") != 0);
 	tc_reply_free(&r);
 	cr_assert_eq(dispatch_spec(p, &in, "scale", 0, 3.0, &r), 0);
 	cr_expect(tc_str(&r, "cache", cache, sizeof(cache)) && strcmp(cache, "hit") == 0);
@@ -393,21 +397,10 @@ Test(ops, loop_limit_traps)
 
 Test(ops, timeout_ends_a_long_dispatch)
 {
-	uint32_t n = t_slow_iterations(&c) * 4;
 	struct vy_program *p = t_slow_program("slow-timeout");
+	struct t_slow slow = t_slow_calibrate(&c, p, -1, 300);
 	struct tc_msg m;
-	tc_begin(&c, &m, VY_OP_DISPATCH, 3);
-	t_pack_program(&m.pk, p);
-	vy_pack_cstr(&m.pk, "inputs");
-	msgpack_pack_array(&m.pk, 0);
-	vy_pack_cstr(&m.pk, "config");
-	msgpack_pack_map(&m.pk, 2);
-	vy_pack_cstr(&m.pk, "timeout_ms");
-	msgpack_pack_uint32(&m.pk, 5);
-	vy_pack_cstr(&m.pk, "spec");
-	msgpack_pack_map(&m.pk, 1);
-	vy_pack_cstr(&m.pk, "n");
-	msgpack_pack_uint32(&m.pk, n);
+	t_pack_slow(&c, &m, p, slow, -1, 5);
 	struct tc_reply r;
 	cr_assert_eq(tc_call(&c, &m, &r), 0);
 	cr_expect_eq(tc_code(&r), VY_E_TIMEOUT, "code %d: %s", tc_code(&r), r.r.error.message);
@@ -452,8 +445,8 @@ static int upload(struct tc *cl, uint64_t h, uint64_t offset, const void *data, 
 }
 
 /* download into buf; returns the error code, the length read in *len. */
-static int download(struct tc *cl, uint64_t h, uint64_t offset, int64_t length, void *buf,
-	size_t *len)
+static int download(
+	struct tc *cl, uint64_t h, uint64_t offset, int64_t length, void *buf, size_t *len)
 {
 	struct tc_msg m;
 	tc_begin(cl, &m, VY_OP_DOWNLOAD, length >= 0 ? 3 : 2);
@@ -688,7 +681,8 @@ Test(ops, another_user_sees_not_found_and_no_admin)
 			_exit(12);
 		}
 		tc_reply_free(&rr);
-		if (free_handle(&o, h) != VY_E_NOT_FOUND || free_handle(&o, named) != VY_E_NOT_FOUND) {
+		if (free_handle(&o, h) != VY_E_NOT_FOUND ||
+			free_handle(&o, named) != VY_E_NOT_FOUND) {
 			_exit(13);
 		}
 		struct tc_reply cl;

@@ -63,8 +63,8 @@ static void pack_shm_input(msgpack_packer *pk, uint64_t region, uint64_t offset,
 	msgpack_pack_uint64(pk, len);
 }
 
-static int dispatch_shm(const struct vy_program *p, uint64_t region, uint64_t off_b,
-	uint64_t len, struct tc_reply *r)
+static int dispatch_shm(const struct vy_program *p, uint64_t region, uint64_t off_b, uint64_t len,
+	struct tc_reply *r)
 {
 	struct tc_msg m;
 	tc_begin(&c, &m, VY_OP_DISPATCH, 2);

@@ -2,10 +2,10 @@
 #include "util.h"
 
 #include <criterion/criterion.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "codec.h"
@@ -22,16 +22,17 @@ void t_unique(char *buf, size_t size, const char *prefix)
 struct vy_program *t_slow_program(const char *name)
 {
 	struct vy_program *p = vy_program_create(name, 64, 1, 1);
-	vy_program_add_buffer(p, "out", 0, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, 64);
-	struct vy_block body = vy_ir_seq(p,
-		vy_ir_assign(p, "acc",
-			vy_ir_binary(p, VY_BIN_ADD, vy_ir_var(p, "acc"), vy_ir_var(p, "i"))),
-		NULL);
-	vy_program_set_entry(p, vy_ir_seq(p,
-		vy_ir_let(p, "acc", vy_ir_u32(p, 0)),
-		vy_ir_loop(p, "i", vy_ir_u32(p, 0), vy_ir_spec(p, "n", VY_TYPE_U32, 1000), body),
-		vy_ir_store(p, "out", vy_ir_gid(p, 0), vy_ir_var(p, "acc")),
-		NULL));
+	vy_program_add_buffer(p, "out", 0, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, 256);
+	/* A nonlinear recurrence: no compiler can fold the loop into a closed form. */
+	struct vy_expr *x = vy_ir_binary(p, VY_BIN_BIT_XOR, vy_ir_var(p, "acc"), vy_ir_var(p, "i"));
+	struct vy_expr *mixed = vy_ir_binary(p, VY_BIN_MUL, x, vy_ir_u32(p, 2654435761u));
+	struct vy_expr *next = vy_ir_binary(p, VY_BIN_ADD, mixed, vy_ir_u32(p, 1013904223u));
+	struct vy_block body = vy_ir_seq(p, vy_ir_assign(p, "acc", next), NULL);
+	struct vy_expr *n = vy_ir_spec(p, "n", VY_TYPE_U32, 1000);
+	struct vy_node *init = vy_ir_let(p, "acc", vy_ir_gid(p, 0));
+	struct vy_node *loop = vy_ir_loop(p, "i", vy_ir_u32(p, 0), n, body);
+	struct vy_node *store = vy_ir_store(p, "out", vy_ir_gid(p, 0), vy_ir_var(p, "acc"));
+	vy_program_set_entry(p, vy_ir_seq(p, init, loop, store, NULL));
 	return p;
 }
 
@@ -40,11 +41,9 @@ struct vy_program *t_trap_program(const char *name)
 	struct vy_program *p = vy_program_create(name, 64, 1, 1);
 	vy_program_add_buffer(p, "a", 0, VY_ACCESS_READ_ONLY, VY_TYPE_I32, 64);
 	vy_program_add_buffer(p, "out", 1, VY_ACCESS_WRITE_ONLY, VY_TYPE_I32, 64);
-	vy_program_set_entry(p, vy_ir_seq(p,
-		vy_ir_store(p, "out", vy_ir_gid(p, 0),
-			vy_ir_binary(p, VY_BIN_DIV, vy_ir_load(p, "a", vy_ir_gid(p, 0)),
-				vy_ir_i32(p, 0))),
-		NULL));
+	struct vy_expr *a = vy_ir_load(p, "a", vy_ir_gid(p, 0));
+	struct vy_expr *q = vy_ir_binary(p, VY_BIN_DIV, a, vy_ir_i32(p, 0));
+	vy_program_set_entry(p, vy_ir_seq(p, vy_ir_store(p, "out", vy_ir_gid(p, 0), q), NULL));
 	return p;
 }
 
@@ -52,14 +51,12 @@ struct vy_program *t_loop_program(const char *name)
 {
 	struct vy_program *p = vy_program_create(name, 64, 1, 1);
 	vy_program_add_buffer(p, "out", 0, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, 64);
-	struct vy_block body = vy_ir_seq(p,
-		vy_ir_assign(p, "acc", vy_ir_binary(p, VY_BIN_ADD, vy_ir_var(p, "acc"), vy_ir_u32(p, 1))),
-		NULL);
-	vy_program_set_entry(p, vy_ir_seq(p,
-		vy_ir_let(p, "acc", vy_ir_u32(p, 0)),
-		vy_ir_loop(p, "i", vy_ir_u32(p, 0), vy_ir_u32(p, 100), body),
-		vy_ir_store(p, "out", vy_ir_gid(p, 0), vy_ir_var(p, "acc")),
-		NULL));
+	struct vy_expr *next = vy_ir_binary(p, VY_BIN_ADD, vy_ir_var(p, "acc"), vy_ir_u32(p, 1));
+	struct vy_block body = vy_ir_seq(p, vy_ir_assign(p, "acc", next), NULL);
+	struct vy_node *init = vy_ir_let(p, "acc", vy_ir_u32(p, 0));
+	struct vy_node *loop = vy_ir_loop(p, "i", vy_ir_u32(p, 0), vy_ir_u32(p, 100), body);
+	struct vy_node *store = vy_ir_store(p, "out", vy_ir_gid(p, 0), vy_ir_var(p, "acc"));
+	vy_program_set_entry(p, vy_ir_seq(p, init, loop, store, NULL));
 	return p;
 }
 
@@ -67,36 +64,89 @@ struct vy_program *t_invalid_program(void)
 {
 	struct vy_program *p = vy_program_create("invalid", 64, 1, 1);
 	vy_program_add_buffer(p, "a", 0, VY_ACCESS_READ_ONLY, VY_TYPE_U32, 64);
-	vy_program_set_entry(p, vy_ir_seq(p,
-		vy_ir_store(p, "a", vy_ir_gid(p, 0), vy_ir_u32(p, 1)),
-		vy_ir_let(p, "x", vy_ir_var(p, "nope")),
-		NULL));
+	struct vy_node *store = vy_ir_store(p, "a", vy_ir_gid(p, 0), vy_ir_u32(p, 1));
+	struct vy_node *let = vy_ir_let(p, "x", vy_ir_var(p, "nope"));
+	vy_program_set_entry(p, vy_ir_seq(p, store, let, NULL));
 	return p;
 }
 
-uint32_t t_slow_iterations(struct tc *c)
+static bool on_vulkan(struct tc *c)
 {
 	struct tc_msg m;
 	tc_begin(c, &m, VY_OP_STATS, 0);
 	struct tc_reply r;
 	cr_assert_eq(tc_call(c, &m, &r), 0);
 	struct vy_mp_reader rd;
-	bool reference = true;
+	bool vulkan = false;
 	if (tc_field(&r, "devices", &rd)) {
+		/* The first device's map starts with index, then backend. */
 		struct vy_mp_obj o;
-		vy_mp_read(&rd, &o);
-		for (uint32_t i = 0; i < 64 && i < o.len * 100; i++) {
-			if (vy_mp_read(&rd, &o) != VY_MP_OK) {
-				break;
-			}
-			if (o.type == VY_MP_STR && vy_mp_str_eq(&o, "vulkan")) {
-				reference = false;
-				break;
-			}
+		for (int i = 0; i < 6 && vy_mp_read(&rd, &o) == VY_MP_OK; i++) {
+			vulkan = vulkan || (o.type == VY_MP_STR && vy_mp_str_eq(&o, "vulkan"));
 		}
 	}
 	tc_reply_free(&r);
-	return reference ? 60000 : 8000000;
+	return vulkan;
+}
+
+void t_pack_slow(struct tc *c, struct tc_msg *m, const struct vy_program *p, struct t_slow slow,
+	int device, uint32_t timeout_ms)
+{
+	tc_begin(c, m, VY_OP_DISPATCH, 3);
+	t_pack_program(&m->pk, p);
+	vy_pack_cstr(&m->pk, "inputs");
+	msgpack_pack_array(&m->pk, 0);
+	vy_pack_cstr(&m->pk, "config");
+	msgpack_pack_map(&m->pk, 2 + (device >= 0) + (timeout_ms > 0));
+	vy_pack_cstr(&m->pk, "spec");
+	msgpack_pack_map(&m->pk, 1);
+	vy_pack_cstr(&m->pk, "n");
+	msgpack_pack_uint32(&m->pk, slow.n);
+	vy_pack_cstr(&m->pk, "grid");
+	msgpack_pack_array(&m->pk, 3);
+	msgpack_pack_uint32(&m->pk, slow.grid);
+	msgpack_pack_uint32(&m->pk, 1);
+	msgpack_pack_uint32(&m->pk, 1);
+	if (device >= 0) {
+		vy_pack_cstr(&m->pk, "device");
+		msgpack_pack_uint32(&m->pk, (uint32_t)device);
+	}
+	if (timeout_ms > 0) {
+		vy_pack_cstr(&m->pk, "timeout_ms");
+		msgpack_pack_uint32(&m->pk, timeout_ms);
+	}
+}
+
+static long wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct t_slow t_slow_calibrate(
+	struct tc *c, const struct vy_program *p, int device, uint32_t target_ms)
+{
+	/* The loop count is a spec constant (one pipeline per value), so it stays fixed and the
+	 * grid, which is not part of the pipeline, scales the work: extra invocations store out
+	 * of bounds, which does nothing. */
+	struct t_slow slow = {on_vulkan(c) ? 16000000u : 15000u, 1};
+	struct tc_msg m;
+	struct tc_reply r;
+	t_pack_slow(c, &m, p, slow, device, 0);
+	cr_assert_eq(tc_call(c, &m, &r), 0);
+	cr_assert(r.r.ok, "%s", r.r.error.message);
+	tc_reply_free(&r);
+	slow.grid = 4;
+	long t0 = wall_ms();
+	t_pack_slow(c, &m, p, slow, device, 0);
+	cr_assert_eq(tc_call(c, &m, &r), 0);
+	cr_assert(r.r.ok, "%s", r.r.error.message);
+	tc_reply_free(&r);
+	long took = wall_ms() - t0;
+	long grid = took > 0 ? 4 * (long)target_ms / took : 4096;
+	slow.grid = grid < 4 ? 4 : grid > 65535 ? 65535 : (uint32_t)grid;
+	return slow;
 }
 
 static uint64_t next_rand(uint64_t *s)
@@ -176,8 +226,8 @@ void t_pack_inputs(msgpack_packer *pk, const struct t_inputs *in)
 	}
 }
 
-int t_dispatch(struct tc *c, const struct vy_program *p, const struct t_inputs *in,
-	struct tc_reply *r)
+int t_dispatch(
+	struct tc *c, const struct vy_program *p, const struct t_inputs *in, struct tc_reply *r)
 {
 	struct tc_msg m;
 	tc_begin(c, &m, VY_OP_DISPATCH, 2);
@@ -199,7 +249,8 @@ bool t_outputs_equal(const struct tc_reply *r, const struct vy_outputs *want)
 	for (int i = 0; i < n; i++) {
 		if (lens[i] != want->items[i].len ||
 			(lens[i] && memcmp(data[i], want->items[i].data, lens[i]) != 0)) {
-			cr_log_error("output %d differs from the reference (%zu bytes, expected %zu)", i,
+			cr_log_error(
+				"output %d differs from the reference (%zu bytes, expected %zu)", i,
 				lens[i], want->items[i].len);
 			return false;
 		}
@@ -232,8 +283,7 @@ void t_stop(struct vyd *d)
 	vyd_cleanup(d);
 }
 
-bool t_client_stat(const struct tc_reply *stats, uint64_t client_id, const char *key,
-	uint64_t *out)
+bool t_client_stat(const struct tc_reply *stats, uint64_t client_id, const char *key, uint64_t *out)
 {
 	return tc_row_u64(stats, "clients.list", "id", client_id, key, out);
 }
