@@ -89,6 +89,8 @@ run_tests() {
 	export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
 	export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 	export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
+	# every Vulkan run of the suite under VK_LAYER_KHRONOS_validation and spirv-val
+	export VYRED_VULKAN_VALIDATION=1
 	local status=0
 	meson test -C build-test --print-errorlogs --num-processes 2 || status=1
 

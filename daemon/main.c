@@ -160,7 +160,7 @@ int main(int argc, char **argv)
 	}
 	struct vy_err err = {0};
 	int status = 1;
-	if (vy_server_init(s, &args, foreground, &err) != 0) {
+	if (vy_server_init(s, &args, &err) != 0) {
 		vy_log_err(VY_LOG_ERR, &err, "cannot start");
 	} else {
 		status = vy_server_run(s);

@@ -87,12 +87,6 @@ static struct vy_uid_usage *usage_of(struct vy_resident_table *t, uid_t uid, boo
 	return &t->usage[t->n_usage++];
 }
 
-uint64_t vy_resident_usage(struct vy_server *s, uid_t uid)
-{
-	struct vy_uid_usage *u = usage_of(&s->res, uid, false);
-	return u ? u->bytes : 0;
-}
-
 int vy_resident_reserve(struct vy_server *s, uid_t uid, uint64_t bytes, struct vy_err *err)
 {
 	struct vy_uid_usage *u = usage_of(&s->res, uid, true);

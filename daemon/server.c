@@ -359,12 +359,10 @@ static void on_tick(uv_timer_t *timer)
 	vy_server_poke(s);
 }
 
-int vy_server_init(
-	struct vy_server *s, const struct vy_config_args *args, bool plain_logs, struct vy_err *err)
+int vy_server_init(struct vy_server *s, const struct vy_config_args *args, struct vy_err *err)
 {
 	memset(s, 0, sizeof(*s));
 	s->args = args;
-	s->plain_logs = plain_logs;
 	s->state = VY_SERVER_STARTING;
 	s->start_ns = vy_now_ns();
 	s->uid = getuid();

@@ -392,7 +392,6 @@ struct vy_server {
 	bool loop_open;
 	struct vy_config cfg;
 	const struct vy_config_args *args;
-	bool plain_logs;
 	uv_pipe_t listener;
 	bool listener_open;
 	bool activated;    /* the socket came from systemd */
@@ -419,7 +418,7 @@ struct vy_server {
 	uint32_t n_conns;
 	uint64_t next_conn_id;
 	struct vy_stats stats;
-	uint8_t *read_buf; /* owned, VY_READ_CHUNK bytes shared by every read */
+	uint8_t *read_buf;  /* owned, VY_READ_CHUNK bytes shared by every read */
 	uint32_t works;     /* thread-pool work items not yet completed */
 	char *programs_dir; /* owned: <cache_dir>/programs, NULL when the disk cache is off */
 	char *backend_dir;  /* owned: <cache_dir>/vulkan, NULL when the disk cache is off */
@@ -455,9 +454,16 @@ uint64_t vy_now_ns(void);
 uint64_t vy_random_u64(void);
 
 /* server.c */
-int vy_server_init(struct vy_server *s, const struct vy_config_args *args, bool plain_logs,
-	struct vy_err *err);
+/*
+ * Build the configuration from `args` (borrowed for the server's life: SIGHUP applies it again),
+ * take or bind the socket, open the devices and restore the disk cache. On failure `err` says
+ * why; call vy_server_finish in either case.
+ */
+int vy_server_init(struct vy_server *s, const struct vy_config_args *args, struct vy_err *err);
+/* Tell systemd READY=1 and run the loop until SIGTERM has drained it; the exit status. */
 int vy_server_run(struct vy_server *s);
+/* Close what is left, save the pipeline caches, free everything; uv_loop_close must succeed
+ * (otherwise s->exit_code becomes 1). */
 void vy_server_finish(struct vy_server *s);
 /* Re-check whether a drain is complete (after any request or work finishes). */
 void vy_server_poke(struct vy_server *s);
@@ -473,6 +479,7 @@ struct vy_reply *vy_reply_begin(struct vy_req *req, uint32_t nfields);
 void vy_reply_bin(struct vy_reply *rp, const void *data, size_t len);
 /* Frame and write the reply; the request is answered and freed after the write. */
 void vy_reply_send(struct vy_reply *rp);
+/* Answer `req` with an error, and the validator's list when `errs` holds more than one. */
 void vy_reply_error(struct vy_req *req, const struct vy_err *err, const struct vy_err_list *errs);
 /* Answer `req` with the error in `code` and message; a convenience over vy_reply_error. */
 void vy_reply_fail(struct vy_req *req, int code, const char *fix, const char *fmt, ...)
@@ -483,12 +490,15 @@ void vy_req_drop(struct vy_req *req);
 bool vy_conn_alive(const struct vy_conn *c);
 /* Take the next descriptor the peer sent with SCM_RIGHTS, or -1. */
 int vy_conn_take_fd(struct vy_conn *c);
+/* Close every connection (shutdown): queued jobs are canceled, running ones finish unanswered. */
 void vy_conn_close_all(struct vy_server *s);
+/* Close connections stalled inside a frame for longer than stall_timeout_ms. */
 void vy_conn_sweep(struct vy_server *s, uint64_t now);
 /* Re-read limits that SIGHUP may have changed. */
 void vy_conn_apply_config(struct vy_server *s);
 
 /* ops.c */
+/* Handle a decoded request: every path ends in one reply, or vy_req_drop. */
 void vy_ops_start(struct vy_req *req);
 /* Continuations: the request's program entry, pipeline entry or job is settled. */
 void vy_ops_on_prog(
@@ -512,18 +522,28 @@ void vy_pipe_unref(struct vy_pipe *p);
  * unknown name or a value of the wrong type. */
 int vy_spec_resolve(const struct vy_prog *p, const struct vy_request_config *c,
 	struct vy_spec_map *out, struct vy_err *err);
+/* Take every settled entry out of both caches (entries in use die with their last reference);
+ * `disk` also deletes the program files. */
 void vy_caches_clear(struct vy_server *s, bool disk);
+/* Forget the pipelines of a device that was lost and recovered. */
 void vy_caches_drop_device(struct vy_server *s, struct vy_device *d);
+/* Evict down to the configured bounds (after SIGHUP). */
 void vy_caches_trim(struct vy_server *s);
 /* Load the programs the disk cache holds (at start-up). */
 void vy_caches_restore(struct vy_server *s);
+/* The pipeline_cache, spec_cache and program_cache fields of the stats reply. */
 void vy_caches_pack_stats(struct vy_server *s, msgpack_packer *pk);
+/* The pipelines and programs fields of the cache_list reply. */
 void vy_caches_pack_list(struct vy_server *s, msgpack_packer *pk);
 
 /* device.c */
+/* Open the configured backend's devices (devices = all or a list) and start their submit
+ * threads. Errors: the registry's, naming the device that did not open. */
 int vy_devices_open(struct vy_server *s, struct vy_err *err);
-/* Stop the submit threads (queued jobs are canceled) and close the asyncs. */
+/* Join the submit threads after the running batches, complete their finished jobs and close the
+ * asyncs. Call once every connection is closed (no job is queued then). */
 void vy_devices_stop(struct vy_server *s);
+/* Save each backend's pipeline cache, shut the backends down and destroy them. */
 void vy_devices_destroy(struct vy_server *s);
 /* Keep every library loaded so far mapped until exit (see device.c). */
 void vy_devices_pin_libraries(void);
@@ -531,12 +551,15 @@ void vy_devices_pin_libraries(void);
  * that supports `features`. */
 struct vy_device *vy_device_pick(struct vy_server *s, const struct vy_request_config *c,
 	unsigned features, struct vy_err *err);
+/* Queue a job on job->dev, behind the jobs of the same connection. */
 void vy_device_submit(struct vy_job *job);
 /* Take every queued job of `c` off the devices and complete them as canceled. */
 void vy_device_cancel_conn(struct vy_server *s, struct vy_conn *c);
 /* Queued plus running jobs of the device. */
 uint32_t vy_device_load(struct vy_device *d);
+/* No job queued, running or waiting for the loop on any device. */
 bool vy_devices_idle(struct vy_server *s);
+/* The array of device descriptions: profiles (hello, `brief`) or profiles and counters (stats). */
 void vy_devices_pack(struct vy_server *s, msgpack_packer *pk, bool brief);
 
 /* resident.c */
@@ -550,6 +573,7 @@ struct vy_resident *vy_resident_find(
 struct vy_resident *vy_resident_get(
 	struct vy_server *s, struct vy_conn *c, uint64_t handle, struct vy_err *err);
 struct vy_resident *vy_resident_find_named(struct vy_server *s, uid_t uid, const char *name);
+/* Count `bytes` against the user's resident_quota. Errors: QUOTA_EXCEEDED. */
 int vy_resident_reserve(struct vy_server *s, uid_t uid, uint64_t bytes, struct vy_err *err);
 void vy_resident_unreserve(struct vy_server *s, uid_t uid, uint64_t bytes);
 /* Enter a freshly allocated buffer (its bytes already reserved) into the table. */
@@ -559,32 +583,44 @@ void vy_resident_ref(struct vy_resident *r);
 void vy_resident_unref(struct vy_server *s, struct vy_resident *r);
 /* Take the buffer out of the table (free); it dies with its last reference. */
 void vy_resident_remove(struct vy_server *s, struct vy_resident *r);
+/* Free the unnamed buffers of a closing connection; its named ones stay with the user. */
 void vy_resident_conn_closed(struct vy_server *s, struct vy_conn *c);
+/* Mark the device's buffers lost (NOT_FOUND from now on) and release their quota. */
 void vy_resident_device_lost(struct vy_server *s, struct vy_device *d);
-uint64_t vy_resident_usage(struct vy_server *s, uid_t uid);
+/* The buffers table (the viewer's user's buffers, or every buffer for an admin). */
 void vy_resident_pack_table(struct vy_server *s, struct vy_conn *viewer, msgpack_packer *pk);
+/* The resident field of the stats reply. */
 void vy_resident_pack_stats(struct vy_server *s, msgpack_packer *pk);
+/* Attach the memfd `fd` (always consumed) of at least `size` bytes as a read-only region of `c`.
+ * Errors: BAD_REQUEST (not a sealable memfd, no F_SEAL_SHRINK, smaller than announced),
+ * OUT_OF_MEMORY (the mapping failed). */
 int vy_shm_attach(struct vy_conn *c, int fd, uint64_t size, uint64_t *id, struct vy_err *err);
+/* The region `id` of `c`, or NULL. */
 struct vy_shm *vy_shm_get(struct vy_conn *c, uint64_t id);
 void vy_shm_ref(struct vy_shm *m);
 void vy_shm_unref(struct vy_shm *m);
+/* Take the region out of its connection; the mapping goes with its last reference. */
 void vy_shm_detach(struct vy_shm *m);
 void vy_shm_conn_closed(struct vy_conn *c);
 
 /* stats.c: the stats reply is VY_STATS_FIELDS result fields */
 #define VY_STATS_FIELDS 10
+/* The stats tree as result fields; per-client rows as the viewer may see them. */
 void vy_stats_pack(struct vy_server *s, struct vy_conn *viewer, msgpack_packer *pk);
+/* The clients field of the clients reply. */
 void vy_stats_pack_clients(struct vy_server *s, struct vy_conn *viewer, msgpack_packer *pk);
 
 /* sd.c: systemd glue */
 /* The listening socket systemd passed (socket activation) into *fd, -1 when none. Errors:
  * INTERNAL or BAD_REQUEST when the passed descriptors are unusable. */
 int vy_sd_listen_fd(int *fd, struct vy_err *err);
+/* Send one notification (READY=1, STATUS=..., ...) to systemd; nothing outside systemd. */
 void vy_sd_notify(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The watchdog interval systemd asks for, in microseconds; 0 when none. */
 uint64_t vy_sd_watchdog_usec(void);
 
-/* check.c */
+/* check.c: print the --check table; 0 when no check failed. `config_error` is the reason the
+ * configuration did not build, or NULL. */
 int vy_check_run(const struct vy_config *cfg, const char *config_error);
 
 #endif

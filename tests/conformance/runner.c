@@ -41,6 +41,9 @@
 #include "reference/reference.h"
 #include "registry.h"
 #include "vk_keep.h"
+#ifdef VY_HAVE_VULKAN
+#include "vulkan/vulkan.h"
+#endif
 #include "spec.h"
 #include "validate.h"
 
@@ -1521,6 +1524,26 @@ static void open_others(struct runner *r)
 	vy_registry_set_finish(&set);
 }
 
+/*
+ * With VYRED_VULKAN_VALIDATION=1 the Vulkan backend runs under VK_LAYER_KHRONOS_validation and
+ * checks every generated module with spirv-val; any message it collected fails the run.
+ */
+static int check_validation(void)
+{
+#ifdef VY_HAVE_VULKAN
+	char text[4096];
+	uint64_t n = vy_vulkan_validation_messages(text, sizeof(text));
+	const char *on = getenv("VYRED_VULKAN_VALIDATION");
+	printf("vulkan validation: %s, %" PRIu64 " message%s\n",
+		on && strcmp(on, "1") == 0 ? "on" : "off", n, n == 1 ? "" : "s");
+	if (n) {
+		printf("%s\n", text);
+		return 1;
+	}
+#endif
+	return 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: conformance [--backend ID]... CORPUS_DIR [FILTER]...\n");
@@ -1593,6 +1616,7 @@ int main(int argc, char **argv)
 		printf(" %s (%.2f s)", r.others[i].label, r.others[i].seconds);
 	}
 	printf("\n");
+	int validation = check_validation();
 	for (size_t i = 0; i < r.n_oracles; i++) {
 		vy_backend_destroy(r.oracles[i].backend);
 	}
@@ -1603,5 +1627,5 @@ int main(int argc, char **argv)
 		fprintf(stderr, "conformance: no case in %s matches the filters\n", dir);
 		return 1;
 	}
-	return r.failed ? 1 : 0;
+	return r.failed || validation ? 1 : 0;
 }
