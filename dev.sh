@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # vyred developer entry point.
 #
-#   ./dev.sh demo    build, then run the demo
+#   ./dev.sh demo    build, then run the demo: check a program, start vyred, run it through
+#                    the daemon twice (a cache miss, then a hit), print the results, stop it
 #   ./dev.sh test    build with -Werror and ASan+UBSan, run every test suite and the fuzz
 #                    targets for a bounded time, and end with "tests: N passed, M failed"
 #   ./dev.sh build   build only (build/)
@@ -114,6 +115,9 @@ run_demo() {
 	local example=tests/programs/saxpy.json
 	echo "== vyrectl check $example"
 	./build/client/vyrectl check "$example"
+	echo
+	echo "== vyred: start, run $example twice, show outputs and cache stats, stop"
+	daemon/demo.sh build/daemon/vyred "$example"
 }
 
 cmd=${1:-}
