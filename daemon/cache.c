@@ -237,12 +237,10 @@ void vy_prog_unref(struct vy_prog *p)
 
 static struct vy_prog *prog_find(struct vy_progcache *c, const struct vy_program_id *id)
 {
-	if (!c->n_buckets) {
-		return NULL;
-	}
 	uint64_t h = id_hash(id);
-	for (struct vy_prog *p = c->buckets[h & (c->n_buckets - 1)]; p; p = p->chain) {
-		if (p->hash == h && memcmp(p->id.bytes, id->bytes, 16) == 0) {
+	for (struct vy_hlink *l = vy_htable_bucket(&c->index, h); l; l = l->next) {
+		struct vy_prog *p = VY_CONTAINER_OF(l, struct vy_prog, link);
+		if (l->hash == h && memcmp(p->id.bytes, id->bytes, 16) == 0) {
 			return p;
 		}
 	}
@@ -251,24 +249,7 @@ static struct vy_prog *prog_find(struct vy_progcache *c, const struct vy_program
 
 static void prog_insert(struct vy_progcache *c, struct vy_prog *p)
 {
-	if (c->count + 1 > c->n_buckets) {
-		size_t n = c->n_buckets ? c->n_buckets * 2 : 256;
-		struct vy_prog **b = xcalloc(n, sizeof(*b));
-		for (size_t i = 0; i < c->n_buckets; i++) {
-			while (c->buckets[i]) {
-				struct vy_prog *q = c->buckets[i];
-				c->buckets[i] = q->chain;
-				q->chain = b[q->hash & (n - 1)];
-				b[q->hash & (n - 1)] = q;
-			}
-		}
-		free(c->buckets);
-		c->buckets = b;
-		c->n_buckets = n;
-	}
-	struct vy_prog **slot = &c->buckets[p->hash & (c->n_buckets - 1)];
-	p->chain = *slot;
-	*slot = p;
+	vy_htable_insert(&c->index, &p->link);
 	p->in_table = true;
 	p->refs++;
 	c->count++;
@@ -280,12 +261,7 @@ static void prog_insert(struct vy_progcache *c, struct vy_prog *p)
 static void prog_remove(struct vy_progcache *c, struct vy_prog *p)
 {
 	assert(p->in_table);
-	struct vy_prog **slot = &c->buckets[p->hash & (c->n_buckets - 1)];
-	while (*slot != p) {
-		slot = &(*slot)->chain;
-	}
-	*slot = p->chain;
-	p->chain = NULL;
+	vy_htable_remove(&c->index, &p->link);
 	p->in_table = false;
 	c->count--;
 	c->bytes -= p->canonical_len;
@@ -302,7 +278,7 @@ static struct vy_prog *prog_new(struct vy_server *s, struct vy_program *program,
 	p->canonical = canonical;
 	p->canonical_len = len;
 	p->id = *id;
-	p->hash = id_hash(id);
+	p->link.hash = id_hash(id);
 	p->state = VY_ENTRY_PENDING;
 	vy_list_init(&p->waiters);
 	vy_list_init(&p->lru);
@@ -496,11 +472,9 @@ static bool same_program(const struct vy_prog *a, const struct vy_prog *b)
 static struct vy_pipe *pipe_find(struct vy_pcache *c, uint64_t h, const struct vy_prog *prog,
 	const struct vy_spec_map *spec, const uint32_t wg[3], const struct vy_device *d)
 {
-	if (!c->n_buckets) {
-		return NULL;
-	}
-	for (struct vy_pipe *p = c->buckets[h & (c->n_buckets - 1)]; p; p = p->chain) {
-		if (p->hash == h && p->dev == d && p->fingerprint == d->fingerprint &&
+	for (struct vy_hlink *l = vy_htable_bucket(&c->index, h); l; l = l->next) {
+		struct vy_pipe *p = VY_CONTAINER_OF(l, struct vy_pipe, link);
+		if (l->hash == h && p->dev == d && p->fingerprint == d->fingerprint &&
 			same_program(p->prog, prog) &&
 			memcmp(p->workgroup_size, wg, sizeof(p->workgroup_size)) == 0 &&
 			vy_spec_map_eq(&p->spec, spec)) {
@@ -512,24 +486,7 @@ static struct vy_pipe *pipe_find(struct vy_pcache *c, uint64_t h, const struct v
 
 static void pipe_insert(struct vy_pcache *c, struct vy_pipe *p)
 {
-	if (c->count + 1 > c->n_buckets) {
-		size_t n = c->n_buckets ? c->n_buckets * 2 : 256;
-		struct vy_pipe **b = xcalloc(n, sizeof(*b));
-		for (size_t i = 0; i < c->n_buckets; i++) {
-			while (c->buckets[i]) {
-				struct vy_pipe *q = c->buckets[i];
-				c->buckets[i] = q->chain;
-				q->chain = b[q->hash & (n - 1)];
-				b[q->hash & (n - 1)] = q;
-			}
-		}
-		free(c->buckets);
-		c->buckets = b;
-		c->n_buckets = n;
-	}
-	struct vy_pipe **slot = &c->buckets[p->hash & (c->n_buckets - 1)];
-	p->chain = *slot;
-	*slot = p;
+	vy_htable_insert(&c->index, &p->link);
 	p->in_table = true;
 	p->refs++;
 	c->count++;
@@ -541,12 +498,7 @@ static void pipe_insert(struct vy_pcache *c, struct vy_pipe *p)
 static void pipe_remove(struct vy_pcache *c, struct vy_pipe *p)
 {
 	assert(p->in_table);
-	struct vy_pipe **slot = &c->buckets[p->hash & (c->n_buckets - 1)];
-	while (*slot != p) {
-		slot = &(*slot)->chain;
-	}
-	*slot = p->chain;
-	p->chain = NULL;
+	vy_htable_remove(&c->index, &p->link);
 	p->in_table = false;
 	c->count--;
 	c->bytes -= p->bytes;
@@ -663,7 +615,7 @@ void vy_pipe_acquire(struct vy_req *req)
 	c->spec_misses += spec;
 	p = xcalloc(1, sizeof(*p));
 	p->srv = s;
-	p->hash = h;
+	p->link.hash = h;
 	p->prog = req->prog;
 	p->prog->refs++;
 	p->dev = d;
@@ -716,10 +668,8 @@ void vy_caches_finish(struct vy_server *s)
 	while (!vy_list_empty(&s->progs.lru)) {
 		prog_remove(&s->progs, VY_CONTAINER_OF(s->progs.lru.next, struct vy_prog, lru));
 	}
-	free(s->pipes.buckets);
-	free(s->progs.buckets);
-	s->pipes.buckets = NULL;
-	s->progs.buckets = NULL;
+	vy_htable_finish(&s->pipes.index);
+	vy_htable_finish(&s->progs.index);
 }
 
 void vy_caches_trim(struct vy_server *s)

@@ -47,17 +47,10 @@ void vy_resident_init(struct vy_server *s)
 	vy_list_init(&s->res.named);
 }
 
-static size_t bucket(const struct vy_resident_table *t, uint64_t handle)
-{
-	return (size_t)(handle & (t->n_buckets - 1));
-}
-
 static struct vy_resident *lookup(struct vy_resident_table *t, uint64_t handle)
 {
-	if (!t->n_buckets) {
-		return NULL;
-	}
-	for (struct vy_resident *r = t->buckets[bucket(t, handle)]; r; r = r->chain) {
+	for (struct vy_hlink *l = vy_htable_bucket(&t->index, handle); l; l = l->next) {
+		struct vy_resident *r = VY_CONTAINER_OF(l, struct vy_resident, link);
 		if (r->handle == handle) {
 			return r;
 		}
@@ -160,28 +153,8 @@ struct vy_resident *vy_resident_find_named(struct vy_server *s, uid_t uid, const
 
 static void table_insert(struct vy_resident_table *t, struct vy_resident *r)
 {
-	if (t->count + 1 > t->n_buckets) {
-		size_t n = t->n_buckets ? t->n_buckets * 2 : 256;
-		struct vy_resident **b = calloc(n, sizeof(*b));
-		if (!b) {
-			fprintf(stderr, "vyred: out of memory growing the resident table\n");
-			abort();
-		}
-		for (size_t i = 0; i < t->n_buckets; i++) {
-			while (t->buckets[i]) {
-				struct vy_resident *q = t->buckets[i];
-				t->buckets[i] = q->chain;
-				q->chain = b[q->handle & (n - 1)];
-				b[q->handle & (n - 1)] = q;
-			}
-		}
-		free(t->buckets);
-		t->buckets = b;
-		t->n_buckets = n;
-	}
-	struct vy_resident **slot = &t->buckets[bucket(t, r->handle)];
-	r->chain = *slot;
-	*slot = r;
+	r->link.hash = r->handle;
+	vy_htable_insert(&t->index, &r->link);
 	t->count++;
 	t->bytes += r->size;
 }
@@ -250,12 +223,7 @@ void vy_resident_remove(struct vy_server *s, struct vy_resident *r)
 		return;
 	}
 	struct vy_resident_table *t = &s->res;
-	struct vy_resident **slot = &t->buckets[bucket(t, r->handle)];
-	while (*slot != r) {
-		slot = &(*slot)->chain;
-	}
-	*slot = r->chain;
-	r->chain = NULL;
+	vy_htable_remove(&t->index, &r->link);
 	r->in_table = false;
 	t->count--;
 	t->frees++;
@@ -285,8 +253,9 @@ void vy_resident_device_lost(struct vy_server *s, struct vy_device *d)
 {
 	struct vy_resident_table *t = &s->res;
 	size_t n = 0;
-	for (size_t i = 0; i < t->n_buckets; i++) {
-		for (struct vy_resident *r = t->buckets[i]; r; r = r->chain) {
+	for (size_t i = 0; i < t->index.n_buckets; i++) {
+		for (struct vy_hlink *l = t->index.buckets[i]; l; l = l->next) {
+			struct vy_resident *r = VY_CONTAINER_OF(l, struct vy_resident, link);
 			/* The entry stays, so that the handle answers NOT_FOUND with the advice to
 			 * upload again, until its owner frees it or goes; its bytes are released
 			 * now. */
@@ -306,12 +275,13 @@ void vy_resident_device_lost(struct vy_server *s, struct vy_device *d)
 void vy_resident_finish(struct vy_server *s)
 {
 	struct vy_resident_table *t = &s->res;
-	for (size_t i = 0; i < t->n_buckets; i++) {
-		while (t->buckets[i]) {
-			vy_resident_remove(s, t->buckets[i]);
+	for (size_t i = 0; i < t->index.n_buckets; i++) {
+		while (t->index.buckets[i]) {
+			vy_resident_remove(
+				s, VY_CONTAINER_OF(t->index.buckets[i], struct vy_resident, link));
 		}
 	}
-	free(t->buckets);
+	vy_htable_finish(&t->index);
 	free(t->usage);
 	memset(t, 0, sizeof(*t));
 	vy_list_init(&t->named);
@@ -358,16 +328,18 @@ void vy_resident_pack_table(struct vy_server *s, struct vy_conn *viewer, msgpack
 	struct vy_resident_table *t = &s->res;
 	bool admin = vy_server_is_admin(s, viewer);
 	size_t n = 0;
-	for (size_t i = 0; i < t->n_buckets; i++) {
-		for (struct vy_resident *r = t->buckets[i]; r; r = r->chain) {
+	for (size_t i = 0; i < t->index.n_buckets; i++) {
+		for (struct vy_hlink *l = t->index.buckets[i]; l; l = l->next) {
+			struct vy_resident *r = VY_CONTAINER_OF(l, struct vy_resident, link);
 			n += admin || r->uid == viewer->uid;
 		}
 	}
 	uint64_t now = vy_now_ns();
 	vy_pack_cstr(pk, "buffers");
 	msgpack_pack_array(pk, n);
-	for (size_t i = 0; i < t->n_buckets; i++) {
-		for (struct vy_resident *r = t->buckets[i]; r; r = r->chain) {
+	for (size_t i = 0; i < t->index.n_buckets; i++) {
+		for (struct vy_hlink *l = t->index.buckets[i]; l; l = l->next) {
+			struct vy_resident *r = VY_CONTAINER_OF(l, struct vy_resident, link);
 			if (!admin && r->uid != viewer->uid) {
 				continue;
 			}

@@ -35,6 +35,7 @@
 #include "config.h"
 #include "envelope.h"
 #include "frame.h"
+#include "htable.h"
 #include "list.h"
 #include "spec.h"
 #include "stats.h"
@@ -156,10 +157,9 @@ enum vy_entry_state { VY_ENTRY_PENDING, VY_ENTRY_READY };
 
 struct vy_prog {
 	struct vy_server *srv;
-	struct vy_prog *chain;
+	struct vy_hlink link; /* in the program cache's index, hashed by id */
 	struct vy_link lru;
 	struct vy_program_id id;
-	uint64_t hash;
 	uint8_t *canonical; /* owned */
 	size_t canonical_len;
 	struct vy_program *program; /* owned; validated (read-only) once ready */
@@ -182,8 +182,7 @@ struct vy_prog {
 };
 
 struct vy_progcache {
-	struct vy_prog **buckets;
-	size_t n_buckets;
+	struct vy_htable index;
 	size_t count;
 	uint64_t bytes;
 	struct vy_link lru; /* most recent first */
@@ -197,9 +196,8 @@ struct vy_progcache {
 
 struct vy_pipe {
 	struct vy_server *srv;
-	struct vy_pipe *chain;
+	struct vy_hlink link; /* in the pipeline cache's index */
 	struct vy_link lru;
-	uint64_t hash;
 	struct vy_prog *prog; /* a reference */
 	struct vy_device *dev;
 	uint64_t fingerprint;
@@ -223,8 +221,7 @@ struct vy_pipe {
 };
 
 struct vy_pcache {
-	struct vy_pipe **buckets;
-	size_t n_buckets;
+	struct vy_htable index;
 	size_t count;
 	uint64_t bytes;
 	struct vy_link lru;
@@ -243,7 +240,7 @@ struct vy_pcache {
 
 struct vy_resident {
 	uint64_t handle;
-	struct vy_resident *chain;
+	struct vy_hlink link; /* in the resident table's index, hashed by handle */
 	struct vy_link owner; /* in the owning connection's list (unnamed) or the named list */
 	struct vy_device *dev;
 	uint64_t generation; /* the device generation it was allocated in */
@@ -268,8 +265,7 @@ struct vy_uid_usage {
 };
 
 struct vy_resident_table {
-	struct vy_resident **buckets;
-	size_t n_buckets;
+	struct vy_htable index;
 	size_t count;
 	uint64_t bytes;
 	struct vy_link named;
