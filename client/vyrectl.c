@@ -130,7 +130,8 @@ static int cmd_check(const char *path)
 	size_t len = 0;
 	char *text = read_file(path, &len);
 	if (!text) {
-		fprintf(stderr, "vyrectl: cannot read %s: %s. Fix: check the path and its permissions.\n",
+		fprintf(stderr,
+			"vyrectl: cannot read %s: %s. Fix: check the path and its permissions.\n",
 			path, strerror(errno));
 		return EXIT_IO;
 	}
@@ -176,8 +177,10 @@ int main(int argc, char **argv)
 		if (argc != 3 || strcmp(argv[2], "--help") == 0) {
 			fprintf(argc == 3 ? stdout : stderr,
 				"usage: vyrectl check PROGRAM.json\n"
-				"Decode and validate a program (\"-\" reads standard input), print its id,\n"
-				"buffers, binding roles and input/output order, and every error with its Fix.\n");
+				"Decode and validate a program (\"-\" reads standard input), print "
+				"its id,\n"
+				"buffers, binding roles and input/output order, and every error "
+				"with its Fix.\n");
 			return argc == 3 ? 0 : EXIT_USAGE;
 		}
 		return cmd_check(argv[2]);

@@ -27,8 +27,8 @@ int vy_transfer_accounting_add(const struct vy_transfer_accounting *acct, size_t
 	return 0;
 }
 
-int vy_graph_capture_capacity_add(size_t lhs, size_t rhs, const char *label, size_t *out,
-	struct vy_err *err)
+int vy_graph_capture_capacity_add(
+	size_t lhs, size_t rhs, const char *label, size_t *out, struct vy_err *err)
 {
 	return vy_transfer_accounting_add(&capture_accounting, lhs, rhs, label, out, err);
 }

@@ -73,7 +73,7 @@ int vy_graph_capture_plan_build(const struct vy_binding_plan *bindings,
  * The checked addition of vy_graph_capture_plan_build under its policy ("graph capture binding
  * plan"), exposed so that recorders sizing their own tables report overflows the same way.
  */
-int vy_graph_capture_capacity_add(size_t lhs, size_t rhs, const char *label, size_t *out,
-	struct vy_err *err);
+int vy_graph_capture_capacity_add(
+	size_t lhs, size_t rhs, const char *label, size_t *out, struct vy_err *err);
 
 #endif

@@ -207,8 +207,8 @@ static void prefix_error(struct vy_err *err, uint32_t segment)
 	err->message[plen + mlen] = '\0';
 }
 
-void vy_grid_sync_segment_error(const struct vy_grid_sync_split *split, uint32_t k,
-	struct vy_err *err)
+void vy_grid_sync_segment_error(
+	const struct vy_grid_sync_split *split, uint32_t k, struct vy_err *err)
 {
 	if (!err) {
 		return;
@@ -216,7 +216,6 @@ void vy_grid_sync_segment_error(const struct vy_grid_sync_split *split, uint32_t
 	prefix_error(err, k);
 	shift_location(err->at, sizeof(err->at), split->wrapped, split->starts[k]);
 }
-
 
 /*
  * Replace the input of every carried buffer by its output from the segment just run. The output

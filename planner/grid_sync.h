@@ -65,8 +65,8 @@ void vy_grid_sync_split(const struct vy_program *program, struct vy_grid_sync_sp
  * `entry[0].region.body[2].store` for a wrapped program) is moved to the same node of the source
  * program. `err` may be NULL.
  */
-void vy_grid_sync_segment_error(const struct vy_grid_sync_split *split, uint32_t k,
-	struct vy_err *err);
+void vy_grid_sync_segment_error(
+	const struct vy_grid_sync_split *split, uint32_t k, struct vy_err *err);
 
 /* Free the segments and empty the split. NULL and zeroed splits are accepted. */
 void vy_grid_sync_split_finish(struct vy_grid_sync_split *split);

@@ -206,8 +206,7 @@ void vy_spec_map_insert(struct vy_spec_map *map, const char *name, struct vy_spe
 		map->entries = xrealloc(map->entries, cap, sizeof(*map->entries));
 		map->cap = cap;
 	}
-	memmove(&map->entries[at + 1], &map->entries[at],
-		(map->len - at) * sizeof(*map->entries));
+	memmove(&map->entries[at + 1], &map->entries[at], (map->len - at) * sizeof(*map->entries));
 	map->entries[at].name = xstrdup(name);
 	map->entries[at].value = value;
 	map->len++;
@@ -287,9 +286,9 @@ struct vy_spec_cache_key vy_spec_cache_key_make(uint64_t shader_hash, uint64_t b
 bool vy_spec_cache_key_eq(const struct vy_spec_cache_key *a, const struct vy_spec_cache_key *b)
 {
 	return a->shader_hash == b->shader_hash && a->binding_sig == b->binding_sig &&
-		a->workgroup_size[0] == b->workgroup_size[0] &&
-		a->workgroup_size[1] == b->workgroup_size[1] &&
-		a->workgroup_size[2] == b->workgroup_size[2] && a->spec_hash == b->spec_hash;
+	       a->workgroup_size[0] == b->workgroup_size[0] &&
+	       a->workgroup_size[1] == b->workgroup_size[1] &&
+	       a->workgroup_size[2] == b->workgroup_size[2] && a->spec_hash == b->spec_hash;
 }
 
 uint64_t vy_spec_cache_key_hash(const struct vy_spec_cache_key *key)
@@ -303,8 +302,8 @@ uint64_t vy_spec_cache_key_hash(const struct vy_spec_cache_key *key)
 	return fnv_u64le(hash, key->spec_hash);
 }
 
-struct vy_spec_vsa_key vy_spec_vsa_key_make(const uint32_t *fingerprint, size_t n_words,
-	uint64_t spec_hash)
+struct vy_spec_vsa_key vy_spec_vsa_key_make(
+	const uint32_t *fingerprint, size_t n_words, uint64_t spec_hash)
 {
 	uint64_t hi = 0;
 	for (size_t i = 0; i < n_words && i < 2; i++) {
@@ -323,8 +322,8 @@ static void hash_le(crypto_generichash_state *st, uint64_t v, size_t bytes)
 }
 
 /* A separator, then the string's length as 8 little-endian bytes, then its bytes. */
-static void hash_field(crypto_generichash_state *st, const char *label, size_t label_len,
-	const char *s)
+static void hash_field(
+	crypto_generichash_state *st, const char *label, size_t label_len, const char *s)
 {
 	size_t len = strlen(s);
 	crypto_generichash_update(st, (const unsigned char *)label, label_len);
@@ -347,10 +346,10 @@ void vy_spec_artifact_key(uint32_t cache_version, const char *spec_hash,
 
 	int rc = crypto_generichash_init(&st, NULL, 0, sizeof(digest));
 	assert(rc == 0);
-	crypto_generichash_update(&st, (const unsigned char *)artifact_domain,
-		sizeof(artifact_domain) - 1);
-	crypto_generichash_update(&st, (const unsigned char *)version_label,
-		sizeof(version_label) - 1);
+	crypto_generichash_update(
+		&st, (const unsigned char *)artifact_domain, sizeof(artifact_domain) - 1);
+	crypto_generichash_update(
+		&st, (const unsigned char *)version_label, sizeof(version_label) - 1);
 	hash_le(&st, cache_version, 4);
 	hash_field(&st, spec_label, sizeof(spec_label) - 1, spec_hash);
 	hash_field(&st, backend_label, sizeof(backend_label) - 1, backend_fingerprint);

@@ -197,8 +197,8 @@ struct vy_spec_vsa_key {
  * half, and every backend folds program identity the same way. `fingerprint` may be NULL when
  * n_words is 0.
  */
-struct vy_spec_vsa_key vy_spec_vsa_key_make(const uint32_t *fingerprint, size_t n_words,
-	uint64_t spec_hash);
+struct vy_spec_vsa_key vy_spec_vsa_key_make(
+	const uint32_t *fingerprint, size_t n_words, uint64_t spec_hash);
 
 /* Hex digits of an artifact key (a 256-bit digest), without the terminating NUL. */
 #define VY_SPEC_ARTIFACT_KEY_HEX 64

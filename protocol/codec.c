@@ -75,7 +75,8 @@ static int rd(struct dec *d, struct vy_mp_obj *o)
 	int rc = vy_mp_read(d->r, o);
 	if (rc != VY_MP_OK) {
 		return fail(d, "send a complete, well-formed msgpack document",
-			"malformed msgpack at byte %zu: %s", vy_mp_offset(d->r), vy_mp_strerror(rc));
+			"malformed msgpack at byte %zu: %s", vy_mp_offset(d->r),
+			vy_mp_strerror(rc));
 	}
 	return 0;
 }
@@ -99,8 +100,8 @@ static int rd_u32(struct dec *d, uint32_t *out, const char *what)
 		return rc;
 	}
 	if (o.u > UINT32_MAX) {
-		return fail(d, "use a value that fits in 32 bits", "%s is %" PRIu64
-			", more than 4294967295", what, o.u);
+		return fail(d, "use a value that fits in 32 bits",
+			"%s is %" PRIu64 ", more than 4294967295", what, o.u);
 	}
 	*out = (uint32_t)o.u;
 	return 0;
@@ -119,8 +120,8 @@ static int rd_bool(struct dec *d, bool *out, const char *what)
 static int check_text(struct dec *d, const struct vy_mp_obj *o, size_t max, const char *what)
 {
 	if (o->len > max) {
-		return fail(d, "shorten the name", "%s is %" PRIu32 " bytes long, more than %zu", what,
-			o->len, max);
+		return fail(d, "shorten the name", "%s is %" PRIu32 " bytes long, more than %zu",
+			what, o->len, max);
 	}
 	if (memchr(o->data, '\0', o->len)) {
 		return fail(d, "remove the NUL byte from the name", "%s contains a NUL byte", what);
@@ -174,8 +175,8 @@ static int rd_tuple(struct dec *d, uint32_t min, uint32_t max, const char *what,
 				"%s takes %" PRIu32 " elements, found %" PRIu32, what, min, o.len);
 		}
 		return fail(d, "write the form the IR reference gives (docs/ir.md)",
-			"%s takes %" PRIu32 " to %" PRIu32 " elements, found %" PRIu32, what, min, max,
-			o.len);
+			"%s takes %" PRIu32 " to %" PRIu32 " elements, found %" PRIu32, what, min,
+			max, o.len);
 	}
 	*len = o.len;
 	return 0;
@@ -213,7 +214,8 @@ static int rd_lit_value(struct dec *d, enum vy_type type, uint32_t *bits)
 		} else if (o.type == VY_MP_INT && o.i >= INT32_MIN) {
 			v = o.i;
 		} else {
-			return fail(d, fix, "an i32 literal needs an integer in -2147483648..2147483647");
+			return fail(d, fix,
+				"an i32 literal needs an integer in -2147483648..2147483647");
 		}
 		int32_t v32 = (int32_t)v;
 		memcpy(bits, &v32, sizeof(*bits));
@@ -237,7 +239,9 @@ static int rd_lit_value(struct dec *d, enum vy_type type, uint32_t *bits)
 			*bits = 0xff800000u;
 			return 0;
 		} else {
-			return fail(d, "write an f32 literal as a number, or as \"nan\", \"inf\" or \"-inf\"",
+			return fail(d,
+				"write an f32 literal as a number, or as \"nan\", \"inf\" or "
+				"\"-inf\"",
 				"an f32 literal needs a number, found %s", vy_mp_type_name(o.type));
 		}
 		memcpy(bits, &f, sizeof(*bits));
@@ -325,10 +329,11 @@ static int rd_args(struct dec *d, struct vy_expr *e, unsigned depth)
 	return 0;
 }
 
-static const char expr_form_fix[] = "write the expression as the IR reference gives it (docs/ir.md)";
+static const char expr_form_fix[] =
+	"write the expression as the IR reference gives it (docs/ir.md)";
 
-static int rd_expr_body(struct dec *d, struct vy_expr *e, uint32_t len, const struct vy_mp_obj *head,
-	unsigned depth)
+static int rd_expr_body(struct dec *d, struct vy_expr *e, uint32_t len,
+	const struct vy_mp_obj *head, unsigned depth)
 {
 	const char *h = (const char *)head->data;
 	size_t hl = head->len;
@@ -348,7 +353,7 @@ static int rd_expr_body(struct dec *d, struct vy_expr *e, uint32_t len, const st
 		e->nargs = 1;
 		want = 3;
 	} else if (vy_mp_str_eq(head, "gid") || vy_mp_str_eq(head, "lid") ||
-		vy_mp_str_eq(head, "wgid")) {
+		   vy_mp_str_eq(head, "wgid")) {
 		e->kind = h[0] == 'g' ? VY_EXPR_GID : h[0] == 'l' ? VY_EXPR_LID : VY_EXPR_WGID;
 		want = 2;
 	} else if (vy_mp_str_eq(head, "select")) {
@@ -429,9 +434,9 @@ static int rd_expr_body(struct dec *d, struct vy_expr *e, uint32_t len, const st
 		}
 		e->op = (uint32_t)t;
 		if ((e->op == VY_ATOMIC_COMPARE_EXCHANGE) != (len == 6)) {
-			return fail(d, expr_form_fix,
-				"atomic %s takes %d elements, found %" PRIu32, vy_atomic_name(e->op),
-				e->op == VY_ATOMIC_COMPARE_EXCHANGE ? 6 : 5, len);
+			return fail(d, expr_form_fix, "atomic %s takes %d elements, found %" PRIu32,
+				vy_atomic_name(e->op), e->op == VY_ATOMIC_COMPARE_EXCHANGE ? 6 : 5,
+				len);
 		}
 		e->nargs = len - 3;
 		rc = rd_name(d, &e->name, NAME_MAX_BYTES, "the buffer name");
@@ -440,7 +445,8 @@ static int rd_expr_body(struct dec *d, struct vy_expr *e, uint32_t len, const st
 		rc = rd_name(d, &e->name, NAME_MAX_BYTES, "the spec name");
 		if (rc == 0) {
 			rc = rd_enum(d, vy_type_from_name, "spec type",
-				"give the spec constant one of the types u32, i32, f32 or bool", &t);
+				"give the spec constant one of the types u32, i32, f32 or bool",
+				&t);
 		}
 		if (rc) {
 			return rc;
@@ -489,7 +495,8 @@ static int rd_expr(struct dec *d, struct vy_expr **out, unsigned depth)
 	}
 	struct vy_expr *e = vy_arena_alloc(d->p->arena, sizeof(*e));
 	e->type = VY_TYPE_NONE;
-	size_t mark = push(d, ".%.*s", (int)(head.len > 32 ? 32 : head.len), (const char *)head.data);
+	size_t mark =
+		push(d, ".%.*s", (int)(head.len > 32 ? 32 : head.len), (const char *)head.data);
 	rc = rd_expr_body(d, e, len, &head, depth);
 	if (rc) {
 		return rc;
@@ -612,7 +619,8 @@ static int rd_node(struct dec *d, struct vy_node **out, unsigned depth)
 	}
 	if (kind < 0) {
 		return fail(d,
-			"use one of the nodes let, assign, store, if, loop, return, block, region or barrier",
+			"use one of the nodes let, assign, store, if, loop, return, block, region "
+			"or barrier",
 			"unknown node \"%.*s\"", (int)(head.len > 64 ? 64 : head.len),
 			(const char *)head.data);
 	}
@@ -666,8 +674,8 @@ static int rd_hints(struct dec *d, struct vy_hints *h)
 		if (rc) {
 			break;
 		}
-		size_t mark = push(d, ".%.*s", (int)(key.len > 32 ? 32 : key.len),
-			(const char *)key.data);
+		size_t mark = push(
+			d, ".%.*s", (int)(key.len > 32 ? 32 : key.len), (const char *)key.data);
 		if (vy_mp_str_eq(&key, "alignment")) {
 			rc = rd_u32(d, &h->alignment, "alignment");
 		} else if (vy_mp_str_eq(&key, "coalesce_axis")) {
@@ -678,7 +686,8 @@ static int rd_hints(struct dec *d, struct vy_hints *h)
 			} else if (rc == 0 && v.type == VY_MP_UINT && v.u <= 2) {
 				h->coalesce_axis = (int32_t)v.u;
 			} else if (rc == 0) {
-				rc = fail(d, "use 0, 1, 2 or null", "coalesce_axis must be an axis 0..2 or null");
+				rc = fail(d, "use 0, 1, 2 or null",
+					"coalesce_axis must be an axis 0..2 or null");
 			}
 		} else if (vy_mp_str_eq(&key, "locality")) {
 			int t;
@@ -686,7 +695,8 @@ static int rd_hints(struct dec *d, struct vy_hints *h)
 				"use temporal, streaming or random", &t);
 			h->locality = (enum vy_locality)t;
 		} else {
-			rc = fail(d, "use only the hint fields alignment, coalesce_axis and locality",
+			rc = fail(d,
+				"use only the hint fields alignment, coalesce_axis and locality",
 				"unknown hints field \"%.*s\"", (int)(key.len > 64 ? 64 : key.len),
 				(const char *)key.data);
 		}
@@ -697,11 +707,19 @@ static int rd_hints(struct dec *d, struct vy_hints *h)
 	return rc;
 }
 
-enum { F_NAME = 1, F_BINDING = 2, F_ACCESS = 4, F_TYPE = 8, F_COUNT = 16, F_OUTPUT = 32,
-	F_LIVE_OUT = 64, F_HINTS = 128 };
+enum {
+	F_NAME = 1,
+	F_BINDING = 2,
+	F_ACCESS = 4,
+	F_TYPE = 8,
+	F_COUNT = 16,
+	F_OUTPUT = 32,
+	F_LIVE_OUT = 64,
+	F_HINTS = 128
+};
 
-static int rd_buffer_field(struct dec *d, struct vy_buffer *b, const struct vy_mp_obj *key,
-	unsigned *seen)
+static int rd_buffer_field(
+	struct dec *d, struct vy_buffer *b, const struct vy_mp_obj *key, unsigned *seen)
 {
 	static const char *const names[] = {
 		"name", "binding", "access", "type", "count", "output", "live_out", "hints"};
@@ -716,7 +734,8 @@ static int rd_buffer_field(struct dec *d, struct vy_buffer *b, const struct vy_m
 			(int)(key->len > 64 ? 64 : key->len), (const char *)key->data);
 	}
 	if (*seen & (1u << field)) {
-		return fail(d, "write each field once", "buffer field %s appears twice", names[field]);
+		return fail(
+			d, "write each field once", "buffer field %s appears twice", names[field]);
 	}
 	*seen |= 1u << field;
 	int t;
@@ -763,8 +782,8 @@ static int rd_buffer(struct dec *d, struct vy_buffer *b)
 		if (rc) {
 			return rc;
 		}
-		size_t mark = push(d, ".%.*s", (int)(key.len > 32 ? 32 : key.len),
-			(const char *)key.data);
+		size_t mark = push(
+			d, ".%.*s", (int)(key.len > 32 ? 32 : key.len), (const char *)key.data);
 		rc = rd_buffer_field(d, b, &key, &seen);
 		if (rc) {
 			return rc;
@@ -774,8 +793,12 @@ static int rd_buffer(struct dec *d, struct vy_buffer *b)
 	const unsigned required = F_NAME | F_BINDING | F_ACCESS | F_TYPE | F_COUNT;
 	if ((seen & required) != required) {
 		return fail(d, "give every buffer name, binding, access, type and count",
-			"the buffer lacks %s", !(seen & F_NAME) ? "a name" : !(seen & F_BINDING) ? "a binding"
-			: !(seen & F_ACCESS) ? "an access" : !(seen & F_TYPE) ? "a type" : "a count");
+			"the buffer lacks %s",
+			!(seen & F_NAME)      ? "a name"
+			: !(seen & F_BINDING) ? "a binding"
+			: !(seen & F_ACCESS)  ? "an access"
+			: !(seen & F_TYPE)    ? "a type"
+					      : "a count");
 	}
 	return 0;
 }
@@ -832,8 +855,8 @@ static int rd_program_field(struct dec *d, const struct vy_mp_obj *key, unsigned
 			(int)(key->len > 64 ? 64 : key->len), (const char *)key->data);
 	}
 	if (*seen & (1u << field)) {
-		return fail(d, "write each field once", "program field %s appears twice",
-			names[field]);
+		return fail(
+			d, "write each field once", "program field %s appears twice", names[field]);
 	}
 	*seen |= 1u << field;
 	switch (field) {
@@ -850,8 +873,8 @@ static int rd_program_field(struct dec *d, const struct vy_mp_obj *key, unsigned
 	}
 }
 
-int vy_program_read(struct vy_mp_reader *r, const char *at_prefix, struct vy_program **out,
-	struct vy_err *err)
+int vy_program_read(
+	struct vy_mp_reader *r, const char *at_prefix, struct vy_program **out, struct vy_err *err)
 {
 	struct dec d = {.r = r, .err = err};
 	d.p = vy_program_create(NULL, 0, 0, 0);
@@ -876,8 +899,11 @@ int vy_program_read(struct vy_mp_reader *r, const char *at_prefix, struct vy_pro
 	}
 	if (rc == 0 && (seen & 0x1d) != 0x1d) {
 		rc = fail(&d, "give the program the fields vyre, workgroup_size, buffers and entry",
-			"the program lacks the field %s", !(seen & 1) ? "vyre" : !(seen & 4)
-			? "workgroup_size" : !(seen & 8) ? "buffers" : "entry");
+			"the program lacks the field %s",
+			!(seen & 1)   ? "vyre"
+			: !(seen & 4) ? "workgroup_size"
+			: !(seen & 8) ? "buffers"
+				      : "entry");
 	}
 	if (rc) {
 		vy_program_destroy(d.p);
@@ -892,7 +918,8 @@ int vy_program_decode(const void *data, size_t len, struct vy_program **out, str
 	if (len > VY_IR_MAX_DOCUMENT) {
 		return vy_err_set(err, VY_E_INVALID_PROGRAM, NULL,
 			"keep the program under 16 MiB; move data into input buffers",
-			"the program document is %zu bytes, more than %zu", len, VY_IR_MAX_DOCUMENT);
+			"the program document is %zu bytes, more than %zu", len,
+			VY_IR_MAX_DOCUMENT);
 	}
 	struct vy_mp_reader r;
 	vy_mp_reader_init(&r, data, len);
@@ -904,8 +931,8 @@ int vy_program_decode(const void *data, size_t len, struct vy_program **out, str
 		vy_program_destroy(*out);
 		*out = NULL;
 		return vy_err_set(err, VY_E_INVALID_PROGRAM, NULL,
-			"send exactly one msgpack map per program",
-			"%zu bytes follow the program", len - vy_mp_offset(&r));
+			"send exactly one msgpack map per program", "%zu bytes follow the program",
+			len - vy_mp_offset(&r));
 	}
 	return 0;
 }
@@ -1170,8 +1197,7 @@ void vy_program_encode(const struct vy_program *program, msgpack_sbuffer *out)
 
 /* --- JSON ---------------------------------------------------------------------------------- */
 
-int vy_program_from_json(const char *text, size_t len, struct vy_program **out,
-	struct vy_err *err)
+int vy_program_from_json(const char *text, size_t len, struct vy_program **out, struct vy_err *err)
 {
 	msgpack_sbuffer sb;
 	msgpack_sbuffer_init(&sb);
@@ -1211,8 +1237,8 @@ void vy_program_id_compute(const void *canonical, size_t len, struct vy_program_
 	memcpy(id->bytes, c.digest, sizeof(id->bytes));
 }
 
-void vy_program_id_of(const struct vy_program *program, msgpack_sbuffer *canonical,
-	struct vy_program_id *id)
+void vy_program_id_of(
+	const struct vy_program *program, msgpack_sbuffer *canonical, struct vy_program_id *id)
 {
 	vy_program_encode(program, canonical);
 	vy_program_id_compute(canonical->data, canonical->size, id);

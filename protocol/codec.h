@@ -32,18 +32,18 @@ int vy_program_decode(const void *data, size_t len, struct vy_program **out, str
 
 /* Decode one program at the reader's position (inside a larger document) and leave the reader
  * after it. `at_prefix` (may be NULL) prefixes every location, e.g. "program". */
-int vy_program_read(struct vy_mp_reader *r, const char *at_prefix, struct vy_program **out,
-	struct vy_err *err);
+int vy_program_read(
+	struct vy_mp_reader *r, const char *at_prefix, struct vy_program **out, struct vy_err *err);
 
 /* Append the canonical msgpack form of the program. */
 void vy_program_pack(const struct vy_program *program, msgpack_packer *pk);
 
-/* The canonical bytes into a fresh sbuffer (the caller destroys it with msgpack_sbuffer_destroy). */
+/* The canonical bytes into a fresh sbuffer (the caller destroys it with msgpack_sbuffer_destroy).
+ */
 void vy_program_encode(const struct vy_program *program, msgpack_sbuffer *out);
 
 /* Decode the JSON form. Errors: VY_E_INVALID_PROGRAM (syntax errors name line and column). */
-int vy_program_from_json(const char *text, size_t len, struct vy_program **out,
-	struct vy_err *err);
+int vy_program_from_json(const char *text, size_t len, struct vy_program **out, struct vy_err *err);
 
 /* The JSON form of the canonical encoding, malloc'd; `pretty` indents by two spaces. */
 char *vy_program_to_json(const struct vy_program *program, bool pretty);
@@ -57,8 +57,8 @@ struct vy_program_id {
 /* The id of a canonical encoding. */
 void vy_program_id_compute(const void *canonical, size_t len, struct vy_program_id *id);
 /* Canonical encoding and its id in one step; the caller destroys `canonical`. */
-void vy_program_id_of(const struct vy_program *program, msgpack_sbuffer *canonical,
-	struct vy_program_id *id);
+void vy_program_id_of(
+	const struct vy_program *program, msgpack_sbuffer *canonical, struct vy_program_id *id);
 /* 32 lowercase hex digits and a NUL. */
 void vy_program_id_hex(const struct vy_program_id *id, char out[VY_PROGRAM_ID_HEX]);
 /* Parse 32 hex digits; VY_E_BAD_REQUEST when the text is not an id. */

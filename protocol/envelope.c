@@ -117,8 +117,8 @@ static int get_u32(struct rdec *d, uint32_t *out, const char *what)
 	uint64_t v;
 	int rc = get_u64(d, &v, what);
 	if (rc == 0 && v > UINT32_MAX) {
-		return bad(d, "use a value that fits in 32 bits", "%s is %" PRIu64
-			", more than 4294967295", what, v);
+		return bad(d, "use a value that fits in 32 bits",
+			"%s is %" PRIu64 ", more than 4294967295", what, v);
 	}
 	if (rc == 0) {
 		*out = (uint32_t)v;
@@ -259,8 +259,8 @@ static int get_spec(struct rdec *d, struct vy_request_config *c)
 		return rc;
 	}
 	if (o.len > VY_MAX_SPEC_SETTINGS) {
-		return bad(d, "set at most 64 spec constants", "%" PRIu32 " spec values is more than %d",
-			o.len, VY_MAX_SPEC_SETTINGS);
+		return bad(d, "set at most 64 spec constants",
+			"%" PRIu32 " spec values is more than %d", o.len, VY_MAX_SPEC_SETTINGS);
 	}
 	c->n_spec = o.len;
 	c->spec = vy_arena_calloc(d->req->arena, o.len, sizeof(*c->spec));
@@ -300,8 +300,8 @@ static int get_spec(struct rdec *d, struct vy_request_config *c)
 	return 0;
 }
 
-static int get_config_field(struct rdec *d, struct vy_request_config *c,
-	const struct vy_mp_obj *key)
+static int get_config_field(
+	struct rdec *d, struct vy_request_config *c, const struct vy_mp_obj *key)
 {
 	if (vy_mp_str_eq(key, "grid")) {
 		c->has_grid = true;
@@ -327,8 +327,8 @@ static int get_config_field(struct rdec *d, struct vy_request_config *c,
 		uint32_t dev;
 		int rc = get_u32(d, &dev, "config.device");
 		if (rc == 0 && dev > INT32_MAX) {
-			return bad(d, "name a device index that hello listed", "device %" PRIu32
-				" does not exist", dev);
+			return bad(d, "name a device index that hello listed",
+				"device %" PRIu32 " does not exist", dev);
 		}
 		c->device = (int32_t)dev;
 		return rc;
@@ -352,7 +352,8 @@ static int get_config_field(struct rdec *d, struct vy_request_config *c,
 		return rc;
 	}
 	return bad(d,
-		"use only grid, workgroup_size, spec, max_loop_iterations, timeout_ms, label, device, "
+		"use only grid, workgroup_size, spec, max_loop_iterations, timeout_ms, label, "
+		"device, "
 		"backend and timing",
 		"unknown config field \"%.*s\"", (int)(key->len > 32 ? 32 : key->len),
 		(const char *)key->data);
@@ -378,7 +379,8 @@ static int get_field(struct rdec *d, const struct vy_mp_obj *key, struct vy_err 
 	const char *k = (const char *)key->data;
 	size_t n = key->len;
 	if (!word_in(ops[req->op].fields, k, n)) {
-		return bad(d, "remove the field; docs/protocol.md lists the fields of each operation",
+		return bad(d,
+			"remove the field; docs/protocol.md lists the fields of each operation",
 			"%s does not take the field \"%.*s\"", ops[req->op].name,
 			(int)(n > 32 ? 32 : n), k);
 	}
@@ -395,7 +397,8 @@ static int get_field(struct rdec *d, const struct vy_mp_obj *key, struct vy_err 
 		struct vy_mp_obj o;
 		int rc = get(d, &o, VY_MP_STR, "program_id");
 		if (rc == 0) {
-			rc = vy_program_id_parse((const char *)o.data, o.len, &req->program_id, err);
+			rc = vy_program_id_parse(
+				(const char *)o.data, o.len, &req->program_id, err);
 		}
 		req->has_program_id = rc == 0;
 		return rc;
@@ -423,10 +426,10 @@ static int get_field(struct rdec *d, const struct vy_mp_obj *key, struct vy_err 
 		req->has_length = true;
 		return get_u64(d, &req->length, "length");
 	}
-	uint64_t *slot = vy_mp_str_eq(key, "size") ? &req->size
-		: vy_mp_str_eq(key, "handle")      ? &req->handle
-		: vy_mp_str_eq(key, "offset")      ? &req->offset
-						   : &req->region;
+	uint64_t *slot = vy_mp_str_eq(key, "size")     ? &req->size
+			 : vy_mp_str_eq(key, "handle") ? &req->handle
+			 : vy_mp_str_eq(key, "offset") ? &req->offset
+						       : &req->region;
 	return get_u64(d, slot, d->field);
 }
 
@@ -440,7 +443,8 @@ static int scan_envelope(const uint8_t *frame, size_t len, struct vy_request *re
 	const char *fix = "send exactly one msgpack map per frame";
 	int rc = vy_mp_read(&r, &o);
 	if (rc != VY_MP_OK || o.type != VY_MP_MAP) {
-		return vy_err_set(err, VY_E_BAD_FRAME, NULL, fix, "the frame payload is not a msgpack map");
+		return vy_err_set(
+			err, VY_E_BAD_FRAME, NULL, fix, "the frame payload is not a msgpack map");
 	}
 	for (uint32_t i = 0; i < o.len; i++) {
 		struct vy_mp_obj key;
@@ -450,7 +454,8 @@ static int scan_envelope(const uint8_t *frame, size_t len, struct vy_request *re
 			return vy_err_set(err, VY_E_BAD_FRAME, NULL, fix, "malformed msgpack: %s",
 				vy_mp_strerror(rc));
 		}
-		if (key.type == VY_MP_STR && (vy_mp_str_eq(&key, "id") || vy_mp_str_eq(&key, "op"))) {
+		if (key.type == VY_MP_STR &&
+			(vy_mp_str_eq(&key, "id") || vy_mp_str_eq(&key, "op"))) {
 			rc = vy_mp_read(&r, &v);
 			if (rc == VY_MP_OK && key.data[0] == 'i' && v.type == VY_MP_UINT) {
 				req->id = v.u;
@@ -462,14 +467,17 @@ static int scan_envelope(const uint8_t *frame, size_t len, struct vy_request *re
 					return vy_err_set(err, VY_E_BAD_REQUEST, "op",
 						"use an operation listed in docs/protocol.md",
 						"unknown operation \"%.*s\"",
-						(int)(v.len > 32 ? 32 : v.len), (const char *)v.data);
+						(int)(v.len > 32 ? 32 : v.len),
+						(const char *)v.data);
 				}
 				req->op = (enum vy_op)op;
 				*has_op = true;
 			} else if (rc == VY_MP_OK) {
-				return vy_err_set(err, VY_E_BAD_REQUEST, key.data[0] == 'i' ? "id" : "op",
+				return vy_err_set(err, VY_E_BAD_REQUEST,
+					key.data[0] == 'i' ? "id" : "op",
 					"send id as an unsigned integer and op as a string",
-					"the field %s has the wrong type", key.data[0] == 'i' ? "id" : "op");
+					"the field %s has the wrong type",
+					key.data[0] == 'i' ? "id" : "op");
 			}
 		} else {
 			if (key.type != VY_MP_STR) {
@@ -491,8 +499,7 @@ static int scan_envelope(const uint8_t *frame, size_t len, struct vy_request *re
 	return 0;
 }
 
-int vy_request_decode(const uint8_t *frame, size_t len, struct vy_request *req,
-	struct vy_err *err)
+int vy_request_decode(const uint8_t *frame, size_t len, struct vy_request *req, struct vy_err *err)
 {
 	memset(req, 0, sizeof(*req));
 	vy_request_config_init(&req->config);
@@ -528,8 +535,10 @@ int vy_request_decode(const uint8_t *frame, size_t len, struct vy_request *req,
 			(const char *)key.data);
 		d.field = field;
 		for (unsigned s = 0; s < n_seen; s++) {
-			if (seen[s].len == key.len && memcmp(seen[s].data, key.data, key.len) == 0) {
-				rc = bad(&d, "send each field once", "the field %s appears twice", field);
+			if (seen[s].len == key.len &&
+				memcmp(seen[s].data, key.data, key.len) == 0) {
+				rc = bad(&d, "send each field once", "the field %s appears twice",
+					field);
 			}
 		}
 		if (rc == 0) {
@@ -543,15 +552,16 @@ int vy_request_decode(const uint8_t *frame, size_t len, struct vy_request *req,
 	while (rc == 0 && *required) {
 		size_t n = strcspn(required, " ");
 		bool present = (n == 8 && !memcmp(required, "protocol", 8) && req->protocol) ||
-			(n == 7 && !memcmp(required, "program", 7) && req->program) ||
-			(n == 4 && !memcmp(required, "size", 4) && req->size) ||
-			(n == 6 && !memcmp(required, "handle", 6) && req->handle) ||
-			(n == 4 && !memcmp(required, "data", 4) && req->data) ||
-			(n == 6 && !memcmp(required, "region", 6) && req->region);
+			       (n == 7 && !memcmp(required, "program", 7) && req->program) ||
+			       (n == 4 && !memcmp(required, "size", 4) && req->size) ||
+			       (n == 6 && !memcmp(required, "handle", 6) && req->handle) ||
+			       (n == 4 && !memcmp(required, "data", 4) && req->data) ||
+			       (n == 6 && !memcmp(required, "region", 6) && req->region);
 		if (!present) {
 			snprintf(field, sizeof(field), "%.*s", (int)n, required);
 			rc = vy_err_set(err, VY_E_BAD_REQUEST, field,
-				"add the field; docs/protocol.md lists the fields of each operation",
+				"add the field; docs/protocol.md lists the fields of each "
+				"operation",
 				"%s needs a nonzero field %s", ops[req->op].name, field);
 		}
 		required += n;
@@ -610,8 +620,8 @@ static void pack_triple(msgpack_packer *pk, const char *key, const uint32_t v[3]
 void vy_request_config_pack(msgpack_packer *pk, const struct vy_request_config *c)
 {
 	uint32_t n = (uint32_t)c->has_grid + c->has_workgroup_size + (c->n_spec > 0) +
-		(c->max_loop_iterations > 0) + (c->timeout_ms > 0) + (c->label != NULL) +
-		(c->device >= 0) + (c->backend != VY_BACKEND_ANY) + c->timing;
+		     (c->max_loop_iterations > 0) + (c->timeout_ms > 0) + (c->label != NULL) +
+		     (c->device >= 0) + (c->backend != VY_BACKEND_ANY) + c->timing;
 	msgpack_pack_map(pk, n);
 	if (c->has_grid) {
 		pack_triple(pk, "grid", c->grid);
@@ -707,8 +717,8 @@ void vy_error_pack(msgpack_packer *pk, const struct vy_err *err)
 	pack_error_fields(pk, err, 0);
 }
 
-void vy_response_pack_error(msgpack_packer *pk, uint64_t id, const struct vy_err *err,
-	const struct vy_err_list *errors)
+void vy_response_pack_error(
+	msgpack_packer *pk, uint64_t id, const struct vy_err *err, const struct vy_err_list *errors)
 {
 	msgpack_pack_map(pk, 3);
 	vy_pack_cstr(pk, "id");
@@ -786,8 +796,8 @@ int vy_error_read(struct vy_mp_reader *r, struct vy_err *out, size_t *n_errors)
 	return 0;
 }
 
-int vy_response_decode(const uint8_t *frame, size_t len, struct vy_response *resp,
-	struct vy_err *err)
+int vy_response_decode(
+	const uint8_t *frame, size_t len, struct vy_response *resp, struct vy_err *err)
 {
 	memset(resp, 0, sizeof(*resp));
 	resp->frame = frame;
@@ -797,7 +807,8 @@ int vy_response_decode(const uint8_t *frame, size_t len, struct vy_response *res
 	vy_mp_reader_init(&r, frame, len);
 	struct vy_mp_obj o;
 	if (vy_mp_read(&r, &o) != VY_MP_OK || o.type != VY_MP_MAP) {
-		return vy_err_set(err, VY_E_BAD_FRAME, NULL, fix, "the response is not a msgpack map");
+		return vy_err_set(
+			err, VY_E_BAD_FRAME, NULL, fix, "the response is not a msgpack map");
 	}
 	bool has_id = false;
 	bool has_ok = false;
@@ -810,7 +821,8 @@ int vy_response_decode(const uint8_t *frame, size_t len, struct vy_response *res
 		const uint8_t *mark = r.p;
 		if (vy_mp_str_eq(&key, "error")) {
 			if (vy_error_read(&r, &resp->error, &resp->n_errors) != 0) {
-				return vy_err_set(err, VY_E_BAD_FRAME, NULL, fix, "malformed error object");
+				return vy_err_set(
+					err, VY_E_BAD_FRAME, NULL, fix, "malformed error object");
 			}
 			continue;
 		}
@@ -826,7 +838,8 @@ int vy_response_decode(const uint8_t *frame, size_t len, struct vy_response *res
 		} else {
 			r.p = mark;
 			if (vy_mp_skip(&r) != VY_MP_OK) {
-				return vy_err_set(err, VY_E_BAD_FRAME, NULL, fix, "malformed response map");
+				return vy_err_set(
+					err, VY_E_BAD_FRAME, NULL, fix, "malformed response map");
 			}
 		}
 	}

@@ -142,8 +142,7 @@ struct vy_request {
  * bytes), VY_E_BAD_REQUEST (missing, unknown or mistyped fields), or VY_E_INVALID_PROGRAM (the
  * embedded program failed to decode; `at` starts with "program").
  */
-int vy_request_decode(const uint8_t *frame, size_t len, struct vy_request *req,
-	struct vy_err *err);
+int vy_request_decode(const uint8_t *frame, size_t len, struct vy_request *req, struct vy_err *err);
 void vy_request_finish(struct vy_request *req);
 
 /* Request writing (clients): a map of `nfields` fields plus id and op. */
@@ -171,8 +170,8 @@ struct vy_response {
 };
 
 /* Decode the envelope of a response frame (borrowed). Errors: VY_E_BAD_FRAME. */
-int vy_response_decode(const uint8_t *frame, size_t len, struct vy_response *resp,
-	struct vy_err *err);
+int vy_response_decode(
+	const uint8_t *frame, size_t len, struct vy_response *resp, struct vy_err *err);
 /* Position `r` on the value of result field `key`; false when the response has no such field. */
 bool vy_response_field(const struct vy_response *resp, const char *key, struct vy_mp_reader *r);
 /* Decode an error object at the reader; unknown codes become VY_E_INTERNAL. */

@@ -90,8 +90,8 @@ int vy_err_from_num(int num)
 	return 0;
 }
 
-int vy_err_setv(struct vy_err *err, int code, const char *at, const char *fix, const char *fmt,
-	va_list ap)
+int vy_err_setv(
+	struct vy_err *err, int code, const char *at, const char *fix, const char *fmt, va_list ap)
 {
 	if (!err) {
 		return code;
@@ -125,7 +125,8 @@ char *vy_err_format(const struct vy_err *err, char *buf, size_t size)
 		snprintf(buf, size, "%s: %s (at %s). Fix: %s", vy_err_name(err->code), err->message,
 			err->at, err->fix);
 	} else {
-		snprintf(buf, size, "%s: %s. Fix: %s", vy_err_name(err->code), err->message, err->fix);
+		snprintf(buf, size, "%s: %s. Fix: %s", vy_err_name(err->code), err->message,
+			err->fix);
 	}
 	return buf;
 }

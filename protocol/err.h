@@ -15,7 +15,8 @@
 /* X(NAME, number, retry class, description) */
 #define VY_ERR_MAP(X)                                                                              \
 	X(OUT_OF_MEMORY, 1001, LATER, "not enough memory for the request")                         \
-	X(UNSUPPORTED_FEATURE, 1002, NEVER, "the backend does not support a feature of the program") \
+	X(UNSUPPORTED_FEATURE, 1002, NEVER,                                                        \
+		"the backend does not support a feature of the program")                           \
 	X(TIMEOUT, 1003, LATER, "the request ran past its time limit")                             \
 	X(KERNEL_COMPILE_FAILED, 1004, AFTER_FIX, "the kernel did not compile")                    \
 	X(DISPATCH_FAILED, 1005, LATER, "the dispatch failed on the device")                       \
@@ -24,7 +25,7 @@
 	X(DEVICE_LOST, 1008, LATER, "the device was lost")                                         \
 	X(QUOTA_EXCEEDED, 1009, AFTER_FIX, "a per-client limit would be exceeded")                 \
 	X(NOT_FOUND, 1010, NEVER, "no such object")                                                \
-	X(PERMISSION_DENIED, 1011, NEVER, "the operation needs more privilege")                   \
+	X(PERMISSION_DENIED, 1011, NEVER, "the operation needs more privilege")                    \
 	X(BUSY, 1012, LATER, "too many requests in flight")                                        \
 	X(SHUTTING_DOWN, 1013, RECONNECT, "the daemon is shutting down")                           \
 	X(BAD_FRAME, 1020, RECONNECT, "the frame is malformed")                                    \

@@ -44,8 +44,8 @@ static void reserve(struct vy_frame_reader *r, size_t need)
 	r->cap = cap;
 }
 
-int vy_frame_reader_feed(struct vy_frame_reader *r, const void *data, size_t n, size_t *consumed,
-	struct vy_err *err)
+int vy_frame_reader_feed(
+	struct vy_frame_reader *r, const void *data, size_t n, size_t *consumed, struct vy_err *err)
 {
 	const uint8_t *p = data;
 	size_t used = 0;
@@ -53,17 +53,20 @@ int vy_frame_reader_feed(struct vy_frame_reader *r, const void *data, size_t n, 
 		r->header[r->header_have++] = p[used++];
 		if (r->header_have == VY_FRAME_HEADER) {
 			uint32_t len = (uint32_t)r->header[0] << 24 | (uint32_t)r->header[1] << 16 |
-				(uint32_t)r->header[2] << 8 | r->header[3];
+				       (uint32_t)r->header[2] << 8 | r->header[3];
 			if (len == 0 || len > r->max_frame) {
 				*consumed = used;
 				if (len == 0) {
 					return vy_err_set(err, VY_E_BAD_FRAME, NULL,
-						"send a 4-byte big-endian length followed by that many bytes of one msgpack map",
+						"send a 4-byte big-endian length followed by that "
+						"many bytes of one msgpack map",
 						"a frame announced length 0");
 				}
 				return vy_err_set(err, VY_E_BAD_FRAME, NULL,
-					"split the data into several requests or raise max_frame in vyred.conf",
-					"a frame announced %" PRIu32 " bytes, more than max_frame (%zu)",
+					"split the data into several requests or raise max_frame "
+					"in vyred.conf",
+					"a frame announced %" PRIu32
+					" bytes, more than max_frame (%zu)",
 					len, r->max_frame);
 			}
 			r->len = len;

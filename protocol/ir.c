@@ -219,8 +219,8 @@ static struct vy_expr *with_args(struct vy_program *p, enum vy_expr_kind kind, u
 	return e;
 }
 
-struct vy_expr *vy_ir_binary(struct vy_program *p, enum vy_binop op, struct vy_expr *a,
-	struct vy_expr *b)
+struct vy_expr *vy_ir_binary(
+	struct vy_program *p, enum vy_binop op, struct vy_expr *a, struct vy_expr *b)
 {
 	return with_args(p, VY_EXPR_BINARY, op, a, b, NULL);
 }
@@ -230,8 +230,8 @@ struct vy_expr *vy_ir_unary(struct vy_program *p, enum vy_unop op, struct vy_exp
 	return with_args(p, VY_EXPR_UNARY, op, a, NULL, NULL);
 }
 
-struct vy_expr *vy_ir_select(struct vy_program *p, struct vy_expr *cond, struct vy_expr *a,
-	struct vy_expr *b)
+struct vy_expr *vy_ir_select(
+	struct vy_program *p, struct vy_expr *cond, struct vy_expr *a, struct vy_expr *b)
 {
 	return with_args(p, VY_EXPR_SELECT, 0, cond, a, b);
 }
@@ -243,8 +243,8 @@ struct vy_expr *vy_ir_cast(struct vy_program *p, enum vy_type type, struct vy_ex
 	return e;
 }
 
-struct vy_expr *vy_ir_fma(struct vy_program *p, struct vy_expr *a, struct vy_expr *b,
-	struct vy_expr *c)
+struct vy_expr *vy_ir_fma(
+	struct vy_program *p, struct vy_expr *a, struct vy_expr *b, struct vy_expr *c)
 {
 	return with_args(p, VY_EXPR_FMA, 0, a, b, c);
 }
@@ -266,8 +266,8 @@ struct vy_expr *vy_ir_atomic_cas(struct vy_program *p, const char *buffer, struc
 	return e;
 }
 
-struct vy_expr *vy_ir_spec(struct vy_program *p, const char *name, enum vy_type type,
-	uint32_t default_bits)
+struct vy_expr *vy_ir_spec(
+	struct vy_program *p, const char *name, enum vy_type type, uint32_t default_bits)
 {
 	struct vy_expr *e = named(p, VY_EXPR_SPEC, name);
 	e->type = type;
@@ -275,14 +275,13 @@ struct vy_expr *vy_ir_spec(struct vy_program *p, const char *name, enum vy_type 
 	return e;
 }
 
-struct vy_expr *vy_ir_subgroup_reduce(struct vy_program *p, enum vy_reduce_op op,
-	struct vy_expr *a)
+struct vy_expr *vy_ir_subgroup_reduce(struct vy_program *p, enum vy_reduce_op op, struct vy_expr *a)
 {
 	return with_args(p, VY_EXPR_SUBGROUP_REDUCE, op, a, NULL, NULL);
 }
 
-struct vy_expr *vy_ir_subgroup_shuffle(struct vy_program *p, struct vy_expr *value,
-	struct vy_expr *lane)
+struct vy_expr *vy_ir_subgroup_shuffle(
+	struct vy_program *p, struct vy_expr *value, struct vy_expr *lane)
 {
 	return with_args(p, VY_EXPR_SUBGROUP_SHUFFLE, 0, value, lane, NULL);
 }
@@ -325,8 +324,8 @@ struct vy_node *vy_ir_assign(struct vy_program *p, const char *name, struct vy_e
 	return n;
 }
 
-struct vy_node *vy_ir_store(struct vy_program *p, const char *buffer, struct vy_expr *index,
-	struct vy_expr *value)
+struct vy_node *vy_ir_store(
+	struct vy_program *p, const char *buffer, struct vy_expr *index, struct vy_expr *value)
 {
 	struct vy_node *n = node_new(p, VY_NODE_STORE, buffer);
 	n->args[0] = index;
@@ -459,8 +458,8 @@ static struct vy_block clone_block(struct vy_arena *a, const struct vy_block *sr
 
 struct vy_program *vy_program_clone(const struct vy_program *src)
 {
-	struct vy_program *p = vy_program_create(src->name, src->workgroup_size[0],
-		src->workgroup_size[1], src->workgroup_size[2]);
+	struct vy_program *p = vy_program_create(
+		src->name, src->workgroup_size[0], src->workgroup_size[1], src->workgroup_size[2]);
 	p->version = src->version;
 	p->n_buffers = src->n_buffers;
 	for (uint32_t i = 0; i < src->n_buffers; i++) {

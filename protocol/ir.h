@@ -123,7 +123,8 @@ struct vy_arena;
 	X(COMPARE_EXCHANGE, "compare_exchange")
 
 #define VY_REDUCE_MAP(X)                                                                           \
-	X(ADD, "add") X(MUL, "mul") X(MIN, "min") X(MAX, "max") X(AND, "and") X(OR, "or") X(XOR, "xor")
+	X(ADD, "add")                                                                              \
+	X(MUL, "mul") X(MIN, "min") X(MAX, "max") X(AND, "and") X(OR, "or") X(XOR, "xor")
 
 #define VY__ENUM_TYPE(suffix, wire) VY_TYPE_##suffix,
 enum vy_type { VY_TYPE_MAP(VY__ENUM_TYPE) VY_TYPE_COUNT, VY_TYPE_NONE = VY_TYPE_COUNT };
@@ -194,20 +195,20 @@ struct vy_buffer {
 };
 
 enum vy_expr_kind {
-	VY_EXPR_LIT,              /* type, bits */
-	VY_EXPR_VAR,              /* name */
-	VY_EXPR_LOAD,             /* name = buffer, args[0] = index */
-	VY_EXPR_LEN,              /* name = buffer */
-	VY_EXPR_GID,              /* bits = axis */
-	VY_EXPR_LID,              /* bits = axis */
-	VY_EXPR_WGID,             /* bits = axis */
-	VY_EXPR_BINARY,           /* op = enum vy_binop, args[0..1] */
-	VY_EXPR_UNARY,            /* op = enum vy_unop, args[0] */
-	VY_EXPR_SELECT,           /* args[0] = cond, args[1] = then, args[2] = else */
-	VY_EXPR_CAST,             /* type = target, args[0] */
-	VY_EXPR_FMA,              /* args[0..2] */
-	VY_EXPR_ATOMIC,           /* op = enum vy_atomic_op, name = buffer, args: index, [expected,] value */
-	VY_EXPR_SPEC,             /* name, type, bits = default */
+	VY_EXPR_LIT,    /* type, bits */
+	VY_EXPR_VAR,    /* name */
+	VY_EXPR_LOAD,   /* name = buffer, args[0] = index */
+	VY_EXPR_LEN,    /* name = buffer */
+	VY_EXPR_GID,    /* bits = axis */
+	VY_EXPR_LID,    /* bits = axis */
+	VY_EXPR_WGID,   /* bits = axis */
+	VY_EXPR_BINARY, /* op = enum vy_binop, args[0..1] */
+	VY_EXPR_UNARY,  /* op = enum vy_unop, args[0] */
+	VY_EXPR_SELECT, /* args[0] = cond, args[1] = then, args[2] = else */
+	VY_EXPR_CAST,   /* type = target, args[0] */
+	VY_EXPR_FMA,    /* args[0..2] */
+	VY_EXPR_ATOMIC, /* op = enum vy_atomic_op, name = buffer, args: index, [expected,] value */
+	VY_EXPR_SPEC,   /* name, type, bits = default */
 	VY_EXPR_SUBGROUP_REDUCE,  /* op = enum vy_reduce_op, args[0] */
 	VY_EXPR_SUBGROUP_SHUFFLE, /* args[0] = value, args[1] = lane */
 	VY_EXPR_SUBGROUP_BALLOT,  /* args[0] = cond */
@@ -224,18 +225,19 @@ struct vy_expr {
 	 * kind: VY_TYPE_NONE until the validator records the result type.
 	 */
 	enum vy_type type;
-	uint32_t bits; /* literal or spec default (u32, i32 two's complement, f32 bits, bool 0/1); axis */
+	uint32_t bits; /* literal or spec default (u32, i32 two's complement, f32 bits, bool 0/1);
+			  axis */
 	const char *name;
 	uint32_t nargs;
 	struct vy_expr *args[3];
 };
 
 enum vy_node_kind {
-	VY_NODE_LET,     /* name, args[0] = value */
-	VY_NODE_ASSIGN,  /* name, args[0] = value */
-	VY_NODE_STORE,   /* name = buffer, args[0] = index, args[1] = value */
-	VY_NODE_IF,      /* args[0] = cond, body = then, orelse = else */
-	VY_NODE_LOOP,    /* name = variable, args[0] = from, args[1] = to, body */
+	VY_NODE_LET,    /* name, args[0] = value */
+	VY_NODE_ASSIGN, /* name, args[0] = value */
+	VY_NODE_STORE,  /* name = buffer, args[0] = index, args[1] = value */
+	VY_NODE_IF,     /* args[0] = cond, body = then, orelse = else */
+	VY_NODE_LOOP,   /* name = variable, args[0] = from, args[1] = to, body */
 	VY_NODE_RETURN,
 	VY_NODE_BLOCK,   /* body */
 	VY_NODE_REGION,  /* name = generator, body */
@@ -300,33 +302,33 @@ struct vy_expr *vy_ir_len(struct vy_program *p, const char *buffer);
 struct vy_expr *vy_ir_gid(struct vy_program *p, uint32_t axis);
 struct vy_expr *vy_ir_lid(struct vy_program *p, uint32_t axis);
 struct vy_expr *vy_ir_wgid(struct vy_program *p, uint32_t axis);
-struct vy_expr *vy_ir_binary(struct vy_program *p, enum vy_binop op, struct vy_expr *a,
-	struct vy_expr *b);
+struct vy_expr *vy_ir_binary(
+	struct vy_program *p, enum vy_binop op, struct vy_expr *a, struct vy_expr *b);
 struct vy_expr *vy_ir_unary(struct vy_program *p, enum vy_unop op, struct vy_expr *a);
-struct vy_expr *vy_ir_select(struct vy_program *p, struct vy_expr *cond, struct vy_expr *a,
-	struct vy_expr *b);
+struct vy_expr *vy_ir_select(
+	struct vy_program *p, struct vy_expr *cond, struct vy_expr *a, struct vy_expr *b);
 struct vy_expr *vy_ir_cast(struct vy_program *p, enum vy_type type, struct vy_expr *a);
-struct vy_expr *vy_ir_fma(struct vy_program *p, struct vy_expr *a, struct vy_expr *b,
-	struct vy_expr *c);
+struct vy_expr *vy_ir_fma(
+	struct vy_program *p, struct vy_expr *a, struct vy_expr *b, struct vy_expr *c);
 /* `op` other than VY_ATOMIC_COMPARE_EXCHANGE. */
 struct vy_expr *vy_ir_atomic(struct vy_program *p, enum vy_atomic_op op, const char *buffer,
 	struct vy_expr *index, struct vy_expr *value);
 struct vy_expr *vy_ir_atomic_cas(struct vy_program *p, const char *buffer, struct vy_expr *index,
 	struct vy_expr *expected, struct vy_expr *value);
-struct vy_expr *vy_ir_spec(struct vy_program *p, const char *name, enum vy_type type,
-	uint32_t default_bits);
-struct vy_expr *vy_ir_subgroup_reduce(struct vy_program *p, enum vy_reduce_op op,
-	struct vy_expr *a);
-struct vy_expr *vy_ir_subgroup_shuffle(struct vy_program *p, struct vy_expr *value,
-	struct vy_expr *lane);
+struct vy_expr *vy_ir_spec(
+	struct vy_program *p, const char *name, enum vy_type type, uint32_t default_bits);
+struct vy_expr *vy_ir_subgroup_reduce(
+	struct vy_program *p, enum vy_reduce_op op, struct vy_expr *a);
+struct vy_expr *vy_ir_subgroup_shuffle(
+	struct vy_program *p, struct vy_expr *value, struct vy_expr *lane);
 struct vy_expr *vy_ir_subgroup_ballot(struct vy_program *p, struct vy_expr *cond);
 struct vy_expr *vy_ir_subgroup_lane(struct vy_program *p);
 struct vy_expr *vy_ir_subgroup_size(struct vy_program *p);
 
 struct vy_node *vy_ir_let(struct vy_program *p, const char *name, struct vy_expr *value);
 struct vy_node *vy_ir_assign(struct vy_program *p, const char *name, struct vy_expr *value);
-struct vy_node *vy_ir_store(struct vy_program *p, const char *buffer, struct vy_expr *index,
-	struct vy_expr *value);
+struct vy_node *vy_ir_store(
+	struct vy_program *p, const char *buffer, struct vy_expr *index, struct vy_expr *value);
 struct vy_node *vy_ir_if(struct vy_program *p, struct vy_expr *cond, struct vy_block then_body,
 	struct vy_block else_body);
 struct vy_node *vy_ir_loop(struct vy_program *p, const char *var, struct vy_expr *from,

@@ -27,7 +27,8 @@ void vy_json_pack(struct json_object *obj, msgpack_packer *pk)
 		}
 		break;
 	case json_type_int:
-		/* json-c keeps integers above INT64_MAX as uint64 and reports them through get_uint64 */
+		/* json-c keeps integers above INT64_MAX as uint64 and reports them through
+		 * get_uint64 */
 		if (json_object_get_int64(obj) == INT64_MAX) {
 			msgpack_pack_uint64(pk, json_object_get_uint64(obj));
 		} else {
@@ -78,8 +79,8 @@ static void line_col(const char *text, size_t off, int *line, int *col)
 	}
 }
 
-int vy_json_to_msgpack(const char *text, size_t len, int code, msgpack_packer *pk,
-	struct vy_err *err)
+int vy_json_to_msgpack(
+	const char *text, size_t len, int code, msgpack_packer *pk, struct vy_err *err)
 {
 	if (len > INT32_MAX) {
 		return vy_err_set(err, code, NULL, "send a smaller document",
@@ -158,8 +159,8 @@ static struct json_object *float_json(double v, bool is_f32)
 	return json_object_new_double_s(v, buf);
 }
 
-static int to_json(struct vy_mp_reader *r, unsigned depth, struct json_object **out,
-	struct vy_err *err)
+static int to_json(
+	struct vy_mp_reader *r, unsigned depth, struct json_object **out, struct vy_err *err)
 {
 	if (depth > VY_JSON_MAX_DEPTH) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, NULL, "nest the document less deeply",
@@ -179,7 +180,8 @@ static int to_json(struct vy_mp_reader *r, unsigned depth, struct json_object **
 		obj = json_object_new_boolean(o.b);
 		break;
 	case VY_MP_UINT:
-		obj = o.u > INT64_MAX ? json_object_new_uint64(o.u) : json_object_new_int64((int64_t)o.u);
+		obj = o.u > INT64_MAX ? json_object_new_uint64(o.u)
+				      : json_object_new_int64((int64_t)o.u);
 		break;
 	case VY_MP_INT:
 		obj = json_object_new_int64(o.i);
@@ -250,7 +252,8 @@ static int to_json(struct vy_mp_reader *r, unsigned depth, struct json_object **
 		}
 		break;
 	case VY_MP_EXT:
-		return vy_err_set(err, VY_E_BAD_REQUEST, NULL, "do not send msgpack extension types",
+		return vy_err_set(err, VY_E_BAD_REQUEST, NULL,
+			"do not send msgpack extension types",
 			"a msgpack extension value at byte %zu has no JSON form", vy_mp_offset(r));
 	}
 	*out = obj;
@@ -267,7 +270,8 @@ int vy_msgpack_to_json(const void *data, size_t len, struct json_object **out, s
 char *vy_json_text(struct json_object *obj, bool pretty)
 {
 	int flags = JSON_C_TO_STRING_NOSLASHESCAPE |
-		(pretty ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED : JSON_C_TO_STRING_PLAIN);
+		    (pretty ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
+			    : JSON_C_TO_STRING_PLAIN);
 	const char *s = json_object_to_json_string_ext(obj, flags);
 	char *copy = strdup(s ? s : "null");
 	if (!copy) {

@@ -20,8 +20,8 @@
 
 /* Parse JSON text and append its msgpack form. Errors: `code` (the caller's choice of
  * INVALID_PROGRAM or BAD_REQUEST) naming line and column of a syntax error. */
-int vy_json_to_msgpack(const char *text, size_t len, int code, msgpack_packer *pk,
-	struct vy_err *err);
+int vy_json_to_msgpack(
+	const char *text, size_t len, int code, msgpack_packer *pk, struct vy_err *err);
 
 /* Append the msgpack form of a json-c tree. */
 void vy_json_pack(struct json_object *obj, msgpack_packer *pk);

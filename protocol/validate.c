@@ -1284,8 +1284,8 @@ static void walk_node(
 				"region generator name is %s",
 				n->name && n->name[0] ? "longer than 64 bytes" : "empty");
 		}
-		walk_block(st, &n->body, ".body", depth + 1, ctx,
-			depth == 1 && st->p->entry.len == 1);
+		walk_block(
+			st, &n->body, ".body", depth + 1, ctx, depth == 1 && st->p->entry.len == 1);
 		break;
 	case VY_NODE_BLOCK:
 		walk_block(st, &n->body, ".body", depth + 1, ctx, false);

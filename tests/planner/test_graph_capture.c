@@ -39,10 +39,10 @@ static struct vy_binding_plan plan_of(struct vy_binding *bindings, uint32_t n)
 static void assert_plan_eq(const struct vy_graph_capture_plan *got,
 	const struct vy_graph_capture_plan *want, size_t case_index)
 {
-	cr_assert_eq(got->input_device_capacity, want->input_device_capacity, "case %zu",
-		case_index);
-	cr_assert_eq(got->output_device_capacity, want->output_device_capacity, "case %zu",
-		case_index);
+	cr_assert_eq(
+		got->input_device_capacity, want->input_device_capacity, "case %zu", case_index);
+	cr_assert_eq(
+		got->output_device_capacity, want->output_device_capacity, "case %zu", case_index);
 	cr_assert_eq(got->output_readback_capacity, want->output_readback_capacity, "case %zu",
 		case_index);
 	cr_assert_eq(got->kernel_pointer_capacity, want->kernel_pointer_capacity, "case %zu",
@@ -169,8 +169,8 @@ Test(graph_capture, capacity_add_sums_up_to_the_limit)
 	cr_assert_eq(out, SIZE_MAX);
 	cr_assert_eq(vy_graph_capture_capacity_add(3, 4, "t", &out, NULL), 0);
 	cr_assert_eq(out, 7);
-	cr_assert_eq(vy_graph_capture_capacity_add(1, SIZE_MAX, "t", &out, NULL),
-		VY_E_INVALID_PROGRAM);
+	cr_assert_eq(
+		vy_graph_capture_capacity_add(1, SIZE_MAX, "t", &out, NULL), VY_E_INVALID_PROGRAM);
 }
 
 Test(graph_capture, accounting_errors_name_their_own_policy)

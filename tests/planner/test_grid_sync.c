@@ -691,14 +691,16 @@ Test(grid_sync, segment_errors_are_located_in_the_whole_program)
 		vy_grid_sync_split(p, &split);
 		cr_assert_eq(split.len, 3);
 		struct vy_err err;
-		vy_err_set(&err, VY_E_TRAP, wrapped ? "entry[0].region.body[1].store" : "entry[1].store",
-			"fix it", "trap int_div_zero");
+		vy_err_set(&err, VY_E_TRAP,
+			wrapped ? "entry[0].region.body[1].store" : "entry[1].store", "fix it",
+			"trap int_div_zero");
 		vy_grid_sync_segment_error(&split, 1, &err);
-		cr_assert_str_eq(err.at, wrapped ? "entry[0].region.body[3].store" : "entry[3].store");
+		cr_assert_str_eq(
+			err.at, wrapped ? "entry[0].region.body[3].store" : "entry[3].store");
 		cr_assert_str_eq(err.message, "grid_sync segment 1: trap int_div_zero");
 		cr_assert_eq(err.code, VY_E_TRAP);
-		vy_err_set(&err, VY_E_TRAP, wrapped ? "entry[0].region.body[0]" : "entry[0]", "fix it",
-			"late");
+		vy_err_set(&err, VY_E_TRAP, wrapped ? "entry[0].region.body[0]" : "entry[0]",
+			"fix it", "late");
 		vy_grid_sync_segment_error(&split, 2, &err);
 		cr_assert_str_eq(err.at, wrapped ? "entry[0].region.body[5]" : "entry[5]");
 		vy_grid_sync_split_finish(&split);

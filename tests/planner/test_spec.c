@@ -141,8 +141,8 @@ Test(spec, dtype_spec_does_not_collide_with_other_variants)
 	};
 	uint64_t dtype_hash = vy_spec_value_hash(&dtype);
 	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
-		cr_assert_neq(dtype_hash, vy_spec_value_hash(&others[i]), "kind %d",
-			others[i].kind);
+		cr_assert_neq(
+			dtype_hash, vy_spec_value_hash(&others[i]), "kind %d", others[i].kind);
 	}
 }
 
@@ -153,8 +153,8 @@ Test(spec, dtype_spec_separates_cache_key_in_specmap)
 	vy_spec_map_init_pairs(&a, &(struct vy_spec_pair){"dtype", vy_spec_dtype(VY_TYPE_F32)}, 1);
 	vy_spec_map_init_pairs(&b, &(struct vy_spec_pair){"dtype", vy_spec_dtype(VY_TYPE_U32)}, 1);
 
-	cr_assert_neq(vy_spec_map_hash(&a), vy_spec_map_hash(&b),
-		"dtype-keyed maps must hash apart");
+	cr_assert_neq(
+		vy_spec_map_hash(&a), vy_spec_map_hash(&b), "dtype-keyed maps must hash apart");
 	struct vy_spec_cache_key ka = vy_spec_cache_key_make(0, 0, wg1, &a);
 	struct vy_spec_cache_key kb = vy_spec_cache_key_make(0, 0, wg1, &b);
 	cr_assert_not(vy_spec_cache_key_eq(&ka, &kb));

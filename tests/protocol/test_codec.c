@@ -25,17 +25,20 @@ static struct vy_program *every_kind(void)
 	x->hints.coalesce_axis = 0;
 	x->hints.locality = VY_LOCALITY_STREAMING;
 	vy_program_add_buffer(p, "tile", 1, VY_ACCESS_WORKGROUP, VY_TYPE_I32, 64);
-	struct vy_buffer *w = vy_program_add_buffer(p, "w", 3, VY_ACCESS_WRITE_ONLY, VY_TYPE_BOOL, 64);
+	struct vy_buffer *w =
+		vy_program_add_buffer(p, "w", 3, VY_ACCESS_WRITE_ONLY, VY_TYPE_BOOL, 64);
 	w->output = true;
 	w->live_out = true;
 	struct vy_expr *gid = vy_ir_gid(p, 0);
 	struct vy_node *nodes[] = {
 		vy_ir_let(p, "i", gid),
-		vy_ir_let(p, "f", vy_ir_fma(p, vy_ir_load(p, "x", vy_ir_var(p, "i")),
-					  vy_ir_spec(p, "scale", VY_TYPE_F32, 0x40000000u),
-					  vy_ir_f32(p, -0.0f))),
-		vy_ir_let(p, "s", vy_ir_select(p, vy_ir_bool(p, true), vy_ir_i32(p, -3),
-					  vy_ir_cast(p, VY_TYPE_I32, vy_ir_len(p, "x")))),
+		vy_ir_let(p, "f",
+			vy_ir_fma(p, vy_ir_load(p, "x", vy_ir_var(p, "i")),
+				vy_ir_spec(p, "scale", VY_TYPE_F32, 0x40000000u),
+				vy_ir_f32(p, -0.0f))),
+		vy_ir_let(p, "s",
+			vy_ir_select(p, vy_ir_bool(p, true), vy_ir_i32(p, -3),
+				vy_ir_cast(p, VY_TYPE_I32, vy_ir_len(p, "x")))),
 		vy_ir_store(p, "tile", vy_ir_lid(p, 0), vy_ir_var(p, "s")),
 		vy_ir_barrier(p, VY_ORDER_SEQ_CST),
 		vy_ir_barrier(p, VY_ORDER_ACQ_REL),
@@ -43,23 +46,27 @@ static struct vy_program *every_kind(void)
 			vy_ir_seq(p, vy_ir_return(p), NULL), vy_ir_seq(p, NULL)),
 		vy_ir_loop(p, "k", vy_ir_u32(p, 0), vy_ir_wgid(p, 0),
 			vy_ir_seq(p,
-				vy_ir_let(p, "old", vy_ir_atomic(p, VY_ATOMIC_ADD, "out",
-							    vy_ir_var(p, "k"), vy_ir_u32(p, 1))),
-				vy_ir_let(p, "cas", vy_ir_atomic_cas(p, "out", vy_ir_u32(p, 0),
-							    vy_ir_var(p, "old"), vy_ir_u32(p, 5))),
+				vy_ir_let(p, "old",
+					vy_ir_atomic(p, VY_ATOMIC_ADD, "out", vy_ir_var(p, "k"),
+						vy_ir_u32(p, 1))),
+				vy_ir_let(p, "cas",
+					vy_ir_atomic_cas(p, "out", vy_ir_u32(p, 0),
+						vy_ir_var(p, "old"), vy_ir_u32(p, 5))),
 				NULL)),
-		vy_ir_block(p, vy_ir_seq(p,
-				       vy_ir_let(p, "r", vy_ir_subgroup_reduce(p, VY_REDUCE_ADD,
-								 vy_ir_subgroup_lane(p))),
-				       vy_ir_let(p, "sh", vy_ir_subgroup_shuffle(p, vy_ir_var(p, "r"),
-								  vy_ir_subgroup_size(p))),
-				       vy_ir_let(p, "b", vy_ir_subgroup_ballot(p, vy_ir_bool(p, false))),
-				       NULL)),
-		vy_ir_region(p, "gen.sqrt", vy_ir_seq(p,
-						  vy_ir_let(p, "q", vy_ir_unary(p, VY_UN_SQRT,
-									    vy_ir_var(p, "f"))),
-						  vy_ir_assign(p, "q", vy_ir_f32(p, NAN)),
-						  NULL)),
+		vy_ir_block(p,
+			vy_ir_seq(p,
+				vy_ir_let(p, "r",
+					vy_ir_subgroup_reduce(p, VY_REDUCE_ADD,
+						vy_ir_subgroup_lane(p))),
+				vy_ir_let(p, "sh",
+					vy_ir_subgroup_shuffle(p, vy_ir_var(p, "r"),
+						vy_ir_subgroup_size(p))),
+				vy_ir_let(p, "b", vy_ir_subgroup_ballot(p, vy_ir_bool(p, false))),
+				NULL)),
+		vy_ir_region(p, "gen.sqrt",
+			vy_ir_seq(p,
+				vy_ir_let(p, "q", vy_ir_unary(p, VY_UN_SQRT, vy_ir_var(p, "f"))),
+				vy_ir_assign(p, "q", vy_ir_f32(p, NAN)), NULL)),
 		vy_ir_store(p, "w", vy_ir_var(p, "i"), vy_ir_bool(p, true)),
 		vy_ir_barrier(p, VY_ORDER_GRID_SYNC),
 	};
@@ -112,8 +119,8 @@ Test(codec, builder_program_round_trips_to_identical_bytes)
 	vy_program_encode(p, &a);
 	struct vy_program *q = NULL;
 	struct vy_err err;
-	cr_assert_eq(vy_program_decode(a.data, a.size, &q, &err), 0, "%s at %s", err.message,
-		err.at);
+	cr_assert_eq(
+		vy_program_decode(a.data, a.size, &q, &err), 0, "%s at %s", err.message, err.at);
 	msgpack_sbuffer b;
 	vy_program_encode(q, &b);
 	assert_same_bytes(&a, &b);
@@ -248,16 +255,16 @@ static struct vy_program *decode_json_ok(const char *text)
 }
 
 #define PROGRAM_WITH(stmt)                                                                         \
-	"{\"vyre\":1,\"workgroup_size\":[1,1,1],\"buffers\":[{\"name\":\"o\",\"binding\":0,"      \
+	"{\"vyre\":1,\"workgroup_size\":[1,1,1],\"buffers\":[{\"name\":\"o\",\"binding\":0,"       \
 	"\"access\":\"read_write\",\"type\":\"f32\",\"count\":4}],\"entry\":[" stmt "]}"
 
 Test(codec, f32_literals_keep_exact_bits_and_non_finite_values)
 {
-	struct vy_program *p = decode_json_ok(PROGRAM_WITH(
-		"[\"store\",\"o\",[\"u32\",0],[\"f32\",0.1]],"
-		"[\"store\",\"o\",[\"u32\",1],[\"f32\",\"nan\"]],"
-		"[\"store\",\"o\",[\"u32\",2],[\"f32\",\"-inf\"]],"
-		"[\"store\",\"o\",[\"u32\",3],[\"f32\",-0.0]]"));
+	struct vy_program *p =
+		decode_json_ok(PROGRAM_WITH("[\"store\",\"o\",[\"u32\",0],[\"f32\",0.1]],"
+					    "[\"store\",\"o\",[\"u32\",1],[\"f32\",\"nan\"]],"
+					    "[\"store\",\"o\",[\"u32\",2],[\"f32\",\"-inf\"]],"
+					    "[\"store\",\"o\",[\"u32\",3],[\"f32\",-0.0]]"));
 	float tenth = 0.1f;
 	uint32_t bits;
 	memcpy(&bits, &tenth, 4);
@@ -306,9 +313,10 @@ Test(codec, decode_errors_carry_a_location_and_a_fix)
 	} cases[] = {
 		{PROGRAM_WITH("[\"store\",\"o\",[\"u32\",0],[\"frobnicate\",1]]"),
 			"entry[0].store.value.frobnicate", "unknown expression"},
-		{PROGRAM_WITH("[\"if\",[\"bool\",true],[[\"teleport\"]],[]]"), "entry[0].if.then[0]",
-			"unknown node"},
-		{PROGRAM_WITH("[\"store\",\"o\",[\"u32\",0]]"), "entry[0].store", "takes 4 elements"},
+		{PROGRAM_WITH("[\"if\",[\"bool\",true],[[\"teleport\"]],[]]"),
+			"entry[0].if.then[0]", "unknown node"},
+		{PROGRAM_WITH("[\"store\",\"o\",[\"u32\",0]]"), "entry[0].store",
+			"takes 4 elements"},
 		{PROGRAM_WITH("[\"let\",\"v\",[\"u32\",-1]]"), "entry[0].let.value.u32",
 			"0..4294967295"},
 		{PROGRAM_WITH("[\"let\",\"v\",[\"add\",[\"u32\",1],[\"i32\",\"x\"]]]"),
@@ -317,12 +325,14 @@ Test(codec, decode_errors_carry_a_location_and_a_fix)
 			"entry[0].let.value.spec.default", "must be a u32 literal"},
 		{"{\"vyre\":1,\"workgroup_size\":[1,1,1],\"buffers\":[],\"entry\":[],\"extra\":0}",
 			"extra", "unknown program field"},
-		{"{\"vyre\":1,\"workgroup_size\":[1,1],\"buffers\":[],\"entry\":[]}", "workgroup_size",
-			"takes 3 elements"},
-		{"{\"vyre\":1,\"workgroup_size\":[1,1,1],\"buffers\":[{\"name\":\"a\",\"binding\":0,"
+		{"{\"vyre\":1,\"workgroup_size\":[1,1],\"buffers\":[],\"entry\":[]}",
+			"workgroup_size", "takes 3 elements"},
+		{"{\"vyre\":1,\"workgroup_size\":[1,1,1],\"buffers\":[{\"name\":\"a\",\"binding\":"
+		 "0,"
 		 "\"access\":\"readonly\",\"type\":\"u32\",\"count\":1}],\"entry\":[]}",
 			"buffers[0].access", "unknown access"},
-		{"{\"vyre\":1,\"workgroup_size\":[1,1,1],\"buffers\":[{\"name\":\"a\",\"binding\":0,"
+		{"{\"vyre\":1,\"workgroup_size\":[1,1,1],\"buffers\":[{\"name\":\"a\",\"binding\":"
+		 "0,"
 		 "\"access\":\"read_only\",\"type\":\"u32\"}],\"entry\":[]}",
 			"buffers[0]", "lacks a count"},
 		{"{\"vyre\":1,\"buffers\":[],\"entry\":[]}", "", "lacks the field workgroup_size"},

@@ -25,10 +25,10 @@ static struct vy_program *tiny_program(void)
 	struct vy_program *p = vy_program_create("tiny", 64, 1, 1);
 	vy_program_add_buffer(p, "x", 0, VY_ACCESS_READ_ONLY, VY_TYPE_U32, 0);
 	vy_program_add_buffer(p, "y", 1, VY_ACCESS_READ_WRITE, VY_TYPE_U32, 0);
-	vy_program_set_entry(p, vy_ir_seq(p,
-					 vy_ir_store(p, "y", vy_ir_gid(p, 0),
-						 vy_ir_load(p, "x", vy_ir_gid(p, 0))),
-					 NULL));
+	vy_program_set_entry(p,
+		vy_ir_seq(p,
+			vy_ir_store(p, "y", vy_ir_gid(p, 0), vy_ir_load(p, "x", vy_ir_gid(p, 0))),
+			NULL));
 	return p;
 }
 
@@ -299,7 +299,8 @@ Test(envelope, error_response_round_trips_with_every_field)
 			found_num = true;
 		} else if (vy_mp_str_eq(&k, "message")) {
 			vy_mp_read(&r, &v);
-			cr_assert(memmem(v.data, v.len, ". Fix: declare", 14), "wire message ends with Fix");
+			cr_assert(memmem(v.data, v.len, ". Fix: declare", 14),
+				"wire message ends with Fix");
 		} else {
 			vy_mp_skip(&r);
 		}

@@ -30,7 +30,8 @@ Test(err, every_code_round_trips_through_name_and_number)
 		cr_assert_eq(vy_err_from_num(vy_err_num(c)), c);
 		cr_assert(c < 0);
 		for (size_t j = 0; j < i; j++) {
-			cr_assert_neq(vy_err_num(codes[j]), vy_err_num(c), "numbers must be unique");
+			cr_assert_neq(
+				vy_err_num(codes[j]), vy_err_num(c), "numbers must be unique");
 		}
 	}
 	cr_assert_eq(vy_err_from_name("NO_SUCH_CODE"), 0);
@@ -48,8 +49,8 @@ Test(err, retry_classes_follow_the_table)
 Test(err, set_fills_and_format_ends_with_fix_line)
 {
 	struct vy_err e;
-	int rc = vy_err_set(&e, VY_E_NOT_FOUND, "handle", "allocate the buffer first",
-		"no buffer %d", 7);
+	int rc = vy_err_set(
+		&e, VY_E_NOT_FOUND, "handle", "allocate the buffer first", "no buffer %d", 7);
 	cr_assert_eq(rc, VY_E_NOT_FOUND);
 	char buf[1024];
 	vy_err_format(&e, buf, sizeof(buf));

@@ -91,8 +91,7 @@ Test(frame, length_zero_and_above_max_are_bad_frames)
 	const uint8_t big[5] = {0, 0, 4, 1, 0xaa};
 	cr_assert_eq(vy_frame_reader_feed(&r, big, 5, &used, &err), VY_E_BAD_FRAME);
 	cr_assert_eq(used, 4, "nothing past the prefix is consumed");
-	cr_assert(strstr(err.message, "1025 bytes, more than max_frame (1024)"), "%s",
-		err.message);
+	cr_assert(strstr(err.message, "1025 bytes, more than max_frame (1024)"), "%s", err.message);
 	cr_assert(strstr(err.fix, "max_frame"));
 	cr_assert_eq(vy_frame_reader_pending(&r), 4);
 	vy_frame_reader_finish(&r);

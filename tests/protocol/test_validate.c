@@ -259,8 +259,7 @@ Test(validate, valid_program_with_every_node_and_expression_types_every_expressi
 		}
 	}
 	for (unsigned op = 0; op < VY_ATOMIC_COMPARE_EXCHANGE; op++) {
-		struct vy_expr *e = vy_ir_atomic(
-			p, op, "out", vy_ir_gid(p, 0), vy_ir_u32(p, op));
+		struct vy_expr *e = vy_ir_atomic(p, op, "out", vy_ir_gid(p, 0), vy_ir_u32(p, op));
 		snprintf(name, sizeof(name), "a%u", op);
 		nodes[n++] = vy_ir_let(p, name, e);
 		checks[nc++] = (struct typed){e, VY_TYPE_U32};
@@ -325,8 +324,8 @@ Test(validate, valid_program_with_every_node_and_expression_types_every_expressi
 	nodes[n++] = vy_ir_barrier(p, VY_ORDER_GRID_SYNC);
 	nodes[n++] = vy_ir_block(p, vy_ir_seq(p, vy_ir_barrier(p, VY_ORDER_SEQ_CST), NULL));
 	nodes[n++] = vy_ir_region(p, "vyre::ops::demo",
-		vy_ir_seq(p, vy_ir_barrier(p, VY_ORDER_ACQUIRE),
-			vy_ir_barrier(p, VY_ORDER_SEQ_CST), NULL));
+		vy_ir_seq(p, vy_ir_barrier(p, VY_ORDER_ACQUIRE), vy_ir_barrier(p, VY_ORDER_SEQ_CST),
+			NULL));
 	nodes[n++] = vy_ir_if(p, vy_ir_binary(p, VY_BIN_GE, vy_ir_gid(p, 0), vy_ir_len(p, "out")),
 		vy_ir_seq(p, vy_ir_return(p), NULL), vy_ir_seq(p, NULL));
 	cr_assert_lt(n, 1024);
@@ -865,7 +864,8 @@ Test(validate, atomics_need_read_write_buffers)
 	one(p, vy_ir_let(p, "x",
 		       vy_ir_atomic(
 			       p, VY_ATOMIC_EXCHANGE, "sh", vy_ir_u32(p, 0), vy_ir_u32(p, 1))));
-	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[0].let.value", "declare buffer sh read_write");
+	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[0].let.value",
+		"declare buffer sh read_write");
 }
 
 Test(validate, write_only_buffers_cannot_be_loaded)
@@ -1026,11 +1026,11 @@ Test(validate, grid_sync_only_at_the_top_level)
 	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[0].loop.body[0].barrier", "top level");
 	vy_err_list_finish(&errs);
 	p = base();
-	vy_program_set_entry(p,
-		vy_ir_seq(p, vy_ir_let(p, "x", vy_ir_u32(p, 1)),
-			vy_ir_region(p, "two_regions",
-				vy_ir_seq(p, vy_ir_barrier(p, VY_ORDER_GRID_SYNC), NULL)),
-			NULL));
+	vy_program_set_entry(
+		p, vy_ir_seq(p, vy_ir_let(p, "x", vy_ir_u32(p, 1)),
+			   vy_ir_region(p, "two_regions",
+				   vy_ir_seq(p, vy_ir_barrier(p, VY_ORDER_GRID_SYNC), NULL)),
+			   NULL));
 	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[1].region.body[0].barrier",
 		"region that is the entry's only node");
 }
@@ -1048,16 +1048,17 @@ Test(validate, grid_sync_inside_the_region_that_wraps_the_entry_is_accepted)
 Test(validate, variables_do_not_survive_a_grid_sync_barrier)
 {
 	struct vy_program *p = base();
-	vy_program_set_entry(p,
-		vy_ir_seq(p, vy_ir_let(p, "i", vy_ir_gid(p, 0)), vy_ir_barrier(p, VY_ORDER_GRID_SYNC),
-			vy_ir_store(p, "out", vy_ir_var(p, "i"), vy_ir_u32(p, 1)), NULL));
+	vy_program_set_entry(
+		p, vy_ir_seq(p, vy_ir_let(p, "i", vy_ir_gid(p, 0)),
+			   vy_ir_barrier(p, VY_ORDER_GRID_SYNC),
+			   vy_ir_store(p, "out", vy_ir_var(p, "i"), vy_ir_u32(p, 1)), NULL));
 	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[2].store.index",
 		"recompute the value after the grid_sync barrier");
 	vy_err_list_finish(&errs);
 	p = base();
-	vy_program_set_entry(p,
-		vy_ir_seq(p, vy_ir_let(p, "i", vy_ir_gid(p, 0)), vy_ir_barrier(p, VY_ORDER_GRID_SYNC),
-			vy_ir_assign(p, "i", vy_ir_u32(p, 1)), NULL));
+	vy_program_set_entry(p, vy_ir_seq(p, vy_ir_let(p, "i", vy_ir_gid(p, 0)),
+					vy_ir_barrier(p, VY_ORDER_GRID_SYNC),
+					vy_ir_assign(p, "i", vy_ir_u32(p, 1)), NULL));
 	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[2].assign",
 		"recompute the value after the grid_sync barrier");
 }

@@ -467,8 +467,9 @@ Test(reference_control, grid_sync_keeps_output_buffers_written_before_it)
 {
 	struct vy_program *p = vy_program_create("keep", 1, 1, 1);
 	BUF("y", 0, WRITE_ONLY, U32, 2);
-	vy_program_set_entry(p, SEQ(STORE("y", U32(0), U32(7)), vy_ir_barrier(p, VY_ORDER_GRID_SYNC),
-					STORE("y", U32(1), U32(9))));
+	vy_program_set_entry(
+		p, SEQ(STORE("y", U32(0), U32(7)), vy_ir_barrier(p, VY_ORDER_GRID_SYNC),
+			   STORE("y", U32(1), U32(9))));
 	struct ref_result r = ref_dispatch(p, NULL, 0, NULL);
 	ref_expect(&r, (uint32_t[]){7, 9}, 2, "y after two segments");
 	ref_result_finish(&r);
