@@ -12,7 +12,7 @@
 
 #include "codec.h"
 #include "json.h"
-#include "util.h"
+#include "examples.h"
 
 /* A program that uses every node kind and every expression kind once. */
 static struct vy_program *every_kind(void)
@@ -158,31 +158,14 @@ Test(codec, example_programs_round_trip)
 	cr_assert_geq(n, 10, "expected at least 10 example programs, found %d", n);
 }
 
+static void round_trip_doc(const char *json, const char *what, void *ctx)
+{
+	round_trip_json(json, what);
+}
+
 Test(codec, every_program_in_the_ir_reference_round_trips)
 {
-	char path[1024];
-	snprintf(path, sizeof(path), "%s/docs/ir.md", VY_SOURCE_ROOT);
-	char *doc = vy_test_read_file(path, NULL);
-	cr_assert_not_null(doc, "no docs/ir.md");
-	int n = 0;
-	for (char *p = strstr(doc, "```json\n"); p; p = strstr(p, "```json\n")) {
-		p += 8;
-		char *end = strstr(p, "```");
-		cr_assert_not_null(end, "unterminated json block in docs/ir.md");
-		*end = '\0';
-		const char *q = p;
-		while (*q == ' ' || *q == '\n' || *q == '{') {
-			q++;
-		}
-		if (strncmp(q, "\"vyre\"", 6) == 0) {
-			char what[64];
-			snprintf(what, sizeof(what), "docs/ir.md program %d", n + 1);
-			round_trip_json(p, what);
-			n++;
-		}
-		p = end + 3;
-	}
-	free(doc);
+	int n = vy_test_each_ir_doc_program(VY_SOURCE_ROOT, round_trip_doc, NULL);
 	cr_assert_geq(n, 20, "expected an example per node and expression kind, found %d", n);
 }
 

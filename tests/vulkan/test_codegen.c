@@ -21,6 +21,7 @@
 #include "ir.h"
 #include "node_path.h"
 #include "validate.h"
+#include "examples.h"
 #include "vk_codegen.h"
 #include "vmath.h"
 
@@ -38,23 +39,6 @@ static const struct vy_vk_codegen_options profiles[] = {
 };
 static const char *const profile_names[] = {"lavapipe", "nvidia", "integer"};
 #define N_PROFILES (sizeof(profiles) / sizeof(profiles[0]))
-
-static char *read_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		return NULL;
-	}
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	rewind(f);
-	char *text = malloc((size_t)n + 1);
-	cr_assert_not_null(text);
-	size_t got = fread(text, 1, (size_t)n, f);
-	fclose(f);
-	text[got] = '\0';
-	return text;
-}
 
 /* The result of compiling a shader: status, warnings and the message log, and the module. */
 struct compiled {
@@ -216,7 +200,7 @@ static int check_dir(const char *dir, bool wrapped)
 		}
 		char path[2048];
 		snprintf(path, sizeof(path), "%s/%s", dir, ent->d_name);
-		char *text = read_file(path);
+		char *text = vy_test_read_file(path, NULL);
 		cr_assert_not_null(text, "cannot read %s", path);
 		if (wrapped) {
 			/* A conformance case holds its program under "program". */
@@ -253,31 +237,14 @@ Test(codegen, conformance_programs_compile_and_pass_spirv_val_for_every_profile)
 	cr_assert_geq(n, 10, "expected the conformance corpus, found %d cases", n);
 }
 
+static void check_doc(const char *json, const char *what, void *ctx)
+{
+	check_json(json, what);
+}
+
 Test(codegen, ir_reference_programs_compile_and_pass_spirv_val_for_every_profile)
 {
-	char path[1024];
-	snprintf(path, sizeof(path), "%s/docs/ir.md", VY_SOURCE_ROOT);
-	char *doc = read_file(path);
-	cr_assert_not_null(doc, "no docs/ir.md");
-	int n = 0;
-	for (char *p = strstr(doc, "```json\n"); p; p = strstr(p, "```json\n")) {
-		p += 8;
-		char *end = strstr(p, "```");
-		cr_assert_not_null(end, "unterminated json block in docs/ir.md");
-		*end = '\0';
-		const char *q = p;
-		while (*q == ' ' || *q == '\n' || *q == '{') {
-			q++;
-		}
-		if (strncmp(q, "\"vyre\"", 6) == 0) {
-			char what[64];
-			snprintf(what, sizeof(what), "docs/ir.md program %d", n + 1);
-			check_json(p, what);
-			n++;
-		}
-		p = end + 3;
-	}
-	free(doc);
+	int n = vy_test_each_ir_doc_program(VY_SOURCE_ROOT, check_doc, NULL);
 	cr_assert_geq(n, 20, "expected the examples of docs/ir.md, found %d", n);
 }
 
