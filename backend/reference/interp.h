@@ -231,6 +231,15 @@ struct ref_lanes {
 	uint32_t n;
 };
 
+/* out[l] = expr for each active lane l of `lanes` (the names `lanes` and `out` are in scope). */
+#define REF_EACH(expr)                                                                             \
+	do {                                                                                       \
+		for (uint32_t k_ = 0; k_ < lanes->n; k_++) {                                       \
+			uint32_t l = lanes->at[k_];                                                \
+			out[l] = (expr);                                                           \
+		}                                                                                  \
+	} while (0)
+
 struct ref_exec;
 
 /* Lane `lane` traps with `kind` at the node being executed; only its first trap counts. */

@@ -18,14 +18,6 @@
 
 #include "interp.h"
 
-#define EACH(expr)                                                                                 \
-	do {                                                                                       \
-		for (uint32_t k_ = 0; k_ < lanes->n; k_++) {                                       \
-			uint32_t l = lanes->at[k_];                                                \
-			out[l] = (expr);                                                           \
-		}                                                                                  \
-	} while (0)
-
 static inline bool is_nan(uint32_t v)
 {
 	return (v & REF_F32_EXP) == REF_F32_EXP && (v & REF_F32_MANT) != 0;
@@ -90,40 +82,40 @@ void vy__ref_f32_binary(enum vy_binop op, const struct ref_lanes *lanes, const u
 {
 	switch (op) {
 	case VY_BIN_ADD:
-		EACH(ref_bits(ref_f32(a[l]) + ref_f32(b[l])));
+		REF_EACH(ref_bits(ref_f32(a[l]) + ref_f32(b[l])));
 		break;
 	case VY_BIN_SUB:
-		EACH(ref_bits(ref_f32(a[l]) - ref_f32(b[l])));
+		REF_EACH(ref_bits(ref_f32(a[l]) - ref_f32(b[l])));
 		break;
 	case VY_BIN_MUL:
-		EACH(ref_bits(ref_f32(a[l]) * ref_f32(b[l])));
+		REF_EACH(ref_bits(ref_f32(a[l]) * ref_f32(b[l])));
 		break;
 	case VY_BIN_DIV:
-		EACH(ref_bits(ref_f32(a[l]) / ref_f32(b[l])));
+		REF_EACH(ref_bits(ref_f32(a[l]) / ref_f32(b[l])));
 		break;
 	case VY_BIN_MIN:
-		EACH(vy__ref_f32_min(a[l], b[l]));
+		REF_EACH(vy__ref_f32_min(a[l], b[l]));
 		break;
 	case VY_BIN_MAX:
-		EACH(vy__ref_f32_max(a[l], b[l]));
+		REF_EACH(vy__ref_f32_max(a[l], b[l]));
 		break;
 	case VY_BIN_EQ:
-		EACH(ref_f32(a[l]) == ref_f32(b[l]));
+		REF_EACH(ref_f32(a[l]) == ref_f32(b[l]));
 		break;
 	case VY_BIN_NE:
-		EACH(ref_f32(a[l]) != ref_f32(b[l]));
+		REF_EACH(ref_f32(a[l]) != ref_f32(b[l]));
 		break;
 	case VY_BIN_LT:
-		EACH(ref_f32(a[l]) < ref_f32(b[l]));
+		REF_EACH(ref_f32(a[l]) < ref_f32(b[l]));
 		break;
 	case VY_BIN_LE:
-		EACH(ref_f32(a[l]) <= ref_f32(b[l]));
+		REF_EACH(ref_f32(a[l]) <= ref_f32(b[l]));
 		break;
 	case VY_BIN_GT:
-		EACH(ref_f32(a[l]) > ref_f32(b[l]));
+		REF_EACH(ref_f32(a[l]) > ref_f32(b[l]));
 		break;
 	case VY_BIN_GE:
-		EACH(ref_f32(a[l]) >= ref_f32(b[l]));
+		REF_EACH(ref_f32(a[l]) >= ref_f32(b[l]));
 		break;
 	default:
 		assert(!"not an f32 binary operation");
@@ -147,37 +139,37 @@ void vy__ref_f32_unary(
 {
 	switch (op) {
 	case VY_UN_NEG:
-		EACH(ref_canon(a[l] ^ REF_F32_SIGN));
+		REF_EACH(ref_canon(a[l] ^ REF_F32_SIGN));
 		break;
 	case VY_UN_ABS:
-		EACH(ref_canon(a[l] & ~REF_F32_SIGN));
+		REF_EACH(ref_canon(a[l] & ~REF_F32_SIGN));
 		break;
 	case VY_UN_SIGN:
-		EACH(sign_f32(a[l]));
+		REF_EACH(sign_f32(a[l]));
 		break;
 	case VY_UN_FLOOR:
-		EACH(ref_bits(floorf(ref_f32(a[l]))));
+		REF_EACH(ref_bits(floorf(ref_f32(a[l]))));
 		break;
 	case VY_UN_CEIL:
-		EACH(ref_bits(ceilf(ref_f32(a[l]))));
+		REF_EACH(ref_bits(ceilf(ref_f32(a[l]))));
 		break;
 	case VY_UN_ROUND:
-		EACH(ref_bits(roundf(ref_f32(a[l]))));
+		REF_EACH(ref_bits(roundf(ref_f32(a[l]))));
 		break;
 	case VY_UN_TRUNC:
-		EACH(ref_bits(truncf(ref_f32(a[l]))));
+		REF_EACH(ref_bits(truncf(ref_f32(a[l]))));
 		break;
 	case VY_UN_SQRT:
-		EACH(ref_bits(sqrtf(ref_f32(a[l]))));
+		REF_EACH(ref_bits(sqrtf(ref_f32(a[l]))));
 		break;
 	case VY_UN_IS_NAN:
-		EACH(is_nan(a[l]));
+		REF_EACH(is_nan(a[l]));
 		break;
 	case VY_UN_IS_INF:
-		EACH(is_inf(a[l]));
+		REF_EACH(is_inf(a[l]));
 		break;
 	case VY_UN_IS_FINITE:
-		EACH((a[l] & REF_F32_EXP) != REF_F32_EXP);
+		REF_EACH((a[l] & REF_F32_EXP) != REF_F32_EXP);
 		break;
 	default:
 		/* The lowered operations are refused when the program is compiled. */
@@ -189,7 +181,7 @@ void vy__ref_f32_unary(
 void vy__ref_f32_fma(const struct ref_lanes *lanes, const uint32_t *a, const uint32_t *b,
 	const uint32_t *c, uint32_t *out)
 {
-	EACH(ref_bits(fmaf(ref_f32(a[l]), ref_f32(b[l]), ref_f32(c[l]))));
+	REF_EACH(ref_bits(fmaf(ref_f32(a[l]), ref_f32(b[l]), ref_f32(c[l]))));
 }
 
 /* f32 -> u32: truncate toward zero, saturate, NaN gives 0. */
@@ -231,34 +223,34 @@ void vy__ref_cast(enum vy_type from, enum vy_type to, const struct ref_lanes *la
 	if (from == to || (from != VY_TYPE_F32 && from != VY_TYPE_BOOL && to != VY_TYPE_F32 &&
 				  to != VY_TYPE_BOOL)) {
 		/* Same type, or u32 <-> i32: the same bits. */
-		EACH(a[l]);
+		REF_EACH(a[l]);
 		return;
 	}
 	switch (to) {
 	case VY_TYPE_BOOL:
 		if (from == VY_TYPE_F32) {
-			EACH((a[l] & ~REF_F32_SIGN) != 0);
+			REF_EACH((a[l] & ~REF_F32_SIGN) != 0);
 		} else {
-			EACH(a[l] != 0);
+			REF_EACH(a[l] != 0);
 		}
 		break;
 	case VY_TYPE_F32:
 		if (from == VY_TYPE_BOOL) {
-			EACH(a[l] ? UINT32_C(0x3F800000) : 0);
+			REF_EACH(a[l] ? UINT32_C(0x3F800000) : 0);
 		} else if (from == VY_TYPE_I32) {
-			EACH(ref_bits((float)ref_i32(a[l])));
+			REF_EACH(ref_bits((float)ref_i32(a[l])));
 		} else {
-			EACH(ref_bits((float)a[l]));
+			REF_EACH(ref_bits((float)a[l]));
 		}
 		break;
 	case VY_TYPE_U32:
 	case VY_TYPE_I32:
 		if (from == VY_TYPE_BOOL) {
-			EACH(a[l] != 0);
+			REF_EACH(a[l] != 0);
 		} else if (to == VY_TYPE_U32) {
-			EACH(f32_to_u32(a[l]));
+			REF_EACH(f32_to_u32(a[l]));
 		} else {
-			EACH(f32_to_i32(a[l]));
+			REF_EACH(f32_to_i32(a[l]));
 		}
 		break;
 	default:

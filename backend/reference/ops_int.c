@@ -63,135 +63,127 @@ static inline uint32_t div_i32(struct ref_exec *x, uint32_t lane, uint32_t a, ui
 	return (uint32_t)(rem ? sa % sb : sa / sb);
 }
 
-#define EACH(expr)                                                                                 \
-	do {                                                                                       \
-		for (uint32_t k_ = 0; k_ < lanes->n; k_++) {                                       \
-			uint32_t l = lanes->at[k_];                                                \
-			out[l] = (expr);                                                           \
-		}                                                                                  \
-	} while (0)
-
 void vy__ref_int_binary(struct ref_exec *x, enum vy_binop op, enum vy_type type,
 	const struct ref_lanes *lanes, const uint32_t *a, const uint32_t *b, uint32_t *out)
 {
 	bool s = type == VY_TYPE_I32;
 	switch (op) {
 	case VY_BIN_ADD:
-		EACH(a[l] + b[l]);
+		REF_EACH(a[l] + b[l]);
 		break;
 	case VY_BIN_SUB:
-		EACH(a[l] - b[l]);
+		REF_EACH(a[l] - b[l]);
 		break;
 	case VY_BIN_MUL:
-		EACH(a[l] * b[l]);
+		REF_EACH(a[l] * b[l]);
 		break;
 	case VY_BIN_DIV:
 		if (s) {
-			EACH(div_i32(x, l, a[l], b[l], false));
+			REF_EACH(div_i32(x, l, a[l], b[l], false));
 		} else {
-			EACH(b[l] == 0 ? UINT32_MAX : a[l] / b[l]);
+			REF_EACH(b[l] == 0 ? UINT32_MAX : a[l] / b[l]);
 		}
 		break;
 	case VY_BIN_MOD:
 		if (s) {
-			EACH(div_i32(x, l, a[l], b[l], true));
+			REF_EACH(div_i32(x, l, a[l], b[l], true));
 		} else {
-			EACH(b[l] == 0 ? 0 : a[l] % b[l]);
+			REF_EACH(b[l] == 0 ? 0 : a[l] % b[l]);
 		}
 		break;
 	case VY_BIN_BIT_AND:
-		EACH(a[l] & b[l]);
+		REF_EACH(a[l] & b[l]);
 		break;
 	case VY_BIN_BIT_OR:
-		EACH(a[l] | b[l]);
+		REF_EACH(a[l] | b[l]);
 		break;
 	case VY_BIN_BIT_XOR:
-		EACH(a[l] ^ b[l]);
+		REF_EACH(a[l] ^ b[l]);
 		break;
 	case VY_BIN_SHL:
-		EACH(a[l] << (b[l] & 31));
+		REF_EACH(a[l] << (b[l] & 31));
 		break;
 	case VY_BIN_SHR:
 		if (s) {
-			EACH(shr_arith(a[l], b[l] & 31));
+			REF_EACH(shr_arith(a[l], b[l] & 31));
 		} else {
-			EACH(a[l] >> (b[l] & 31));
+			REF_EACH(a[l] >> (b[l] & 31));
 		}
 		break;
 	case VY_BIN_ROTL:
-		EACH(rotl(a[l], b[l] & 31));
+		REF_EACH(rotl(a[l], b[l] & 31));
 		break;
 	case VY_BIN_ROTR:
-		EACH(rotl(a[l], (32 - (b[l] & 31)) & 31));
+		REF_EACH(rotl(a[l], (32 - (b[l] & 31)) & 31));
 		break;
 	case VY_BIN_EQ:
-		EACH(a[l] == b[l]);
+		REF_EACH(a[l] == b[l]);
 		break;
 	case VY_BIN_NE:
-		EACH(a[l] != b[l]);
+		REF_EACH(a[l] != b[l]);
 		break;
 	case VY_BIN_LT:
 		if (s) {
-			EACH(ref_i32(a[l]) < ref_i32(b[l]));
+			REF_EACH(ref_i32(a[l]) < ref_i32(b[l]));
 		} else {
-			EACH(a[l] < b[l]);
+			REF_EACH(a[l] < b[l]);
 		}
 		break;
 	case VY_BIN_LE:
 		if (s) {
-			EACH(ref_i32(a[l]) <= ref_i32(b[l]));
+			REF_EACH(ref_i32(a[l]) <= ref_i32(b[l]));
 		} else {
-			EACH(a[l] <= b[l]);
+			REF_EACH(a[l] <= b[l]);
 		}
 		break;
 	case VY_BIN_GT:
 		if (s) {
-			EACH(ref_i32(a[l]) > ref_i32(b[l]));
+			REF_EACH(ref_i32(a[l]) > ref_i32(b[l]));
 		} else {
-			EACH(a[l] > b[l]);
+			REF_EACH(a[l] > b[l]);
 		}
 		break;
 	case VY_BIN_GE:
 		if (s) {
-			EACH(ref_i32(a[l]) >= ref_i32(b[l]));
+			REF_EACH(ref_i32(a[l]) >= ref_i32(b[l]));
 		} else {
-			EACH(a[l] >= b[l]);
+			REF_EACH(a[l] >= b[l]);
 		}
 		break;
 	case VY_BIN_AND:
-		EACH(a[l] != 0 && b[l] != 0);
+		REF_EACH(a[l] != 0 && b[l] != 0);
 		break;
 	case VY_BIN_OR:
-		EACH(a[l] != 0 || b[l] != 0);
+		REF_EACH(a[l] != 0 || b[l] != 0);
 		break;
 	case VY_BIN_MIN:
 		if (s) {
-			EACH(ref_i32(a[l]) <= ref_i32(b[l]) ? a[l] : b[l]);
+			REF_EACH(ref_i32(a[l]) <= ref_i32(b[l]) ? a[l] : b[l]);
 		} else {
-			EACH(a[l] <= b[l] ? a[l] : b[l]);
+			REF_EACH(a[l] <= b[l] ? a[l] : b[l]);
 		}
 		break;
 	case VY_BIN_MAX:
 		if (s) {
-			EACH(ref_i32(a[l]) >= ref_i32(b[l]) ? a[l] : b[l]);
+			REF_EACH(ref_i32(a[l]) >= ref_i32(b[l]) ? a[l] : b[l]);
 		} else {
-			EACH(a[l] >= b[l] ? a[l] : b[l]);
+			REF_EACH(a[l] >= b[l] ? a[l] : b[l]);
 		}
 		break;
 	case VY_BIN_ABS_DIFF:
-		EACH(a[l] >= b[l] ? a[l] - b[l] : b[l] - a[l]);
+		REF_EACH(a[l] >= b[l] ? a[l] - b[l] : b[l] - a[l]);
 		break;
 	case VY_BIN_SAT_ADD:
-		EACH(a[l] + b[l] < a[l] ? UINT32_MAX : a[l] + b[l]);
+		REF_EACH(a[l] + b[l] < a[l] ? UINT32_MAX : a[l] + b[l]);
 		break;
 	case VY_BIN_SAT_SUB:
-		EACH(a[l] < b[l] ? 0 : a[l] - b[l]);
+		REF_EACH(a[l] < b[l] ? 0 : a[l] - b[l]);
 		break;
 	case VY_BIN_SAT_MUL:
-		EACH((uint64_t)a[l] * b[l] > UINT32_MAX ? UINT32_MAX : a[l] * b[l]);
+		REF_EACH((uint64_t)a[l] * b[l] > UINT32_MAX ? UINT32_MAX : a[l] * b[l]);
 		break;
 	case VY_BIN_MUL_HIGH:
-		EACH(mul_high(a[l], b[l], s));
+		REF_EACH(mul_high(a[l], b[l], s));
 		break;
 	case VY_BINOP_COUNT:
 		assert(!"binary operation outside the enum");
@@ -243,43 +235,43 @@ void vy__ref_int_unary(enum vy_unop op, enum vy_type type, const struct ref_lane
 	(void)type;
 	switch (op) {
 	case VY_UN_NEG:
-		EACH(0u - a[l]);
+		REF_EACH(0u - a[l]);
 		break;
 	case VY_UN_BIT_NOT:
-		EACH(~a[l]);
+		REF_EACH(~a[l]);
 		break;
 	case VY_UN_NOT:
-		EACH(a[l] == 0);
+		REF_EACH(a[l] == 0);
 		break;
 	case VY_UN_POPCOUNT:
-		EACH(popcount(a[l]));
+		REF_EACH(popcount(a[l]));
 		break;
 	case VY_UN_CLZ:
-		EACH(clz(a[l]));
+		REF_EACH(clz(a[l]));
 		break;
 	case VY_UN_CTZ:
-		EACH(ctz(a[l]));
+		REF_EACH(ctz(a[l]));
 		break;
 	case VY_UN_REVERSE_BITS:
-		EACH(reverse_bits(a[l]));
+		REF_EACH(reverse_bits(a[l]));
 		break;
 	case VY_UN_ABS:
-		EACH(abs_i32(a[l]));
+		REF_EACH(abs_i32(a[l]));
 		break;
 	case VY_UN_SIGN:
-		EACH(sign_i32(a[l]));
+		REF_EACH(sign_i32(a[l]));
 		break;
 	case VY_UN_UNPACK4_LOW:
-		EACH(a[l] & 0xFu);
+		REF_EACH(a[l] & 0xFu);
 		break;
 	case VY_UN_UNPACK4_HIGH:
-		EACH(a[l] >> 28);
+		REF_EACH(a[l] >> 28);
 		break;
 	case VY_UN_UNPACK8_LOW:
-		EACH(a[l] & 0xFFu);
+		REF_EACH(a[l] & 0xFFu);
 		break;
 	case VY_UN_UNPACK8_HIGH:
-		EACH(a[l] >> 24);
+		REF_EACH(a[l] >> 24);
 		break;
 	default:
 		assert(!"not an integer unary operation");
