@@ -503,6 +503,34 @@ int vy_backend_try_recover(struct vy_backend *b, struct vy_err *err)
 	return b->ops->try_recover(b, err);
 }
 
+int vy_backend_inject_fault(struct vy_backend *b, enum vy_fault fault, struct vy_err *err)
+{
+	if (!b->ops->inject_fault) {
+		return vy_backend_unsupported(b, "fault injection", err);
+	}
+	return b->ops->inject_fault(b, fault, err);
+}
+
+#define VY__FAULT_NAME(suffix, name) [VY_FAULT_##suffix] = name,
+static const char *const fault_names[] = {VY_FAULT_MAP(VY__FAULT_NAME)};
+#undef VY__FAULT_NAME
+
+const char *vy_fault_name(enum vy_fault fault)
+{
+	return (unsigned)fault < VY_FAULT_COUNT ? fault_names[fault] : "?";
+}
+
+bool vy_fault_parse(const char *name, enum vy_fault *out)
+{
+	for (unsigned i = 0; i < VY_FAULT_COUNT; i++) {
+		if (strcmp(name, fault_names[i]) == 0) {
+			*out = (enum vy_fault)i;
+			return true;
+		}
+	}
+	return false;
+}
+
 /*
  * The passthrough pipeline keeps its own copy of the program, so that a cache may hold it after
  * the caller's program is gone, exactly as it would hold a native pipeline.
@@ -548,7 +576,7 @@ int vy_backend_compile_native(struct vy_backend *b, const struct vy_program *pro
 		}
 	}
 	struct passthrough *p = xrealloc(NULL, 1, sizeof(*p));
-	p->base = (struct vy_pipeline){&passthrough_ops, b, false, NULL};
+	p->base = (struct vy_pipeline){.ops = &passthrough_ops, .backend = b};
 	p->program = vy_program_clone(program);
 	*out = &p->base;
 	return 0;

@@ -10,7 +10,8 @@
  *   dispatch_timed                  host wall time around vy_backend_dispatch_into
  *   compile_native                  a passthrough pipeline that runs `dispatch` every time
  *   dispatch_async                  runs the dispatch now and returns a ready handle
- *   resident_* entries, try_recover UNSUPPORTED_FEATURE naming the feature and the backend id
+ *   resident_* entries, try_recover,
+ *   inject_fault                    UNSUPPORTED_FEATURE naming the feature and the backend id
  *   capability queries, device_lost false
  *   limits                          workgroup size [1,1,1], one workgroup per dimension,
  *                                   invocations = product of the workgroup size (saturating),
@@ -215,6 +216,32 @@ struct vy_pipeline_cache_stats {
 	uint64_t compile_ns;
 };
 
+/*
+ * Faults a backend can be told to produce, so that its callers' handling of failures the wire
+ * cannot cause is tested on a healthy device (DESIGN.md §7.8). X(suffix, name).
+ *   DEVICE_LOST    the device counts as lost at once: operations fail DEVICE_LOST until
+ *                  try_recover succeeds
+ *   COMPILE        the next program compiled (not found in the backend's own cache) fails
+ *                  KERNEL_COMPILE_FAILED
+ *   DISPATCH       the next dispatch fails DISPATCH_FAILED before it reaches the device
+ *   OUT_OF_MEMORY  the next resident allocation or dispatch fails OUT_OF_MEMORY
+ * Each is armed once and fires once.
+ */
+#define VY_FAULT_MAP(X)                                                                            \
+	X(DEVICE_LOST, "device_lost")                                                              \
+	X(COMPILE, "compile")                                                                      \
+	X(DISPATCH, "dispatch")                                                                    \
+	X(OUT_OF_MEMORY, "out_of_memory")
+
+#define VY__ENUM_FAULT(suffix, name) VY_FAULT_##suffix,
+enum vy_fault { VY_FAULT_MAP(VY__ENUM_FAULT) VY_FAULT_COUNT };
+#undef VY__ENUM_FAULT
+
+/* "device_lost", ...; "?" for a value outside the enum. */
+const char *vy_fault_name(enum vy_fault fault);
+/* The fault named `name`; false for an unknown name. */
+bool vy_fault_parse(const char *name, enum vy_fault *out);
+
 struct vy_backend;
 struct vy_pipeline;
 struct vy_pending;
@@ -292,6 +319,7 @@ struct vy_backend_ops {
 	int (*shutdown)(struct vy_backend *b, struct vy_err *err);
 	bool (*device_lost)(struct vy_backend *b);
 	int (*try_recover)(struct vy_backend *b, struct vy_err *err);
+	int (*inject_fault)(struct vy_backend *b, enum vy_fault fault, struct vy_err *err);
 };
 
 /*
@@ -384,6 +412,8 @@ int vy_backend_shutdown(struct vy_backend *b, struct vy_err *err);
 bool vy_backend_device_lost(struct vy_backend *b);
 /* Reacquire a lost device and drop its caches; recovery is opt-in, so the default refuses. */
 int vy_backend_try_recover(struct vy_backend *b, struct vy_err *err);
+/* Arm `fault` (see enum vy_fault); UNSUPPORTED_FEATURE where the backend has no such hook. */
+int vy_backend_inject_fault(struct vy_backend *b, enum vy_fault fault, struct vy_err *err);
 
 /*
  * Fill `err` with UNSUPPORTED_FEATURE for `feature` on backend `b` and return the code: the
@@ -408,6 +438,7 @@ struct vy_pipeline {
 	const struct vy_pipeline_ops *ops; /* borrowed, static */
 	struct vy_backend *backend;        /* borrowed */
 	bool native;                       /* false for the passthrough pipeline */
+	bool from_disk; /* its code came from the backend's disk cache, not from a compiler */
 	void *impl;
 };
 

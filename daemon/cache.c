@@ -32,10 +32,6 @@
 #include "log.h"
 #include "vyred.h"
 
-#ifdef VY_HAVE_VULKAN
-#include "vulkan/vulkan.h"
-#endif
-
 #define PIPE_NATIVE_ALLOWANCE ((uint64_t)16 * 1024)
 
 static void *xcalloc(size_t n, size_t size)
@@ -507,18 +503,6 @@ static void pipe_remove(struct vy_pcache *c, struct vy_pipe *p)
 	vy_pipe_unref(p);
 }
 
-static uint64_t disk_hits_of(struct vy_device *d)
-{
-#ifdef VY_HAVE_VULKAN
-	struct vy_vulkan_stats st;
-	if (d->vulkan && vy_vulkan_stats(d->backend, &st)) {
-		return st.spirv_disk_hits;
-	}
-#endif
-	(void)d;
-	return 0;
-}
-
 static void pipe_work(uv_work_t *work)
 {
 	struct vy_pipe *p = VY_CONTAINER_OF(work, struct vy_pipe, work);
@@ -542,9 +526,8 @@ static void pipe_work(uv_work_t *work)
 		    sizeof(cfg.workgroup_size))) {
 		memcpy(cfg.workgroup_size, p->workgroup_size, sizeof(cfg.workgroup_size));
 	}
-	uint64_t disk_before = disk_hits_of(d);
 	p->rc = vy_backend_compile_native(d->backend, p->prog->program, &cfg, &p->pl, &p->err);
-	bool disk = d->vulkan ? disk_hits_of(d) > disk_before : p->prog->from_disk;
+	bool disk = p->pl && p->pl->native ? p->pl->from_disk : p->prog->from_disk;
 	p->outcome = disk ? "disk" : "miss";
 	p->compile_ns = vy_now_ns() - t0;
 }

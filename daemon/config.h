@@ -69,7 +69,9 @@
 	X(stall_timeout_ms, "limits", U64, "60000", true,                                          \
 		"a connection stuck in the middle of a frame this long is closed; 0 never")        \
 	X(drain_timeout_ms, "limits", U64, "10000", true,                                          \
-		"how long SIGTERM waits for requests in flight")
+		"how long SIGTERM waits for requests in flight")                                   \
+	X(fault_injection, "debug", BOOL, "false", false,                                          \
+		"accept inject_fault from admin peers, to test failure handling; never in production")
 
 #define VY__CONF_CTYPE_STR char *
 #define VY__CONF_CTYPE_BOOL bool

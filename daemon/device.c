@@ -217,6 +217,8 @@ static void run_batch(struct vy_device *d, struct vy_job **batch, uint32_t n)
 			j->cfg.label ? j->cfg.label : "", j->cfg.label ? ")" : "", cause);
 	}
 	struct vy_err err = {0};
+	/* Recovery closes the Vulkan instance, which would unload its driver. */
+	vy_devices_pin_libraries();
 	int rc = vy_backend_try_recover(d->backend, &err);
 	if (rc) {
 		vy_log_err(VY_LOG_ERR, &err, "device %u was lost and did not recover", d->index);

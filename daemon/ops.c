@@ -723,6 +723,37 @@ static void op_cache_clear(struct vy_req *req)
 	vy_reply_send(rp);
 }
 
+/* --- fault injection (tests of failure handling, DESIGN.md §7.8) ----------------------- */
+
+static void op_inject_fault(struct vy_req *req)
+{
+	struct vy_server *s = req->conn->srv;
+	if (!s->cfg.fault_injection) {
+		fail(req, VY_E_PERMISSION_DENIED, "op",
+			"start vyred with fault_injection = true in [debug] (test daemons only)",
+			"fault injection is disabled on this daemon");
+		return;
+	}
+	enum vy_fault fault;
+	if (!vy_fault_parse(req->r.fault, &fault)) {
+		fail(req, VY_E_BAD_REQUEST, "fault",
+			"name one of device_lost, compile, dispatch or out_of_memory",
+			"unknown fault \"%s\"", req->r.fault);
+		return;
+	}
+	struct vy_err err;
+	struct vy_device *d = vy_device_pick(s, &req->r.config, 0, &err);
+	if (d && vy_backend_inject_fault(d->backend, fault, &err) == 0) {
+		vy_log(VY_LOG_WARNING, "device %u: fault %s injected by client %" PRIu64 " (uid %u)",
+			d->index, vy_fault_name(fault), req->conn->id, (unsigned)req->conn->uid);
+		struct vy_reply *rp = vy_reply_begin(req, 1);
+		vy_pack_kv_u64(&rp->pk, "device", d->index);
+		vy_reply_send(rp);
+		return;
+	}
+	vy_reply_error(req, &err, NULL);
+}
+
 void vy_ops_start(struct vy_req *req)
 {
 	struct vy_conn *c = req->conn;
@@ -812,6 +843,9 @@ void vy_ops_start(struct vy_req *req)
 		break;
 	case VY_OP_SHM_DETACH:
 		op_shm_detach(req);
+		break;
+	case VY_OP_INJECT_FAULT:
+		op_inject_fault(req);
 		break;
 	case VY_OP_COUNT:
 		fail(req, VY_E_INTERNAL, NULL, "report this as a bug", "unknown operation");

@@ -415,6 +415,9 @@ static int get_field(struct rdec *d, const struct vy_mp_obj *key, struct vy_err 
 	if (vy_mp_str_eq(key, "name")) {
 		return get_str(d, &req->name, VY_IR_MAX_NAME, "name");
 	}
+	if (vy_mp_str_eq(key, "fault")) {
+		return get_str(d, &req->fault, VY_MAX_LABEL, "fault");
+	}
 	if (vy_mp_str_eq(key, "data")) {
 		struct vy_mp_obj o;
 		int rc = get(d, &o, VY_MP_BIN, "data");
@@ -556,7 +559,8 @@ int vy_request_decode(const uint8_t *frame, size_t len, struct vy_request *req, 
 			       (n == 4 && !memcmp(required, "size", 4) && req->size) ||
 			       (n == 6 && !memcmp(required, "handle", 6) && req->handle) ||
 			       (n == 4 && !memcmp(required, "data", 4) && req->data) ||
-			       (n == 6 && !memcmp(required, "region", 6) && req->region);
+			       (n == 6 && !memcmp(required, "region", 6) && req->region) ||
+			       (n == 5 && !memcmp(required, "fault", 5) && req->fault);
 		if (!present) {
 			snprintf(field, sizeof(field), "%.*s", (int)n, required);
 			rc = vy_err_set(err, VY_E_BAD_REQUEST, field,

@@ -42,7 +42,8 @@
 	X(CACHE_LIST, "cache_list", false, "", "")                                                 \
 	X(CACHE_CLEAR, "cache_clear", true, "", "")                                                \
 	X(SHM_ATTACH, "shm_attach", false, "size", "size")                                         \
-	X(SHM_DETACH, "shm_detach", false, "region", "region")
+	X(SHM_DETACH, "shm_detach", false, "region", "region")                                     \
+	X(INJECT_FAULT, "inject_fault", true, "fault config", "fault")
 
 #define VY__OP_ENUM(e, wire, admin, fields, required) VY_OP_##e,
 enum vy_op { VY_OP_MAP(VY__OP_ENUM) VY_OP_COUNT };
@@ -131,6 +132,8 @@ struct vy_request {
 	bool has_length;
 	uint64_t length;
 	uint64_t region;
+	/* inject_fault */
+	const char *fault;
 };
 
 #define VY_MAX_INPUTS 32

@@ -5,6 +5,7 @@
  */
 #include "vk_backend.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,33 @@ int vy__vk_note(struct vy__vk_backend *b, int rc)
 		atomic_store(&b->lost, true);
 	}
 	return rc;
+}
+
+bool vy__vk_fault_take(struct vy__vk_backend *b, enum vy_fault fault, struct vy_err *err)
+{
+	unsigned bit = 1u << fault;
+	if (!(atomic_load(&b->faults) & bit) || !(atomic_fetch_and(&b->faults, ~bit) & bit)) {
+		return false;
+	}
+	const char *fix = "this failure was injected by a test; dispatch again";
+	switch (fault) {
+	case VY_FAULT_COMPILE:
+		vy_err_set(err, VY_E_KERNEL_COMPILE_FAILED, NULL, fix,
+			"the pipeline of the program could not be compiled (injected fault)");
+		break;
+	case VY_FAULT_DISPATCH:
+		vy_err_set(err, VY_E_DISPATCH_FAILED, NULL, fix,
+			"the dispatch could not be submitted (injected fault)");
+		break;
+	case VY_FAULT_OUT_OF_MEMORY:
+		vy_err_set(err, VY_E_OUT_OF_MEMORY, NULL, fix,
+			"device memory is exhausted (injected fault)");
+		break;
+	case VY_FAULT_DEVICE_LOST:
+	case VY_FAULT_COUNT:
+		break;
+	}
+	return true;
 }
 
 static int usable(struct vy__vk_backend *b, struct vy_err *err)
@@ -426,7 +454,7 @@ static int vk_compile_native(struct vy_backend *base, const struct vy_program *p
 		fprintf(stderr, "vyred: out of memory for a compiled pipeline\n");
 		abort();
 	}
-	c->base = (struct vy_pipeline){&compiled_ops, base, true, c};
+	c->base = (struct vy_pipeline){&compiled_ops, base, true, k->from_disk, c};
 	c->program = vy_program_clone(program);
 	pthread_mutex_init(&c->lock, NULL);
 	c->k = k;
@@ -606,6 +634,9 @@ static int vk_resident_alloc(
 	r->len = len;
 	atomic_init(&r->refs, 1);
 	int rc = usable(b, err);
+	if (rc == 0 && vy__vk_fault_take(b, VY_FAULT_OUT_OF_MEMORY, err)) {
+		rc = VY_E_OUT_OF_MEMORY;
+	}
 	if (rc == 0 && len > 0) {
 		rc = vy__vk_slice_alloc(&b->mem, VY_VK_POOL_DEVICE, len, &r->slice, err);
 		/* Pooled memory held another job's bytes: a new buffer must not show them. */
@@ -959,6 +990,18 @@ static int vk_try_recover(struct vy_backend *base, struct vy_err *err)
 	return rc;
 }
 
+static int vk_inject_fault(struct vy_backend *base, enum vy_fault fault, struct vy_err *err)
+{
+	struct vy__vk_backend *b = vy__vk_from(base);
+	assert((unsigned)fault < VY_FAULT_COUNT);
+	if (fault == VY_FAULT_DEVICE_LOST) {
+		atomic_store(&b->lost, true);
+	} else {
+		atomic_fetch_or(&b->faults, 1u << fault);
+	}
+	return 0;
+}
+
 static void vk_destroy(struct vy_backend *base)
 {
 	struct vy__vk_backend *b = vy__vk_from(base);
@@ -999,6 +1042,7 @@ static const struct vy_backend_ops vk_ops = {
 	.flush = vk_flush,
 	.shutdown = vk_shutdown,
 	.device_lost = vk_device_lost,
+	.inject_fault = vk_inject_fault,
 	.try_recover = vk_try_recover,
 };
 
@@ -1171,7 +1215,7 @@ uint64_t vy_vulkan_validation_messages(char *buf, size_t size)
 
 void vy__vk_simulate_device_lost(struct vy_backend *base)
 {
-	atomic_store(&vy__vk_from(base)->lost, true);
+	vk_inject_fault(base, VY_FAULT_DEVICE_LOST, NULL);
 }
 
 int vy__vk_hold_submissions(struct vy_backend *base, bool hold, struct vy_err *err)

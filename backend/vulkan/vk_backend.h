@@ -90,6 +90,7 @@ struct vy__vk_kernel {
 	pthread_mutex_t variants_lock;
 	struct vy__vk_variant *variants; /* owned */
 	uint64_t bytes;                  /* SPIR-V bytes, for the cache's accounting */
+	bool from_disk;                  /* every segment's SPIR-V came from the disk cache */
 	bool cached;                     /* in the cache's table */
 	struct vy__vk_kernel *chain;     /* hash chain */
 	struct vy__vk_kernel *lru_prev;
@@ -121,6 +122,7 @@ struct vy__vk_backend {
 	bool open; /* device objects exist */
 	bool shut;
 	_Atomic bool lost;
+	_Atomic unsigned faults; /* armed one-shot faults: bit (1 << enum vy_fault) */
 	_Atomic uint64_t generation;
 	struct vy_vk_device dev;
 	struct vy_vk_memory mem;
@@ -168,6 +170,12 @@ int vy__vk_segment_error(const struct vy__vk_kernel *k, uint32_t seg, int rc, st
  * device's limits.
  */
 int vy__vk_check_workgroup(struct vy__vk_backend *b, const uint32_t wg[3], struct vy_err *err);
+
+/*
+ * Whether `fault` was armed (vy_backend_inject_fault), disarming it: the caller then fails as
+ * the fault says. Fills `err` for COMPILE, DISPATCH and OUT_OF_MEMORY.
+ */
+bool vy__vk_fault_take(struct vy__vk_backend *b, enum vy_fault fault, struct vy_err *err);
 
 /* Record a failure code: DEVICE_LOST marks the device lost. Returns `rc`. */
 int vy__vk_note(struct vy__vk_backend *b, int rc);

@@ -303,6 +303,12 @@ int vy__vk_job_start(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 	struct vy_binding_plan plan = *k->plan;
 	plan.bindings = bind;
 	int rc = size_buffers(b, k, req, bind, err);
+	if (rc == 0 && vy__vk_fault_take(b, VY_FAULT_OUT_OF_MEMORY, err)) {
+		rc = VY_E_OUT_OF_MEMORY;
+	}
+	if (rc == 0 && vy__vk_fault_take(b, VY_FAULT_DISPATCH, err)) {
+		rc = VY_E_DISPATCH_FAILED;
+	}
 	if (rc == 0) {
 		rc = plan_launch(b, k, &plan, req->config, job, err);
 	}

@@ -207,9 +207,10 @@ static void spirv_key(struct vy__vk_backend *b, const char *glsl, uint8_t key[16
 	memcpy(key, c.digest, 16);
 }
 
-/* SPIR-V of `glsl`, from the disk cache or compiled (and then written to the disk cache). */
+/* SPIR-V of `glsl`, from the disk cache (*from_disk set) or compiled (and then written to the
+ * disk cache). */
 static int spirv_of(struct vy__vk_backend *b, const char *glsl, uint32_t **words, size_t *n_words,
-	struct vy_err *err)
+	bool *from_disk, struct vy_err *err)
 {
 	uint8_t key[16];
 	spirv_key(b, glsl, key);
@@ -220,11 +221,13 @@ static int spirv_of(struct vy__vk_backend *b, const char *glsl, uint32_t **words
 		if (len >= 20 && len % 4 == 0 && w[0] == 0x07230203u) {
 			*words = data;
 			*n_words = len / 4;
+			*from_disk = true;
 			return 0;
 		}
 		atomic_fetch_add(&b->disk.rejected, 1);
 		free(data);
 	}
+	*from_disk = false;
 	int rc = vy__vk_compile_glsl(b->cc, glsl, strlen(glsl), "kernel.comp", words, n_words, err);
 	if (rc == 0 && b->disk.dir) {
 		/* A cache that cannot be written costs a recompile later, not this dispatch. */
@@ -273,8 +276,10 @@ static int build_segment(struct vy__vk_backend *b, struct vy__vk_kernel *k, uint
 	}
 	uint32_t *words = NULL;
 	size_t n_words = 0;
-	rc = spirv_of(b, glsl, &words, &n_words, err);
+	bool from_disk = false;
+	rc = spirv_of(b, glsl, &words, &n_words, &from_disk, err);
 	free(glsl);
+	k->from_disk = k->from_disk && from_disk;
 	if (rc == 0 && b->validation) {
 		rc = vy__vk_validate_spirv(words, n_words, err);
 	}
@@ -359,6 +364,7 @@ static int kernel_build(struct vy__vk_backend *b, const struct vy_program *progr
 	vy_grid_sync_split(k->program, &k->split);
 	k->n_segments = k->split.len;
 	k->segments = xcalloc(k->n_segments, sizeof(*k->segments));
+	k->from_disk = true;
 	for (uint32_t s = 0; s < k->n_segments && rc == 0; s++) {
 		rc = build_segment(b, k, s, k->split.segments[s], &caps, err);
 		if (rc) {
@@ -416,7 +422,8 @@ int vy__vk_kernel_get(struct vy__vk_backend *b, const struct vy_program *program
 	b->all = k;
 	pthread_mutex_unlock(&b->cache_lock);
 
-	int rc = kernel_build(b, program, k, err);
+	int rc = vy__vk_fault_take(b, VY_FAULT_COMPILE, err) ? VY_E_KERNEL_COMPILE_FAILED
+							     : kernel_build(b, program, k, err);
 	if (rc) {
 		vy__vk_kernel_unref(k);
 		return rc;
