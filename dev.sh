@@ -17,7 +17,7 @@ packages=(
 	libuv1-dev libmsgpack-dev libvulkan-dev libvulkan-volk-dev libshaderc-dev glslang-dev
 	libcriterion-dev libsystemd-dev libxxhash-dev libjson-c-dev libinih-dev libsodium-dev
 	mesa-vulkan-drivers vulkan-validationlayers spirv-tools vulkan-tools
-	clang clang-format libclang-rt-14-dev scdoc python3-msgpack systemd
+	clang clang-format libclang-rt-14-dev scdoc man-db gnuplot-nox python3-msgpack systemd
 )
 
 install_missing() {
