@@ -1,0 +1,175 @@
+/*
+ * Human output of vyrectl: tables whose columns line up however wide the cells turn out, and
+ * short renderings of byte counts, durations and uptimes. Widths count characters, not bytes, so
+ * "µs" and names in UTF-8 keep the columns straight.
+ */
+#include <assert.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vyrectl.h"
+
+static void *xrealloc(void *p, size_t size)
+{
+	void *q = realloc(p, size);
+	if (!q) {
+		fprintf(stderr, "vyrectl: out of memory\n");
+		abort();
+	}
+	return q;
+}
+
+static char *xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	return memcpy(xrealloc(NULL, n), s, n);
+}
+
+/* Characters of a UTF-8 string: every byte that does not continue a sequence. */
+static size_t width_of(const char *s)
+{
+	size_t w = 0;
+	for (; *s; s++) {
+		w += ((unsigned char)*s & 0xC0) != 0x80;
+	}
+	return w;
+}
+
+void ctl_table_init(struct ctl_table *t, size_t n_cols, const char *const *headers)
+{
+	assert(n_cols >= 1 && n_cols <= CTL_TABLE_COLS);
+	memset(t, 0, sizeof(*t));
+	t->n_cols = n_cols;
+	for (size_t i = 0; i < n_cols; i++) {
+		t->headers[i] = headers[i];
+	}
+}
+
+void ctl_table_row(struct ctl_table *t, const char *const *cells)
+{
+	if (t->n_rows == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 16;
+		t->cells = xrealloc(t->cells, t->cap * t->n_cols * sizeof(*t->cells));
+	}
+	char **row = t->cells + t->n_rows * t->n_cols;
+	for (size_t i = 0; i < t->n_cols; i++) {
+		row[i] = xstrdup(cells[i] ? cells[i] : "-");
+	}
+	t->n_rows++;
+}
+
+static void pad(FILE *out, size_t n)
+{
+	for (; n > 0; n--) {
+		fputc(' ', out);
+	}
+}
+
+static void print_row(
+	const struct ctl_table *t, const char *const *cells, const size_t *widths, FILE *out)
+{
+	for (size_t i = 0; i < t->n_cols; i++) {
+		bool right = t->headers[i][0] == '>';
+		const char *s = cells[i];
+		size_t w = width_of(s);
+		bool last = i + 1 == t->n_cols;
+		if (right) {
+			pad(out, widths[i] - w);
+		}
+		fputs(s, out);
+		if (!last) {
+			pad(out, (right ? 0 : widths[i] - w) + 2);
+		}
+	}
+	fputc('\n', out);
+}
+
+void ctl_table_print(const struct ctl_table *t, FILE *out)
+{
+	size_t widths[CTL_TABLE_COLS];
+	const char *heads[CTL_TABLE_COLS];
+	for (size_t i = 0; i < t->n_cols; i++) {
+		heads[i] = t->headers[i] + (t->headers[i][0] == '>');
+		widths[i] = width_of(heads[i]);
+	}
+	for (size_t r = 0; r < t->n_rows; r++) {
+		for (size_t i = 0; i < t->n_cols; i++) {
+			size_t w = width_of(t->cells[r * t->n_cols + i]);
+			widths[i] = w > widths[i] ? w : widths[i];
+		}
+	}
+	print_row(t, heads, widths, out);
+	for (size_t r = 0; r < t->n_rows; r++) {
+		print_row(t, (const char *const *)(t->cells + r * t->n_cols), widths, out);
+	}
+}
+
+void ctl_table_finish(struct ctl_table *t)
+{
+	for (size_t i = 0; i < t->n_rows * t->n_cols; i++) {
+		free(t->cells[i]);
+	}
+	free(t->cells);
+	memset(t, 0, sizeof(*t));
+}
+
+char *ctl_fmt_bytes(uint64_t bytes, char *buf)
+{
+	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	if (bytes < 1024) {
+		snprintf(buf, CTL_FMT_MAX, "%" PRIu64 " B", bytes);
+		return buf;
+	}
+	double v = (double)bytes;
+	size_t u = 0;
+	for (v /= 1024.0; v >= 1024.0 && u + 1 < sizeof(units) / sizeof(units[0]); v /= 1024.0) {
+		u++;
+	}
+	snprintf(buf, CTL_FMT_MAX,
+		v < 10.0    ? "%.2f %s"
+		: v < 100.0 ? "%.1f %s"
+			    : "%.0f %s",
+		v, units[u]);
+	return buf;
+}
+
+char *ctl_fmt_ns(uint64_t ns, char *buf)
+{
+	double v = (double)ns;
+	if (ns < 1000) {
+		snprintf(buf, CTL_FMT_MAX, "%" PRIu64 " ns", ns);
+	} else if (ns < 1000000) {
+		snprintf(buf, CTL_FMT_MAX, "%.1f \xc2\xb5s", v / 1e3);
+	} else if (ns < UINT64_C(1000000000)) {
+		snprintf(buf, CTL_FMT_MAX, "%.2f ms", v / 1e6);
+	} else {
+		snprintf(buf, CTL_FMT_MAX, "%.3f s", v / 1e9);
+	}
+	return buf;
+}
+
+char *ctl_fmt_uptime(uint64_t ms, char *buf)
+{
+	uint64_t s = ms / 1000;
+	uint64_t d = s / 86400;
+	uint64_t h = s / 3600 % 24;
+	uint64_t m = s / 60 % 60;
+	if (d) {
+		snprintf(buf, CTL_FMT_MAX, "%" PRIu64 "d %02" PRIu64 "h %02" PRIu64 "m", d, h, m);
+	} else if (h) {
+		snprintf(buf, CTL_FMT_MAX, "%" PRIu64 "h %02" PRIu64 "m %02" PRIu64 "s", h, m,
+			s % 60);
+	} else if (m) {
+		snprintf(buf, CTL_FMT_MAX, "%" PRIu64 "m %02" PRIu64 "s", m, s % 60);
+	} else {
+		snprintf(buf, CTL_FMT_MAX, "%" PRIu64 ".%03" PRIu64 "s", s, ms % 1000);
+	}
+	return buf;
+}
+
+char *ctl_fmt_u64(uint64_t v, char *buf)
+{
+	snprintf(buf, CTL_FMT_MAX, "%" PRIu64, v);
+	return buf;
+}
