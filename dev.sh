@@ -6,6 +6,10 @@
 #   ./dev.sh test    build with -Werror and ASan+UBSan, run every test suite and the fuzz
 #                    targets for a bounded time, and end with "tests: N passed, M failed"
 #   ./dev.sh build   build only (build/)
+#   ./dev.sh bench [OUTDIR]
+#                    release build into build-bench/, run the benchmark suite against its
+#                    anchors and print its table; results (JSON, plot) in OUTDIR (default
+#                    build-bench/bench-results)
 #
 # On a fresh Debian 12 machine it first installs whatever package is missing (quietly when
 # nothing is). Environment: VYRED_FUZZ_SECONDS (default 60 per target, 0 skips fuzzing).
@@ -120,6 +124,12 @@ run_demo() {
 	daemon/demo.sh build/daemon/vyred "$example"
 }
 
+run_bench() {
+	configure build-bench --buildtype=release -Dtests=false
+	ninja -C build-bench bench/vybench daemon/vyred
+	VYBENCH_BUILD=build-bench bench/run.sh "${1:-build-bench/bench-results}"
+}
+
 cmd=${1:-}
 case "$cmd" in
 demo)
@@ -134,8 +144,12 @@ build)
 	install_missing
 	build_default
 	;;
+bench)
+	install_missing
+	run_bench "${2:-}"
+	;;
 *)
-	echo "usage: ./dev.sh demo|test|build" >&2
+	echo "usage: ./dev.sh demo|test|build|bench [OUTDIR]" >&2
 	exit 2
 	;;
 esac

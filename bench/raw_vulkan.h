@@ -1,18 +1,25 @@
 /*
- * The anchor of bench_backend (DESIGN.md §10): the least Vulkan program a careful engineer would
- * write by hand for the same work as the backend, so that each vyred figure is printed beside
- * what the device gives without vyred in the way.
+ * The hand-written anchors of vybench (DESIGN.md §10): the least Vulkan program a careful
+ * engineer would write by hand for the same work as vyred, so that each vyred figure is printed
+ * beside what the device gives without vyred in the way.
  *
- * One context owns one instance, one device, one compute queue and two kernels, each compiled
- * from GLSL with shaderc when the context opens:
- *   tiny    y[i] = x[i] + 1 over a few u32 elements in host-visible coherent memory, one
- *           pre-recorded command buffer, submitted and waited on (spinning on the fence) per run;
- *   stream  y[i] = x[i] + y[i] over f32 elements read and written as vec4, on device-local
- *           buffers filled on the device, timed with timestamp queries where the queue has them.
+ * One context owns one instance, one device, one compute queue and its kernels, each compiled
+ * from GLSL with shaderc when it is prepared:
+ *   tiny     y[i] = x[i] + 1 over a few u32 elements in host-visible coherent memory, one
+ *            pre-recorded command buffer, submitted and waited on (spinning on the fence);
+ *   stream   y[i] = x[i] + y[i] over f32 elements read and written as vec4, on device-local
+ *            buffers filled on the device;
+ *   reduce   the u32 sum (wrapping) of device-local elements: a grid-stride loop per
+ *            invocation, a tree in shared memory per workgroup, one atomicAdd per workgroup;
+ *   matmul   C = A * B over n x n f32 matrices, 16 x 16 tiles staged in shared memory.
+ * stream, reduce and matmul are timed with timestamp queries where the queue has them.
+ * vy_raw_vk_pipeline_times measures pipeline creation cold, from a warm VkPipelineCache and from
+ * a pipeline cache blob, the anchors of the daemon's cache figures.
  *
  * Errors: every fallible function returns 0 or a negative VY_E_* code and fills the optional
  * struct vy_err: UNSUPPORTED_FEATURE (no loader, no such device, no compute queue),
- * OUT_OF_MEMORY, DISPATCH_FAILED (any other Vulkan or shaderc failure, with its cause).
+ * BAD_REQUEST (a size out of range), OUT_OF_MEMORY, DISPATCH_FAILED (any other Vulkan or
+ * shaderc failure, with its cause).
  *
  * Thread-safety: a context belongs to one thread at a time.
  */
@@ -25,7 +32,26 @@
 
 #include "err.h"
 
+/* The workgroup size of the reduce kernels, hand-written and IR alike. */
+#define VY_RAW_REDUCE_WG 256u
+/* The tile edge of the matmul kernels (workgroup TILE x TILE); n must be a multiple of it. */
+#define VY_RAW_MATMUL_TILE 16u
+
 struct vy_raw_vk;
+
+/* Device time of one run, or UINT64_MAX where the queue has no timestamps, and host time. */
+struct vy_raw_vk_run {
+	uint64_t device_ns;
+	uint64_t wall_ns;
+};
+
+/* Pipeline creation times of one small kernel, in nanoseconds. */
+struct vy_raw_vk_pipeline_times {
+	uint64_t cold_ns; /* shaderc compile, shader module and pipeline, with an empty cache */
+	uint64_t warm_ns; /* the same pipeline again through the VkPipelineCache that holds it */
+	uint64_t blob_ns; /* a new VkPipelineCache from the saved blob, module from saved SPIR-V,
+			   * and the pipeline: what a restarted process does */
+};
 
 /*
  * Open device `device_index` (in vkEnumeratePhysicalDevices order, the backend's order too).
@@ -53,12 +79,38 @@ int vy_raw_vk_tiny_run(
  * 1.0 and y with 0.0 on the device, and record its command buffer.
  */
 int vy_raw_vk_stream_prepare(struct vy_raw_vk *raw, uint64_t n, struct vy_err *err);
+/* One run of the stream kernel (y += x), waited for. */
+int vy_raw_vk_stream_run(struct vy_raw_vk *raw, struct vy_raw_vk_run *run, struct vy_err *err);
+/* Copy `count` elements of y starting at element `first` into `dst`. */
+int vy_raw_vk_stream_read(
+	struct vy_raw_vk *raw, uint64_t first, float *dst, size_t count, struct vy_err *err);
+
 /*
- * One run of the stream kernel, waited for. *device_ns receives the time between the timestamps
- * around the dispatch, or UINT64_MAX where the queue has no timestamps; *wall_ns the host time of
- * submit and wait.
+ * Upload the `n` u32 elements of `x` (n >= 1) and record the reduce kernel over `groups`
+ * workgroups of VY_RAW_REDUCE_WG invocations, each summing `per` elements `groups *
+ * VY_RAW_REDUCE_WG` apart.
  */
-int vy_raw_vk_stream_run(
-	struct vy_raw_vk *raw, uint64_t *device_ns, uint64_t *wall_ns, struct vy_err *err);
+int vy_raw_vk_reduce_prepare(struct vy_raw_vk *raw, const uint32_t *x, uint64_t n, uint32_t groups,
+	uint32_t per, struct vy_err *err);
+/* One run: zero the sum, dispatch, wait; the sum in *sum. */
+int vy_raw_vk_reduce_run(
+	struct vy_raw_vk *raw, uint32_t *sum, struct vy_raw_vk_run *run, struct vy_err *err);
+
+/* Upload the n x n row-major matrices a and b (n a positive multiple of VY_RAW_MATMUL_TILE, at
+ * most 8192) and record the matmul kernel. */
+int vy_raw_vk_matmul_prepare(
+	struct vy_raw_vk *raw, const float *a, const float *b, uint32_t n, struct vy_err *err);
+/* One run of C = A * B, waited for. */
+int vy_raw_vk_matmul_run(struct vy_raw_vk *raw, struct vy_raw_vk_run *run, struct vy_err *err);
+/* Copy the n x n elements of C into `c`. */
+int vy_raw_vk_matmul_read(struct vy_raw_vk *raw, float *c, struct vy_err *err);
+
+/*
+ * Build a kernel like tiny's that adds `nonce` instead of 1 (so no driver cache has seen it)
+ * and time its pipeline creation three ways (struct vy_raw_vk_pipeline_times); the warm and blob
+ * times are medians of `runs` tries.
+ */
+int vy_raw_vk_pipeline_times(struct vy_raw_vk *raw, uint32_t nonce, uint32_t runs,
+	struct vy_raw_vk_pipeline_times *out, struct vy_err *err);
 
 #endif

@@ -2,8 +2,8 @@
  * The commands that inspect the daemon: status, stats, devices, clients, buffers, cache and
  * ping. Each asks for one reply (stats, clients, buffers, cache_list) and renders it as tables,
  * as JSON through json-c (--json), or for stats as Prometheus text (--prometheus). The tables
- * read the fields the daemon documents and show "-" for a field an older daemon lacks; the JSON
- * forms carry the daemon's tree unchanged, so nothing it sends is lost on the way.
+ * read the fields the daemon documents (one it does not send reads as 0 or empty); the JSON forms
+ * carry the daemon's tree unchanged, so nothing it sends is lost on the way.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -525,12 +525,11 @@ int ctl_cmd_buffers(struct ctl *ctl, int argc, char **argv)
 			const struct vy_value *b = vy_value_item(list, i);
 			char h[CTL_FMT_MAX], sz[CTL_FMT_MAX], uid[CTL_FMT_MAX], pid[CTL_FMT_MAX];
 			char cl[CTL_FMT_MAX], dev[CTL_FMT_MAX], age[CTL_FMT_MAX], idle[CTL_FMT_MAX];
-			char pidbuf[32];
+			/* The daemon sends pids as signed numbers. */
 			int64_t p = 0;
 			vy_value_i64(vy_value_get(b, "pid"), &p);
-			snprintf(pidbuf, sizeof(pidbuf), "%" PRId64, p);
+			snprintf(pid, sizeof(pid), "%" PRId64, p);
 			snprintf(h, sizeof(h), "0x%016" PRIx64, ctl_u64(b, "handle"));
-			snprintf(pid, sizeof(pid), "%s", pidbuf);
 			const char *name = ctl_str(b, "name");
 			const char *row[] = {h, ctl_fmt_bytes(ctl_u64(b, "size"), sz),
 				name[0] ? name : NULL, ctl_fmt_u64(ctl_u64(b, "uid"), uid), pid,
@@ -690,11 +689,7 @@ int ctl_cmd_ping(struct ctl *ctl, int argc, char **argv)
 	if (rc) {
 		return rc;
 	}
-	uint64_t *ns = calloc(count, sizeof(*ns));
-	if (!ns) {
-		fprintf(stderr, "vyrectl: out of memory\n");
-		abort();
-	}
+	uint64_t *ns = ctl_realloc(NULL, count * sizeof(*ns));
 	for (size_t i = 0; i < count; i++) {
 		struct vy_error err;
 		uint64_t t0 = now_ns();

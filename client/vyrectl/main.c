@@ -18,83 +18,128 @@
 enum { OPT_SOCKET = 0x100, OPT_TIMEOUT, OPT_JSON };
 
 static const struct ctl_cmd commands[] = {
-	{"status", "", "one screen: daemon, devices, clients, cache hit rate, queue",
-		"Asks the daemon for hello and stats and prints the daemon's version, pid and "
-		"uptime,\n"
-		"its devices (name, backend, memory), the number of clients, the pipeline cache "
-		"hit\n"
-		"rate and the queue depth.\n",
-		true, ctl_cmd_status},
-	{"stats", "[--prometheus]", "every statistic of the daemon",
-		"Prints the daemon's statistics tree (DESIGN.md section 7.6) as tables.\n"
-		"  --json        the tree as the daemon sent it, in JSON\n"
-		"  --prometheus  Prometheus text exposition format 0.0.4: every numeric field as "
-		"a\n"
-		"                vyred_* metric in base units (seconds, bytes, _total counters), "
-		"with\n"
-		"                labels for devices, clients, operations and error codes\n",
-		true, ctl_cmd_stats},
-	{"devices", "", "the daemon's devices: profile, float behaviour, work counters",
-		"Lists every device the daemon opened: backend, driver, memory, subgroup and\n"
-		"workgroup limits, what its self-test found about float operations (fused fma,\n"
-		"exact div and sqrt, subnormals), and its dispatch and busy-time counters.\n",
-		true, ctl_cmd_devices},
-	{"clients", "", "connected clients",
-		"Lists the connected clients: id, pid, uid, name, state, requests, errors, bytes\n"
-		"in and out, resident bytes. The row marked * is vyrectl itself. Clients of "
-		"other\n"
-		"users are shown to admin peers only.\n",
-		true, ctl_cmd_clients},
-	{"buffers", "", "resident buffers",
-		"Lists resident buffers: handle, size, name, owner, device, age and idle time.\n"
-		"Buffers of other users are shown to admin peers only.\n",
-		true, ctl_cmd_buffers},
-	{"cache", "list | clear", "cached pipelines and programs; empty the caches",
-		"  list   the pipelines (program, device, workgroup size, spec constants, hits,\n"
-		"         compile time) and programs the daemon holds in memory\n"
-		"  clear  drop every cached pipeline and program (admin peers only); the disk\n"
-		"         cache stays\n",
-		true, ctl_cmd_cache},
-	{"ping", "[--count N]", "round-trip latency to the daemon",
-		"Sends N pings (default 10) one after another and prints the minimum, median "
-		"(p50),\n"
-		"p99 and maximum round-trip time in microseconds.\n"
-		"  -n, --count N  number of pings, 1 to 1000000\n",
-		true, ctl_cmd_ping},
-	{"run", "PROGRAM.json --input NAME=DATA... [--grid X,Y,Z] [--format FMT]",
-		"dispatch a program and print its outputs",
-		"Reads a program in its JSON form, checks it, sends it with one input per input\n"
-		"buffer and prints each output by name. Timing and the cache outcome go to "
-		"stderr\n"
-		"(or into the JSON with --json).\n"
-		"  -i, --input NAME=DATA  the contents of input buffer NAME; every input buffer\n"
-		"                         needs one (`vyrectl check` lists them in order). DATA:\n"
-		"                           @FILE          raw little-endian bytes of FILE (@- is\n"
-		"                                          standard input)\n"
-		"                           hex:0a0b0c0d   bytes in hex\n"
-		"                           u32:1,2,0x10   i32:-1,2   f32:1.5,-0,nan,inf\n"
-		"                           1,2,3          a list in the buffer's element type\n"
-		"  -g, --grid X[,Y[,Z]]   workgroups to launch (default: from the outputs)\n"
-		"  -f, --format FMT       how outputs print: u32, i32, f32, hex or raw (bytes to\n"
-		"                         stdout); default: each buffer's element type\n"
-		"      --backend ID       run on the vulkan or the reference backend\n"
-		"      --device N         run on device N (an index from `vyrectl devices`)\n"
-		"      --timing           ask the device for its own timing (device_ns)\n",
-		true, ctl_cmd_run},
-	{"compile", "PROGRAM.json [--backend ID] [--device N]", "compile a program on the daemon",
-		"Reads a program in its JSON form, checks it, and has the daemon validate, plan\n"
-		"and compile it; prints the program id, the cache outcome (hit, disk or miss),\n"
-		"the compile time and the device.\n"
-		"      --backend ID  compile for the vulkan or the reference backend\n"
-		"      --device N    compile for device N\n",
-		true, ctl_cmd_compile},
-	{"check", "PROGRAM.json", "decode and validate a program locally",
-		"Decodes and validates a program (\"-\" reads standard input) without a daemon, "
-		"and\n"
-		"prints its id, buffers, binding roles and input/output order, and every error "
-		"with\n"
-		"its location and Fix line.\n",
-		false, ctl_cmd_check},
+	{
+		.name = "status",
+		.synopsis = "",
+		.summary = "one screen: daemon, devices, clients, cache, queue",
+		.help = "Asks the daemon for hello and stats and prints its version, pid and\n"
+			"uptime, its devices (name, backend, memory), the number of clients,\n"
+			"the pipeline cache hit rate and the queue depth.\n",
+		.json = true,
+		.run = ctl_cmd_status,
+	},
+	{
+		.name = "stats",
+		.synopsis = "[--prometheus]",
+		.summary = "every statistic of the daemon",
+		.help = "Prints the daemon's statistics tree as tables.\n"
+			"  --json        the tree as the daemon sent it, in JSON\n"
+			"  --prometheus  Prometheus text exposition format 0.0.4: every number\n"
+			"                of the tree as a vyred_* metric in base units\n"
+			"                (seconds, bytes, _total counters), labelled by\n"
+			"                device, client, operation and error code\n",
+		.json = true,
+		.run = ctl_cmd_stats,
+	},
+	{
+		.name = "devices",
+		.synopsis = "",
+		.summary = "devices: profile, float behaviour, work",
+		.help = "Lists every device the daemon opened: backend, driver, memory,\n"
+			"subgroup and workgroup limits, what its self-test found about float\n"
+			"operations (fused fma, exact div and sqrt, subnormals), and its\n"
+			"dispatch and busy-time counters.\n",
+		.json = true,
+		.run = ctl_cmd_devices,
+	},
+	{
+		.name = "clients",
+		.synopsis = "",
+		.summary = "connected clients",
+		.help = "Lists the connected clients: id, pid, uid, name, state, requests,\n"
+			"errors, bytes in and out, resident bytes. The row marked * is vyrectl\n"
+			"itself. Clients of other users are shown to admin peers only.\n",
+		.json = true,
+		.run = ctl_cmd_clients,
+	},
+	{
+		.name = "buffers",
+		.synopsis = "",
+		.summary = "resident buffers",
+		.help = "Lists resident buffers: handle, size, name, owner, device, age and\n"
+			"idle time. Buffers of other users are shown to admin peers only.\n",
+		.json = true,
+		.run = ctl_cmd_buffers,
+	},
+	{
+		.name = "cache",
+		.synopsis = "list | clear",
+		.summary = "cached pipelines and programs; empty the caches",
+		.help = "  list   the pipelines (program, device, workgroup size, spec\n"
+			"         constants, hits, compile time) and the programs the daemon\n"
+			"         holds in memory\n"
+			"  clear  drop every cached pipeline and program from memory, and\n"
+			"         the programs of the disk cache (admin peers only)\n",
+		.json = true,
+		.run = ctl_cmd_cache,
+	},
+	{
+		.name = "ping",
+		.synopsis = "[--count N]",
+		.summary = "round-trip latency to the daemon",
+		.help = "Sends N pings one after another and prints the minimum, median\n"
+			"(p50), p99 and maximum round-trip time in microseconds.\n"
+			"  -n, --count N  number of pings, 1 to 1000000 (default 10)\n",
+		.json = true,
+		.run = ctl_cmd_ping,
+	},
+	{
+		.name = "run",
+		.synopsis = "PROGRAM.json --input NAME=DATA... [OPTIONS]",
+		.summary = "dispatch a program, print its outputs",
+		.help = "Reads a program in its JSON form, checks it, sends it with one input\n"
+			"per input buffer and prints each output by name. Timing and the cache\n"
+			"outcome go to stderr (or into the JSON with --json).\n"
+			"  -i, --input NAME=DATA  the contents of input buffer NAME; every\n"
+			"                         input buffer needs one (`vyrectl check`\n"
+			"                         lists them). DATA is one of:\n"
+			"                           @FILE         raw little-endian bytes\n"
+			"                                         (@- reads standard input)\n"
+			"                           hex:0a0b0c0d  bytes in hex\n"
+			"                           u32:1,2,0x10  i32:-1,2  f32:1.5,-0,nan\n"
+			"                           1,2,3         a list in the buffer's type\n"
+			"  -g, --grid X[,Y[,Z]]   workgroups to launch (default: from the\n"
+			"                         outputs)\n"
+			"  -f, --format FMT       how outputs print: u32, i32, f32, hex, or\n"
+			"                         raw (bytes to stdout); default: their type\n"
+			"      --backend ID       run on the vulkan or the reference backend\n"
+			"      --device N         run on device N (see `vyrectl devices`)\n"
+			"      --timing           ask for the device's own timing (device_ns)\n",
+		.json = true,
+		.run = ctl_cmd_run,
+	},
+	{
+		.name = "compile",
+		.synopsis = "PROGRAM.json [--backend ID] [--device N]",
+		.summary = "compile a program on the daemon",
+		.help = "Reads a program in its JSON form, checks it, and has the daemon\n"
+			"validate, plan and compile it; prints the program id, the cache\n"
+			"outcome (hit, disk or miss), the compile time and the device.\n"
+			"      --backend ID  compile for the vulkan or the reference backend\n"
+			"      --device N    compile for device N\n",
+		.json = true,
+		.run = ctl_cmd_compile,
+	},
+	{
+		.name = "check",
+		.synopsis = "PROGRAM.json",
+		.summary = "decode and validate a program locally",
+		.help = "Decodes and validates a program (\"-\" reads standard input) without a\n"
+			"daemon, and prints its id, buffers, binding roles and input/output\n"
+			"order, and every error with its location and Fix line.\n",
+		.json = false,
+		.run = ctl_cmd_check,
+	},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -135,8 +180,8 @@ static void usage(FILE *out)
 
 void ctl_cmd_help(const struct ctl_cmd *cmd, FILE *out)
 {
-	fprintf(out, "usage: vyrectl %s%s%s\n\n%s.\n\n%s\n", cmd->name, cmd->synopsis[0] ? " " : "",
-		cmd->synopsis, cmd->summary, cmd->help);
+	fprintf(out, "usage: vyrectl %s%s%s\n\n%s\n", cmd->name, cmd->synopsis[0] ? " " : "",
+		cmd->synopsis, cmd->help);
 	fprintf(out, "Also: --socket PATH, --timeout SEC%s. Exit statuses: vyrectl --help.\n",
 		cmd->json ? ", --json" : "");
 }
@@ -175,6 +220,16 @@ const char *ctl_socket_path(const struct ctl *ctl)
 	}
 	const char *env = getenv("VYRED_SOCKET");
 	return env && env[0] ? env : VY_DEFAULT_SOCKET;
+}
+
+void *ctl_realloc(void *p, size_t size)
+{
+	void *q = realloc(p, size ? size : 1);
+	if (!q) {
+		fprintf(stderr, "vyrectl: out of memory\n");
+		abort();
+	}
+	return q;
 }
 
 static int parse_timeout(struct ctl *ctl, const char *arg)
@@ -285,31 +340,24 @@ char *ctl_read_file(const char *path, size_t *len)
 	}
 	size_t cap = 1 << 16;
 	size_t n = 0;
-	char *buf = malloc(cap + 1);
-	while (buf) {
+	char *buf = ctl_realloc(NULL, cap + 1);
+	for (;;) {
 		n += fread(buf + n, 1, cap - n, f);
-		if (n < cap) {
-			if (ferror(f)) {
-				int e = errno;
-				free(buf);
-				buf = NULL;
-				errno = e ? e : EIO;
-			}
-			break;
-		}
-		if (cap >= CTL_MAX_FILE) {
+		int e = errno;
+		if (n < cap && ferror(f)) {
+			free(buf);
+			buf = NULL;
+			errno = e ? e : EIO;
+		} else if (n == cap && cap >= CTL_MAX_FILE) {
 			free(buf);
 			buf = NULL;
 			errno = EFBIG;
-			break;
+		} else if (n == cap) {
+			cap *= 2;
+			buf = ctl_realloc(buf, cap + 1);
+			continue;
 		}
-		cap *= 2;
-		char *grown = realloc(buf, cap + 1);
-		if (!grown) {
-			free(buf);
-			errno = ENOMEM;
-		}
-		buf = grown;
+		break;
 	}
 	if (!is_stdin) {
 		fclose(f);

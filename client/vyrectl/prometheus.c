@@ -179,6 +179,12 @@ static const struct rule rules[] = {
 	C("resident.lost", "resident_lost_total", "Resident buffers lost with their device."),
 	G("resident.shm_regions", "shm_regions", "Shared-memory regions attached by clients."),
 	G("resident.shm_bytes", "shm_bytes", "Bytes of attached shared-memory regions."),
+	G("resident.shm_imported", "shm_imported_regions",
+		"Shared-memory regions a device imported, so it reads them without a host copy."),
+	C("resident.shm_import_inputs", "shm_import_inputs_total",
+		"Dispatch inputs a device read from imported shared memory."),
+	C("resident.shm_import_bytes", "shm_import_bytes_total",
+		"Bytes of dispatch inputs read from imported shared memory."),
 
 	G("clients.count", "clients", "Connected clients."),
 	C("clients.bytes_in", "received_bytes_total", "Bytes received from clients."),
@@ -256,21 +262,11 @@ struct sbuf {
 	size_t cap;
 };
 
-static void *xrealloc(void *p, size_t size)
-{
-	void *q = realloc(p, size);
-	if (!q) {
-		fprintf(stderr, "vyrectl: out of memory\n");
-		abort();
-	}
-	return q;
-}
-
 static void sb_putn(struct sbuf *b, const char *s, size_t n)
 {
 	if (b->len + n + 1 > b->cap) {
 		b->cap = (b->len + n + 1) * 2;
-		b->p = xrealloc(b->p, b->cap);
+		b->p = ctl_realloc(b->p, b->cap);
 	}
 	memcpy(b->p + b->len, s, n);
 	b->len += n;
@@ -391,7 +387,7 @@ static size_t family_of(struct prom *p, const char *name, enum fam_type type, co
 			return i;
 		}
 	}
-	p->fams = xrealloc(p->fams, (p->n_fams + 1) * sizeof(*p->fams));
+	p->fams = ctl_realloc(p->fams, (p->n_fams + 1) * sizeof(*p->fams));
 	struct sbuf h = {0};
 	sb_escaped(&h, help, strlen(help), false);
 	struct sbuf n = {0};
@@ -428,7 +424,7 @@ static void add_sample(struct prom *p, size_t fam, char *labels, const char *qua
 			return;
 		}
 	}
-	p->samples = xrealloc(p->samples, (p->n_samples + 1) * sizeof(*p->samples));
+	p->samples = ctl_realloc(p->samples, (p->n_samples + 1) * sizeof(*p->samples));
 	struct sample *s = &p->samples[p->n_samples++];
 	*s = (struct sample){fam, labels, quantile, suffix, ""};
 	snprintf(s->value, sizeof(s->value), "%s", value);
@@ -754,7 +750,7 @@ static void write_family(const struct prom *p, size_t fam, FILE *out)
 	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", f->name, f->help, f->name,
 		type_names[f->type]);
 	/* Rows in the order they first came; within a row, the rank above. */
-	bool *done = xrealloc(NULL, (p->n_samples ? p->n_samples : 1) * sizeof(*done));
+	bool *done = ctl_realloc(NULL, (p->n_samples ? p->n_samples : 1) * sizeof(*done));
 	memset(done, 0, (p->n_samples ? p->n_samples : 1) * sizeof(*done));
 	for (size_t i = 0; i < p->n_samples; i++) {
 		if (p->samples[i].family != fam || done[i]) {

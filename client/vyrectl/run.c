@@ -32,19 +32,9 @@ struct bytes {
 	size_t len;
 };
 
-static void *xrealloc(void *p, size_t size)
-{
-	void *q = realloc(p, size ? size : 1);
-	if (!q) {
-		fprintf(stderr, "vyrectl: out of memory\n");
-		abort();
-	}
-	return q;
-}
-
 static void push_word(struct bytes *b, uint32_t w)
 {
-	b->p = xrealloc(b->p, b->len + 4);
+	b->p = ctl_realloc(b->p, b->len + 4);
 	for (int i = 0; i < 4; i++) {
 		b->p[b->len++] = (uint8_t)(w >> (8 * i));
 	}
@@ -78,7 +68,7 @@ static bool parse_hex(const char *s, struct bytes *b)
 			hi = d;
 			continue;
 		}
-		b->p = xrealloc(b->p, b->len + 1);
+		b->p = ctl_realloc(b->p, b->len + 1);
 		b->p[b->len++] = (uint8_t)(hi << 4 | d);
 		hi = -1;
 	}
@@ -291,7 +281,7 @@ static struct json_object *output_json(
 	json_object_object_add(o, "bytes", json_object_new_uint64(len));
 	if (fmt == FMT_HEX || fmt == FMT_RAW) {
 		static const char digits[] = "0123456789abcdef";
-		char *hex = xrealloc(NULL, len * 2 + 1);
+		char *hex = ctl_realloc(NULL, len * 2 + 1);
 		for (size_t i = 0; i < len; i++) {
 			hex[2 * i] = digits[p[i] >> 4];
 			hex[2 * i + 1] = digits[p[i] & 15];
@@ -301,7 +291,7 @@ static struct json_object *output_json(
 		return o;
 	}
 	json_object_object_add(o, "format", json_object_new_string(format_names[fmt]));
-	struct json_object *values = json_object_new_array_ext((int)(len / 4));
+	struct json_object *values = json_object_new_array();
 	for (size_t i = 0; i + 4 <= len; i += 4) {
 		uint32_t w = word_at(p + i);
 		struct json_object *v;

@@ -69,9 +69,14 @@ int ctl_connect(const struct ctl *ctl, struct vy_client **out)
 	if (!is_connection_error(rc)) {
 		return ctl_report(ctl, "hello", &err);
 	}
-	fprintf(stderr, "vyrectl %s: cannot connect to %s: ", ctl->cmd->name, ctl_socket_path(ctl));
+	/* libvyre's Fix speaks of its own arguments; vyrectl's names --socket. */
+	const char *path = ctl_socket_path(ctl);
+	fprintf(stderr, "vyrectl %s: ", ctl->cmd->name);
 	print_message(stderr, err.message);
-	fprintf(stderr, "\nFix: %s\n", err.fix[0] ? err.fix : FIX_CONNECT);
+	if (!strstr(err.message, path)) {
+		fprintf(stderr, " (socket %s)", path);
+	}
+	fprintf(stderr, "\nFix: %s\n", FIX_CONNECT);
 	return CTL_EXIT_CONNECT;
 }
 
@@ -97,11 +102,7 @@ int ctl_fetch(
 static struct json_object *hex_string(const uint8_t *bytes, size_t len)
 {
 	static const char digits[] = "0123456789abcdef";
-	char *s = malloc(len * 2 + 1);
-	if (!s) {
-		fprintf(stderr, "vyrectl: out of memory\n");
-		abort();
-	}
+	char *s = ctl_realloc(NULL, len * 2 + 1);
 	for (size_t i = 0; i < len; i++) {
 		s[2 * i] = digits[bytes[i] >> 4];
 		s[2 * i + 1] = digits[bytes[i] & 15];

@@ -10,20 +10,10 @@
 
 #include "vyrectl.h"
 
-static void *xrealloc(void *p, size_t size)
-{
-	void *q = realloc(p, size);
-	if (!q) {
-		fprintf(stderr, "vyrectl: out of memory\n");
-		abort();
-	}
-	return q;
-}
-
 static char *xstrdup(const char *s)
 {
 	size_t n = strlen(s) + 1;
-	return memcpy(xrealloc(NULL, n), s, n);
+	return memcpy(ctl_realloc(NULL, n), s, n);
 }
 
 /* Characters of a UTF-8 string: every byte that does not continue a sequence. */
@@ -50,7 +40,7 @@ void ctl_table_row(struct ctl_table *t, const char *const *cells)
 {
 	if (t->n_rows == t->cap) {
 		t->cap = t->cap ? t->cap * 2 : 16;
-		t->cells = xrealloc(t->cells, t->cap * t->n_cols * sizeof(*t->cells));
+		t->cells = ctl_realloc(t->cells, t->cap * t->n_cols * sizeof(*t->cells));
 	}
 	char **row = t->cells + t->n_rows * t->n_cols;
 	for (size_t i = 0; i < t->n_cols; i++) {

@@ -64,6 +64,9 @@ bool ctl_want_args(const struct ctl *ctl, int argc, char **argv, int n);
 /* The socket path vyrectl connects to (for messages). */
 const char *ctl_socket_path(const struct ctl *ctl);
 
+/* realloc that aborts with a message when memory runs out (size 0 allocates 1 byte). */
+void *ctl_realloc(void *p, size_t size);
+
 /* The largest file vyrectl reads (a program, or the bytes of an input). */
 #define CTL_MAX_FILE ((size_t)1 << 30)
 

@@ -1,0 +1,619 @@
+/*
+ * The figures that move data (DESIGN.md §10), each vyred side against its anchor in this run:
+ *   stream     y = x + y over f32 on resident buffers (device time) against the hand-written vec4
+ *              GLSL kernel, and the backend in-process beside them;
+ *   transfer   a large input sent inside the dispatch request (socket) and through an attached
+ *              memfd, end to end, against memcpy of the same bytes in this process;
+ *   reduce     the u32 sum of resident elements, IR against the same algorithm in GLSL;
+ *   matmul     f32 C = A * B on resident matrices, IR against the same tiling in GLSL.
+ * Every result is checked: the stream's y after all runs, the probe's samples of each input, each
+ * reduction's sum, sampled entries of C.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inproc.h"
+#include "programs.h"
+#include "raw_vulkan.h"
+#include "report.h"
+#include "session.h"
+
+#define RUNS_MAX 256u
+#define PROBE_SAMPLES 64u
+#define MATMUL_SAMPLES 256u
+
+static int no_memory(struct vy_err *err, size_t bytes)
+{
+	return vy_err_set(err, VY_E_OUT_OF_MEMORY, NULL, "use smaller sizes",
+		"no memory for %zu bytes", bytes);
+}
+
+/* A resident buffer holding `len` bytes of `data`. */
+static int resident_put(
+	struct vy_client *c, const void *data, size_t len, uint64_t *handle, struct vy_err *err)
+{
+	struct vy_error e;
+	if (vy_buffer_alloc(c, len, NULL, handle, &e) != 0) {
+		return vy_bench_session_fail(err, "alloc", &e);
+	}
+	if (vy_buffer_upload(c, *handle, 0, data, len, &e) != 0) {
+		return vy_bench_session_fail(err, "upload", &e);
+	}
+	return 0;
+}
+
+typedef int check_fn(const struct vy_reply *r, const void *want, struct vy_err *err);
+
+/* One dispatch, checked by `check` (NULL: none); its client wall time in *wall_ns and its time
+ * in *ns (device where measured, else the wall time). */
+static int dispatch_once(struct vy_client *c, const struct vy_dispatch_args *args, check_fn *check,
+	const void *want, uint64_t *ns, uint64_t *wall_ns, bool *device, struct vy_err *err)
+{
+	struct vy_reply *r = NULL;
+	struct vy_error e;
+	uint64_t t0 = vy_bench_now_ns();
+	if (vy_dispatch(c, args, &r, &e) != 0) {
+		return vy_bench_session_fail(err, "dispatch", &e);
+	}
+	*wall_ns = vy_bench_now_ns() - t0;
+	*ns = vy_bench_session_time(r, *wall_ns, device);
+	int rc = check ? check(r, want, err) : 0;
+	vy_reply_destroy(r);
+	return rc;
+}
+
+/* Run `args` runs + 1 times (the first is a warm-up), each reply checked; the median time
+ * (device where measured) in *median_ns and the median client wall time in *wall_ns. */
+static int dispatch_runs(struct vy_client *c, const struct vy_dispatch_args *args, uint32_t runs,
+	check_fn *check, const void *want, uint64_t *median_ns, uint64_t *wall_ns, bool *device,
+	struct vy_err *err)
+{
+	uint64_t t[RUNS_MAX], w[RUNS_MAX];
+	int rc = 0;
+	for (uint32_t it = 0; rc == 0 && it < runs + 1; it++) {
+		uint64_t ns = 0, wall = 0;
+		rc = dispatch_once(c, args, check, want, &ns, &wall, device, err);
+		if (it > 0) {
+			t[it - 1] = ns;
+			w[it - 1] = wall;
+		}
+	}
+	if (rc == 0) {
+		*median_ns = vy_bench_median(t, runs);
+		*wall_ns = vy_bench_median(w, runs);
+	}
+	return rc;
+}
+
+static double gbps(double bytes, uint64_t ns)
+{
+	return bytes / (double)ns;
+}
+
+/* --- stream ------------------------------------------------------------------------------ */
+
+static int raw_stream(struct vy_raw_vk *raw, uint64_t n, uint32_t runs, uint64_t *median_ns,
+	bool *device, struct vy_err *err)
+{
+	uint64_t t[RUNS_MAX];
+	int rc = vy_raw_vk_stream_prepare(raw, n, err);
+	for (uint32_t it = 0; rc == 0 && it < runs + 1; it++) {
+		struct vy_raw_vk_run run;
+		rc = vy_raw_vk_stream_run(raw, &run, err);
+		*device = run.device_ns != UINT64_MAX;
+		if (it > 0) {
+			t[it - 1] = *device ? run.device_ns : run.wall_ns;
+		}
+	}
+	float tail[1024];
+	size_t count = n < 1024 ? (size_t)n : 1024;
+	if (rc == 0) {
+		rc = vy_raw_vk_stream_read(raw, n - count, tail, count, err);
+	}
+	for (size_t i = 0; rc == 0 && i < count; i++) {
+		if (tail[i] != (float)(runs + 1)) {
+			rc = vy_bench_wrong(err, "raw Vulkan stream kernel", "y holds %g, want %u",
+				(double)tail[i], runs + 1);
+		}
+	}
+	if (rc == 0) {
+		*median_ns = vy_bench_median(t, runs);
+	}
+	return rc;
+}
+
+/* The single output went to its resident target (outputs_to), so the reply holds nil for it. */
+static int output_resident(const struct vy_reply *r, const void *want, struct vy_err *err)
+{
+	if (vy_reply_outputs(r) != 1 || vy_reply_output(r, 0, NULL) != NULL) {
+		return vy_bench_wrong(err, "vyred dispatch", "the output did not stay resident");
+	}
+	return 0;
+}
+
+static int vyred_stream(struct vy_bench_ctx *ctx, uint64_t n, uint32_t runs, uint64_t *median_ns,
+	uint64_t *wall_ns, bool *device, struct vy_err *err)
+{
+	size_t bytes = (size_t)n * 4;
+	float *host = malloc(bytes);
+	if (!host) {
+		return no_memory(err, bytes);
+	}
+	struct vy_error e;
+	struct vy_program *p = vy_bench_prog_stream((uint32_t)n, &e);
+	struct vy_client *c = NULL;
+	uint64_t h[2] = {0, 0};
+	char id[VY_PROGRAM_ID_CHARS];
+	int rc = p ? 0 : vy_bench_session_fail(err, "stream program", &e);
+	if (rc == 0) {
+		rc = vy_bench_session_connect(ctx, "vybench-stream", &c, err);
+	}
+	if (rc == 0) {
+		rc = vy_bench_session_compile(c, p, NULL, id, NULL, err);
+	}
+	for (int b = 0; rc == 0 && b < 2; b++) {
+		for (uint64_t i = 0; i < n; i++) {
+			host[i] = b == 0 ? 1.0f : 0.0f;
+		}
+		rc = resident_put(c, host, bytes, &h[b], err);
+	}
+	struct vy_dispatch_input in[2] = {vy_input_resident(h[0]), vy_input_resident(h[1])};
+	struct vy_dispatch_options opt = {.timing = true};
+	struct vy_dispatch_args args = {.program_id = id,
+		.inputs = in,
+		.n_inputs = 2,
+		.outputs_to = &h[1],
+		.n_outputs_to = 1,
+		.options = &opt};
+	if (rc == 0) {
+		rc = dispatch_runs(
+			c, &args, runs, output_resident, NULL, median_ns, wall_ns, device, err);
+	}
+	size_t check = bytes < 4096 ? bytes : 4096;
+	if (rc == 0 && vy_buffer_download(c, h[1], bytes - check, host, check, &e) != 0) {
+		rc = vy_bench_session_fail(err, "download", &e);
+	}
+	for (size_t i = 0; rc == 0 && i < check / 4; i++) {
+		if (host[i] != (float)(runs + 1)) {
+			rc = vy_bench_wrong(err, "vyred stream", "y holds %g, want %u",
+				(double)host[i], runs + 1);
+		}
+	}
+	for (int b = 0; b < 2; b++) {
+		if (h[b]) {
+			vy_buffer_free(c, h[b], NULL);
+		}
+	}
+	vy_client_close(c);
+	vy_program_free(p);
+	free(host);
+	return rc;
+}
+
+int vy_bench_stream_run(struct vy_bench_ctx *ctx, struct vy_err *err)
+{
+	uint64_t n = ctx->sizes.stream_elements;
+	uint32_t runs = ctx->sizes.runs;
+	uint64_t raw_ns = 0, ip_ns = 0, vy_ns = 0, vy_wall = 0;
+	bool raw_dev = false, ip_dev = false, vy_dev = false;
+	int rc = raw_stream(ctx->raw, n, runs, &raw_ns, &raw_dev, err);
+	if (rc == 0) {
+		rc = vy_bench_inproc_stream(ctx->inproc, n, runs, &ip_ns, &ip_dev, err);
+	}
+	if (rc == 0) {
+		rc = vyred_stream(ctx, n, runs, &vy_ns, &vy_wall, &vy_dev, err);
+	}
+	if (rc) {
+		return rc;
+	}
+	double moved = 12.0 * (double)n;
+	ctx->stream_gbps = gbps(moved, vy_ns);
+	struct vy_bench_figure *f = vy_bench_report_add(ctx->report, "stream_bandwidth",
+		"elementwise f32 y=x+y, vyred", "GB/s", ctx->stream_gbps, "hand vec4 GLSL",
+		gbps(moved, raw_ns), VY_BENCH_GOAL_RATIO_AT_LEAST, 0.9, "ratio >= 0.9");
+	vy_bench_figure_note(f,
+		"%llu elements on resident buffers, 12 bytes each, median of %u; timed by %s "
+		"(vyred), %s (hand), %s (backend); end to end through vyred %.2f GB/s",
+		(unsigned long long)n, runs, vy_dev ? "device" : "wall",
+		raw_dev ? "device" : "wall", ip_dev ? "device" : "wall", gbps(moved, vy_wall));
+	vy_bench_report_add(ctx->report, "stream_bandwidth_backend",
+		"elementwise f32, backend in-process", "GB/s", gbps(moved, ip_ns), "hand vec4 GLSL",
+		gbps(moved, raw_ns), VY_BENCH_GOAL_NONE, 0, NULL);
+	return 0;
+}
+
+/* --- transfer ---------------------------------------------------------------------------- */
+
+struct probe_want {
+	const uint32_t *words;
+	uint64_t stride;
+};
+
+static int probe_check(const struct vy_reply *r, const void *want, struct vy_err *err)
+{
+	const struct probe_want *pw = want;
+	size_t len = 0;
+	const uint32_t *out = vy_reply_output(r, 0, &len);
+	if (!out || len != PROBE_SAMPLES * 4) {
+		return vy_bench_wrong(err, "vyred probe", "%zu output bytes", len);
+	}
+	for (uint32_t i = 0; i < PROBE_SAMPLES; i++) {
+		if (out[i] != pw->words[i * pw->stride]) {
+			return vy_bench_wrong(err, "vyred input transfer",
+				"sample %u is %u, want %u", i, out[i], pw->words[i * pw->stride]);
+		}
+	}
+	return 0;
+}
+
+/* The runs of one path: before each, the probed words get new values, so every run must carry
+ * this run's bytes. */
+static int transfer_runs(struct vy_client *c, struct vy_dispatch_args *args, uint32_t *words,
+	uint64_t n_words, uint32_t runs, uint64_t *median_ns, struct vy_err *err)
+{
+	uint64_t stride = n_words / PROBE_SAMPLES;
+	struct probe_want want = {words, stride};
+	uint64_t t[RUNS_MAX];
+	int rc = 0;
+	for (uint32_t it = 0; rc == 0 && it < runs + 1; it++) {
+		for (uint32_t i = 0; i < PROBE_SAMPLES; i++) {
+			words[i * stride] = vy_bench_hash(((uint64_t)(it + 1) << 40) + i);
+		}
+		uint64_t ns = 0, wall = 0;
+		bool device = false;
+		rc = dispatch_once(c, args, probe_check, &want, &ns, &wall, &device, err);
+		if (rc == 0 && it > 0) {
+			t[it - 1] = wall;
+		}
+	}
+	if (rc == 0) {
+		*median_ns = vy_bench_median(t, runs);
+	}
+	return rc;
+}
+
+static int memcpy_runs(uint32_t *dst, const uint32_t *src, size_t bytes, uint32_t runs,
+	uint64_t *median_ns, struct vy_err *err)
+{
+	uint64_t t[RUNS_MAX];
+	for (uint32_t it = 0; it < runs + 1; it++) {
+		uint64_t t0 = vy_bench_now_ns();
+		memcpy(dst, src, bytes);
+		uint64_t dt = vy_bench_now_ns() - t0;
+		if (it > 0) {
+			t[it - 1] = dt;
+		}
+	}
+	if (memcmp(dst, src, bytes < 4096 ? bytes : 4096) != 0) {
+		return vy_bench_wrong(err, "memcpy", "the copy differs");
+	}
+	*median_ns = vy_bench_median(t, runs);
+	return 0;
+}
+
+static int transfer_measure(struct vy_bench_ctx *ctx, uint32_t *host, uint32_t *copy,
+	uint64_t ns[3], struct vy_err *err)
+{
+	size_t bytes = (size_t)ctx->sizes.transfer_bytes;
+	uint64_t n_words = bytes / 4;
+	uint32_t runs = ctx->sizes.transfer_runs;
+	struct vy_error e;
+	struct vy_program *p = vy_bench_prog_probe(&e);
+	struct vy_client *c = NULL;
+	struct vy_region *region = NULL;
+	char id[VY_PROGRAM_ID_CHARS];
+	int rc = p ? 0 : vy_bench_session_fail(err, "probe program", &e);
+	if (rc == 0) {
+		rc = vy_bench_session_connect(ctx, "vybench-transfer", &c, err);
+	}
+	if (rc == 0) {
+		rc = vy_bench_session_compile(c, p, NULL, id, NULL, err);
+	}
+	struct vy_dispatch_input in = vy_input_bytes(host, bytes);
+	struct vy_dispatch_args args = {.program_id = id, .inputs = &in, .n_inputs = 1};
+	if (rc == 0) {
+		rc = transfer_runs(c, &args, host, n_words, runs, &ns[0], err);
+	}
+	if (rc == 0 && vy_region_attach(c, bytes, &region, &e) != 0) {
+		rc = vy_bench_session_fail(err, "shm_attach", &e);
+	}
+	if (rc == 0) {
+		memcpy(vy_region_data(region), host, bytes);
+		in = vy_input_shm(region, 0, bytes);
+		rc = transfer_runs(c, &args, vy_region_data(region), n_words, runs, &ns[1], err);
+	}
+	if (region) {
+		vy_region_detach(c, region, NULL);
+	}
+	vy_client_close(c);
+	vy_program_free(p);
+	if (rc == 0) {
+		rc = memcpy_runs(copy, host, bytes, runs, &ns[2], err);
+	}
+	return rc;
+}
+
+int vy_bench_transfer_run(struct vy_bench_ctx *ctx, struct vy_err *err)
+{
+	size_t bytes = (size_t)ctx->sizes.transfer_bytes;
+	uint32_t *host = malloc(bytes);
+	uint32_t *copy = malloc(bytes);
+	int rc = host && copy ? 0 : no_memory(err, bytes);
+	uint64_t ns[3] = {0, 0, 0}; /* socket, memfd, memcpy */
+	if (rc == 0) {
+		for (size_t i = 0; i < bytes / 4; i++) {
+			host[i] = vy_bench_hash(i);
+		}
+		/* Touch every page of the copy's target, so memcpy is not timed faulting them in.
+		 */
+		memset(copy, 0, bytes);
+		rc = transfer_measure(ctx, host, copy, ns, err);
+	}
+	free(host);
+	free(copy);
+	if (rc) {
+		return rc;
+	}
+	double b = (double)bytes;
+	struct vy_bench_figure *f = vy_bench_report_add(ctx->report, "input_socket",
+		"input through the socket", "GB/s", gbps(b, ns[0]), "memcpy", gbps(b, ns[2]),
+		VY_BENCH_GOAL_AT_LEAST, 5, ">= 5 GB/s");
+	vy_bench_figure_note(f,
+		"%zu MiB input of a dispatch that samples it, end to end, median of %u (memcpy: "
+		"one thread, same size)",
+		bytes >> 20, ctx->sizes.transfer_runs);
+	vy_bench_report_add(ctx->report, "input_memfd", "input through a memfd", "GB/s",
+		gbps(b, ns[1]), "memcpy", gbps(b, ns[2]), VY_BENCH_GOAL_AT_LEAST, 40, ">= 40 GB/s");
+	return 0;
+}
+
+/* --- reduce ------------------------------------------------------------------------------ */
+
+static int sum_check(const struct vy_reply *r, const void *want, struct vy_err *err)
+{
+	size_t len = 0;
+	const uint32_t *out = vy_reply_output(r, 0, &len);
+	uint32_t expect = *(const uint32_t *)want;
+	if (!out || len != 4 || *out != expect) {
+		return vy_bench_wrong(
+			err, "vyred reduction", "sum %u, want %u", out ? *out : 0, expect);
+	}
+	return 0;
+}
+
+static int raw_reduce(struct vy_raw_vk *raw, const uint32_t *x, uint64_t n, uint32_t groups,
+	uint32_t per, uint32_t runs, uint32_t expect, uint64_t *median_ns, bool *device,
+	struct vy_err *err)
+{
+	uint64_t t[RUNS_MAX];
+	int rc = vy_raw_vk_reduce_prepare(raw, x, n, groups, per, err);
+	for (uint32_t it = 0; rc == 0 && it < runs + 1; it++) {
+		struct vy_raw_vk_run run;
+		uint32_t sum = 0;
+		rc = vy_raw_vk_reduce_run(raw, &sum, &run, err);
+		if (rc == 0 && sum != expect) {
+			rc = vy_bench_wrong(
+				err, "raw Vulkan reduction", "sum %u, want %u", sum, expect);
+		}
+		*device = run.device_ns != UINT64_MAX;
+		if (it > 0) {
+			t[it - 1] = *device ? run.device_ns : run.wall_ns;
+		}
+	}
+	if (rc == 0) {
+		*median_ns = vy_bench_median(t, runs);
+	}
+	return rc;
+}
+
+static int vyred_reduce(struct vy_bench_ctx *ctx, const uint32_t *x, uint64_t n, uint32_t groups,
+	uint32_t per, uint32_t expect, uint64_t *median_ns, bool *device, struct vy_err *err)
+{
+	struct vy_error e;
+	struct vy_program *p = vy_bench_prog_reduce(groups, per, &e);
+	struct vy_client *c = NULL;
+	uint64_t h = 0, wall = 0;
+	char id[VY_PROGRAM_ID_CHARS];
+	struct vy_dispatch_options opt = {.grid = {groups, 1, 1}, .timing = true};
+	int rc = p ? 0 : vy_bench_session_fail(err, "reduce program", &e);
+	if (rc == 0) {
+		rc = vy_bench_session_connect(ctx, "vybench-reduce", &c, err);
+	}
+	if (rc == 0) {
+		rc = vy_bench_session_compile(c, p, &opt, id, NULL, err);
+	}
+	if (rc == 0) {
+		rc = resident_put(c, x, (size_t)n * 4, &h, err);
+	}
+	struct vy_dispatch_input in = vy_input_resident(h);
+	struct vy_dispatch_args args = {
+		.program_id = id, .inputs = &in, .n_inputs = 1, .options = &opt};
+	if (rc == 0) {
+		rc = dispatch_runs(c, &args, ctx->sizes.runs, sum_check, &expect, median_ns, &wall,
+			device, err);
+	}
+	if (h) {
+		vy_buffer_free(c, h, NULL);
+	}
+	vy_client_close(c);
+	vy_program_free(p);
+	return rc;
+}
+
+int vy_bench_reduce_run(struct vy_bench_ctx *ctx, struct vy_err *err)
+{
+	uint64_t n = ctx->sizes.reduce_elements;
+	uint64_t g = (n + 256 * 16 - 1) / (256 * 16);
+	uint32_t groups = g > 65535 ? 65535 : (uint32_t)g;
+	uint32_t per = (uint32_t)((n + (uint64_t)groups * 256 - 1) / ((uint64_t)groups * 256));
+	uint32_t *x = malloc((size_t)n * 4);
+	if (!x) {
+		return no_memory(err, (size_t)n * 4);
+	}
+	uint32_t expect = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		x[i] = vy_bench_hash(i);
+		expect += x[i];
+	}
+	uint64_t raw_ns = 0, vy_ns = 0;
+	bool raw_dev = false, vy_dev = false;
+	int rc = raw_reduce(
+		ctx->raw, x, n, groups, per, ctx->sizes.runs, expect, &raw_ns, &raw_dev, err);
+	if (rc == 0) {
+		rc = vyred_reduce(ctx, x, n, groups, per, expect, &vy_ns, &vy_dev, err);
+	}
+	free(x);
+	if (rc) {
+		return rc;
+	}
+	double bytes = 4.0 * (double)n;
+	struct vy_bench_figure *f = vy_bench_report_add(ctx->report, "reduce_bandwidth",
+		"reduction u32 sum, IR", "GB/s", gbps(bytes, vy_ns), "hand GLSL",
+		gbps(bytes, raw_ns), VY_BENCH_GOAL_NONE, 0, NULL);
+	vy_bench_figure_note(f,
+		"%llu elements on %u workgroups of 256, %u per invocation, median of %u; timed by "
+		"%s (IR), %s (hand)",
+		(unsigned long long)n, groups, per, ctx->sizes.runs, vy_dev ? "device" : "wall",
+		raw_dev ? "device" : "wall");
+	return 0;
+}
+
+/* --- matmul ------------------------------------------------------------------------------ */
+
+/* Entries of C checked: all of them for small n, else MATMUL_SAMPLES spread by a hash. The
+ * inputs are small integers, so every sum is exact in f32 and the check is exact too. */
+static int matmul_check(const char *what, const float *a, const float *b, const float *c,
+	uint32_t n, struct vy_err *err)
+{
+	uint64_t nn = (uint64_t)n * n;
+	uint64_t count = nn <= 65536 ? nn : MATMUL_SAMPLES;
+	for (uint64_t s = 0; s < count; s++) {
+		uint64_t at = count == nn ? s : vy_bench_hash(s + 99) % nn;
+		uint64_t row = at / n, col = at % n;
+		double want = 0;
+		for (uint32_t k = 0; k < n; k++) {
+			want += (double)a[row * n + k] * (double)b[(uint64_t)k * n + col];
+		}
+		if ((double)c[at] != want) {
+			return vy_bench_wrong(err, what, "C[%llu][%llu] = %g, want %g",
+				(unsigned long long)row, (unsigned long long)col, (double)c[at],
+				want);
+		}
+	}
+	return 0;
+}
+
+static int raw_matmul(struct vy_raw_vk *raw, const float *a, const float *b, float *c, uint32_t n,
+	uint32_t runs, uint64_t *median_ns, bool *device, struct vy_err *err)
+{
+	uint64_t t[RUNS_MAX];
+	int rc = vy_raw_vk_matmul_prepare(raw, a, b, n, err);
+	for (uint32_t it = 0; rc == 0 && it < runs + 1; it++) {
+		struct vy_raw_vk_run run;
+		rc = vy_raw_vk_matmul_run(raw, &run, err);
+		*device = run.device_ns != UINT64_MAX;
+		if (it > 0) {
+			t[it - 1] = *device ? run.device_ns : run.wall_ns;
+		}
+	}
+	if (rc == 0) {
+		rc = vy_raw_vk_matmul_read(raw, c, err);
+	}
+	if (rc == 0) {
+		rc = matmul_check("raw Vulkan matmul", a, b, c, n, err);
+	}
+	if (rc == 0) {
+		*median_ns = vy_bench_median(t, runs);
+	}
+	return rc;
+}
+
+static int vyred_matmul(struct vy_bench_ctx *ctx, const float *a, const float *b, float *c,
+	uint32_t n, uint64_t *median_ns, bool *device, struct vy_err *err)
+{
+	size_t bytes = (size_t)n * n * 4;
+	struct vy_error e;
+	struct vy_program *p = vy_bench_prog_matmul(n, &e);
+	struct vy_client *cl = NULL;
+	uint64_t h[3] = {0, 0, 0}, wall = 0;
+	char id[VY_PROGRAM_ID_CHARS];
+	struct vy_dispatch_options opt = {.grid = {n / 16, n / 16, 1}, .timing = true};
+	int rc = p ? 0 : vy_bench_session_fail(err, "matmul program", &e);
+	if (rc == 0) {
+		rc = vy_bench_session_connect(ctx, "vybench-matmul", &cl, err);
+	}
+	if (rc == 0) {
+		rc = vy_bench_session_compile(cl, p, &opt, id, NULL, err);
+	}
+	if (rc == 0) {
+		rc = resident_put(cl, a, bytes, &h[0], err);
+	}
+	if (rc == 0) {
+		rc = resident_put(cl, b, bytes, &h[1], err);
+	}
+	if (rc == 0 && vy_buffer_alloc(cl, bytes, NULL, &h[2], &e) != 0) {
+		rc = vy_bench_session_fail(err, "alloc", &e);
+	}
+	struct vy_dispatch_input in[2] = {vy_input_resident(h[0]), vy_input_resident(h[1])};
+	struct vy_dispatch_args args = {.program_id = id,
+		.inputs = in,
+		.n_inputs = 2,
+		.outputs_to = &h[2],
+		.n_outputs_to = 1,
+		.options = &opt};
+	if (rc == 0) {
+		rc = dispatch_runs(cl, &args, ctx->sizes.runs, output_resident, NULL, median_ns,
+			&wall, device, err);
+	}
+	if (rc == 0 && vy_buffer_download(cl, h[2], 0, c, bytes, &e) != 0) {
+		rc = vy_bench_session_fail(err, "download", &e);
+	}
+	if (rc == 0) {
+		rc = matmul_check("vyred matmul", a, b, c, n, err);
+	}
+	for (int i = 0; i < 3; i++) {
+		if (h[i]) {
+			vy_buffer_free(cl, h[i], NULL);
+		}
+	}
+	vy_client_close(cl);
+	vy_program_free(p);
+	return rc;
+}
+
+int vy_bench_matmul_run(struct vy_bench_ctx *ctx, struct vy_err *err)
+{
+	uint32_t n = ctx->sizes.matmul_n;
+	size_t nn = (size_t)n * n;
+	float *a = malloc(nn * 4), *b = malloc(nn * 4), *c = malloc(nn * 4);
+	int rc = a && b && c ? 0 : no_memory(err, nn * 12);
+	for (size_t i = 0; rc == 0 && i < nn; i++) {
+		a[i] = (float)(vy_bench_hash(i) % 5);
+		b[i] = (float)(vy_bench_hash(i + nn) % 7);
+	}
+	uint64_t raw_ns = 0, vy_ns = 0;
+	bool raw_dev = false, vy_dev = false;
+	if (rc == 0) {
+		rc = raw_matmul(ctx->raw, a, b, c, n, ctx->sizes.runs, &raw_ns, &raw_dev, err);
+	}
+	if (rc == 0) {
+		memset(c, 0, nn * 4);
+		rc = vyred_matmul(ctx, a, b, c, n, &vy_ns, &vy_dev, err);
+	}
+	free(a);
+	free(b);
+	free(c);
+	if (rc) {
+		return rc;
+	}
+	double flops = 2.0 * (double)n * (double)n * (double)n;
+	struct vy_bench_figure *f = vy_bench_report_add(ctx->report, "matmul_rate",
+		"matmul f32, IR", "GFLOP/s", flops / (double)vy_ns, "hand GLSL",
+		flops / (double)raw_ns, VY_BENCH_GOAL_NONE, 0, NULL);
+	vy_bench_figure_note(f,
+		"%u x %u, 16 x 16 tiles in workgroup memory, median of %u; timed by %s (IR), %s "
+		"(hand)",
+		n, n, ctx->sizes.runs, vy_dev ? "device" : "wall", raw_dev ? "device" : "wall");
+	return 0;
+}

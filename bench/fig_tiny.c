@@ -1,0 +1,228 @@
+/*
+ * The tiny warm dispatch (DESIGN.md §10): y[i] = x[i] + 1 over 64 u32, end to end through vyred
+ * with libvyre's synchronous vy_dispatch, against the raw Vulkan submit-and-spin round trip and
+ * against vyred's backend in this process. Each iteration sends fresh input and checks every
+ * output element. The sorted samples of the three sides go to latency.dat for the plot.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inproc.h"
+#include "programs.h"
+#include "raw_vulkan.h"
+#include "report.h"
+#include "session.h"
+
+#define N VY_BENCH_TINY_N
+#define WARMUP 20u
+
+static void fill(uint32_t *in, uint32_t it)
+{
+	for (uint32_t i = 0; i < N; i++) {
+		in[i] = vy_bench_hash((uint64_t)it * N + i);
+	}
+}
+
+static int check(
+	const char *what, const uint32_t *in, const uint32_t *out, size_t len, struct vy_err *err)
+{
+	if (len != N * 4) {
+		return vy_bench_wrong(err, what, "%zu output bytes, want %u", len, N * 4);
+	}
+	for (uint32_t i = 0; i < N; i++) {
+		if (out[i] != in[i] + 1) {
+			return vy_bench_wrong(
+				err, what, "y[%u] = %u, want %u", i, out[i], in[i] + 1);
+		}
+	}
+	return 0;
+}
+
+static int raw_tiny(
+	struct vy_raw_vk *raw, uint32_t iterations, uint64_t *samples, struct vy_err *err)
+{
+	uint32_t in[N], out[N];
+	int rc = vy_raw_vk_tiny_prepare(raw, N, err);
+	for (uint32_t it = 0; rc == 0 && it < WARMUP + iterations; it++) {
+		fill(in, it);
+		uint64_t t0 = vy_bench_now_ns();
+		rc = vy_raw_vk_tiny_run(raw, in, out, err);
+		uint64_t dt = vy_bench_now_ns() - t0;
+		if (rc == 0) {
+			rc = check("raw Vulkan tiny kernel", in, out, sizeof(out), err);
+		}
+		if (it >= WARMUP) {
+			samples[it - WARMUP] = dt;
+		}
+	}
+	if (rc == 0) {
+		vy_bench_sort(samples, iterations);
+	}
+	return rc;
+}
+
+/*
+ * `iterations` dispatches of `args` (by program id or with the whole program), timed on the
+ * client; samples sorted; the daemon's own wall time (request in to reply out) sorted into
+ * `daemon` when it is not NULL.
+ */
+static int vyred_tiny(struct vy_client *c, struct vy_dispatch_args *args, uint32_t iterations,
+	uint64_t *samples, uint64_t *daemon, struct vy_err *err)
+{
+	uint32_t in[N] = {0};
+	struct vy_dispatch_input input = vy_input_bytes(in, sizeof(in));
+	args->inputs = &input;
+	args->n_inputs = 1;
+	int rc = 0;
+	for (uint32_t it = 0; rc == 0 && it < WARMUP + iterations; it++) {
+		fill(in, it);
+		struct vy_reply *r = NULL;
+		struct vy_error e;
+		uint64_t t0 = vy_bench_now_ns();
+		int drc = vy_dispatch(c, args, &r, &e);
+		uint64_t dt = vy_bench_now_ns() - t0;
+		if (drc) {
+			rc = vy_bench_session_fail(err, "tiny dispatch", &e);
+			break;
+		}
+		size_t len = 0;
+		const uint32_t *out = vy_reply_output(r, 0, &len);
+		rc = out ? check("vyred tiny dispatch", in, out, len, err)
+			 : vy_bench_wrong(err, "vyred tiny dispatch", "no output");
+		struct vy_dispatch_timing t;
+		if (it >= WARMUP) {
+			samples[it - WARMUP] = dt;
+			if (daemon) {
+				daemon[it - WARMUP] = vy_reply_timing(r, &t) ? t.wall_ns : 0;
+			}
+		}
+		vy_reply_destroy(r);
+	}
+	if (rc == 0) {
+		vy_bench_sort(samples, iterations);
+		if (daemon) {
+			vy_bench_sort(daemon, iterations);
+		}
+	}
+	return rc;
+}
+
+static int write_latency(const struct vy_bench_ctx *ctx, uint32_t n, const uint64_t *vy,
+	const uint64_t *ip, const uint64_t *raw, struct vy_err *err)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/latency.dat", ctx->out_dir);
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		return vy_err_set(err, VY_E_INTERNAL, path, "make the output folder writable",
+			"cannot write %s: %s", path, strerror(errno));
+	}
+	fprintf(f, "# vybench: tiny dispatch (%u u32, y = x + 1) round trips on %s, sorted\n", N,
+		vy_raw_vk_device_name(ctx->raw));
+	fprintf(f, "# fraction  vyred_us  backend_in_process_us  raw_vulkan_us\n");
+	for (uint32_t i = 0; i < n; i++) {
+		fprintf(f, "%.6f %.3f %.3f %.3f\n", (double)(i + 1) / n, (double)vy[i] / 1e3,
+			(double)ip[i] / 1e3, (double)raw[i] / 1e3);
+	}
+	if (fclose(f) != 0) {
+		return vy_err_set(err, VY_E_INTERNAL, path, "free some disk space",
+			"cannot write %s: %s", path, strerror(errno));
+	}
+	return 0;
+}
+
+static double us(uint64_t ns)
+{
+	return (double)ns / 1e3;
+}
+
+static int measure(struct vy_bench_ctx *ctx, uint64_t *const s[5], struct vy_err *err)
+{
+	uint32_t iters = ctx->sizes.tiny_iterations;
+	uint32_t sends = ctx->sizes.send_iterations;
+	int rc = raw_tiny(ctx->raw, iters, s[0], err);
+	if (rc == 0) {
+		rc = vy_bench_inproc_tiny(ctx->inproc, N, WARMUP, iters, s[1], err);
+	}
+	if (rc) {
+		return rc;
+	}
+	struct vy_client *c = NULL;
+	struct vy_error e;
+	struct vy_program *p = vy_bench_prog_tiny(N, 1, &e);
+	if (!p) {
+		return vy_bench_session_fail(err, "tiny program", &e);
+	}
+	char id[VY_PROGRAM_ID_CHARS];
+	rc = vy_bench_session_connect(ctx, "vybench-tiny", &c, err);
+	if (rc == 0) {
+		rc = vy_bench_session_compile(c, p, NULL, id, NULL, err);
+	}
+	struct vy_dispatch_args by_id = {.program_id = id};
+	struct vy_dispatch_args by_program = {.program = p};
+	if (rc == 0) {
+		rc = vyred_tiny(c, &by_id, iters, s[2], s[3], err);
+	}
+	if (rc == 0) {
+		rc = vyred_tiny(c, &by_program, sends, s[4], NULL, err);
+	}
+	vy_client_close(c);
+	vy_program_free(p);
+	return rc;
+}
+
+int vy_bench_tiny_run(struct vy_bench_ctx *ctx, struct vy_err *err)
+{
+	uint32_t iters = ctx->sizes.tiny_iterations;
+	uint32_t sends = ctx->sizes.send_iterations;
+	/* raw, backend in-process, vyred by id, the daemon's own time, vyred sending the program */
+	uint64_t *s[5];
+	int rc = 0;
+	for (int i = 0; i < 5; i++) {
+		s[i] = calloc(i == 4 ? sends : iters, sizeof(uint64_t));
+		if (!s[i]) {
+			rc = vy_err_set(err, VY_E_OUT_OF_MEMORY, NULL, "use fewer iterations",
+				"no memory for the samples");
+		}
+	}
+	if (rc == 0) {
+		rc = measure(ctx, s, err);
+	}
+	if (rc == 0) {
+		rc = write_latency(ctx, iters, s[2], s[1], s[0], err);
+	}
+	if (rc == 0) {
+		struct vy_bench_report *r = ctx->report;
+		double raw50 = us(vy_bench_percentile(s[0], iters, 50));
+		double ip50 = us(vy_bench_percentile(s[1], iters, 50));
+		double vy50 = us(vy_bench_percentile(s[2], iters, 50));
+		ctx->tiny_p50_us = vy50;
+		struct vy_bench_figure *f = vy_bench_report_add(r, "tiny_p50",
+			"tiny dispatch p50, vyred", "us", vy50, "raw Vulkan", raw50,
+			VY_BENCH_GOAL_RATIO_AT_MOST, 1.0, "ratio <= 1.0");
+		vy_bench_figure_note(f,
+			"%u dispatches of %u u32 by program id; min %.1f us (raw %.1f us); the "
+			"daemon's own part p50 %.1f us",
+			iters, N, us(s[2][0]), us(s[0][0]),
+			us(vy_bench_percentile(s[3], iters, 50)));
+		vy_bench_report_add(r, "tiny_p99", "tiny dispatch p99, vyred", "us",
+			us(vy_bench_percentile(s[2], iters, 99)), "raw Vulkan",
+			us(vy_bench_percentile(s[0], iters, 99)), VY_BENCH_GOAL_NONE, 0, NULL);
+		vy_bench_report_add(r, "tiny_p50_vs_backend",
+			"tiny dispatch p50, vyred vs in-process", "us", vy50, "backend in-process",
+			ip50, VY_BENCH_GOAL_NONE, 0, NULL);
+		vy_bench_report_add(r, "tiny_p50_backend", "tiny dispatch p50, backend in-process",
+			"us", ip50, "raw Vulkan", raw50, VY_BENCH_GOAL_NONE, 0, NULL);
+		vy_bench_report_add(r, "tiny_p50_send_program",
+			"tiny dispatch p50, program sent each time", "us",
+			us(vy_bench_percentile(s[4], sends, 50)), "by program id", vy50,
+			VY_BENCH_GOAL_NONE, 0, NULL);
+	}
+	for (int i = 0; i < 5; i++) {
+		free(s[i]);
+	}
+	return rc;
+}
