@@ -511,6 +511,28 @@ int vy_backend_inject_fault(struct vy_backend *b, enum vy_fault fault, struct vy
 	return b->ops->inject_fault(b, fault, err);
 }
 
+int vy_backend_host_import(
+	struct vy_backend *b, const void *ptr, size_t len, uint64_t *id, struct vy_err *err)
+{
+	*id = 0;
+	if (!b->ops->host_import) {
+		return vy_backend_unsupported(b, "host memory import", err);
+	}
+	int rc = b->ops->host_import(b, ptr, len, id, err);
+	assert(rc != 0 || *id != 0);
+	if (rc) {
+		*id = 0;
+	}
+	return rc;
+}
+
+void vy_backend_host_release(struct vy_backend *b, uint64_t id)
+{
+	if (id != 0 && b->ops->host_release) {
+		b->ops->host_release(b, id);
+	}
+}
+
 #define VY__FAULT_NAME(suffix, name) [VY_FAULT_##suffix] = name,
 static const char *const fault_names[] = {VY_FAULT_MAP(VY__FAULT_NAME)};
 #undef VY__FAULT_NAME

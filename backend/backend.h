@@ -11,7 +11,8 @@
  *   compile_native                  a passthrough pipeline that runs `dispatch` every time
  *   dispatch_async                  runs the dispatch now and returns a ready handle
  *   resident_* entries, try_recover,
- *   inject_fault                    UNSUPPORTED_FEATURE naming the feature and the backend id
+ *   inject_fault, host_import       UNSUPPORTED_FEATURE naming the feature and the backend id
+ *   host_release                    does nothing
  *   capability queries, device_lost false
  *   limits                          workgroup size [1,1,1], one workgroup per dimension,
  *                                   invocations = product of the workgroup size (saturating),
@@ -26,7 +27,10 @@
  * feature on this device.
  *
  * Inputs are views (struct vy_bytes, from binding.h): one per input-consuming buffer, in the
- * binding plan's input order, borrowed for the length of the call. Outputs go into a caller-owned
+ * binding plan's input order, borrowed for the length of the call. A caller that imported host
+ * memory (vy_backend_host_import) may also say, through the dispatch config's `imports`, that an
+ * input's bytes lie in an import; a backend may then read them from there instead of copying the
+ * view, or ignore the hint: the view always holds the same bytes. Outputs go into a caller-owned
  * struct vy_outputs: one malloc'd buffer per output, in the plan's output order. (The seed's
  * dispatch over owned vectors and its dispatch_borrowed over slices read the same views in C, so
  * both are `dispatch` here; dispatch_owned is the variant where the input buffers change hands.)
@@ -84,6 +88,15 @@ uint8_t *vy_outputs_take(struct vy_outputs *outputs, size_t i, size_t *len);
 /* Replace the buffers of `dst` by those of `src`, leaving `src` empty. */
 void vy_outputs_move(struct vy_outputs *dst, struct vy_outputs *src);
 
+/*
+ * Where an input's bytes also lie in imported host memory: `offset` bytes past the pointer given
+ * to vy_backend_host_import when import `id` was made. id 0 names no import.
+ */
+struct vy_host_ref {
+	uint64_t id;
+	uint64_t offset;
+};
+
 /* Default loop limit of an invocation when the config sets none (DESIGN.md §4.5). */
 #define VY_DISPATCH_DEFAULT_MAX_LOOP_ITERATIONS (UINT64_C(1) << 24)
 
@@ -101,6 +114,9 @@ struct vy_dispatch_config {
 	bool has_device;                /* false: any capable device */
 	uint32_t device;                /* device index, read when has_device */
 	bool timing;                    /* the caller wants device timing where it costs extra */
+	/* NULL, or one per input (n_inputs of the dispatch): where that input's bytes also lie in
+	 * an import. A ref that does not describe exactly the input's view is ignored. */
+	const struct vy_host_ref *imports;
 };
 
 /* Marks a timing figure the backend could not measure. */
@@ -320,6 +336,12 @@ struct vy_backend_ops {
 	bool (*device_lost)(struct vy_backend *b);
 	int (*try_recover)(struct vy_backend *b, struct vy_err *err);
 	int (*inject_fault)(struct vy_backend *b, enum vy_fault fault, struct vy_err *err);
+
+	/* Stores a new import id (never 0) in *out_id. */
+	int (*host_import)(struct vy_backend *b, const void *ptr, size_t len, uint64_t *out_id,
+		struct vy_err *err);
+	/* Receives any id, known or not. */
+	void (*host_release)(struct vy_backend *b, uint64_t id);
 };
 
 /*
@@ -414,6 +436,29 @@ bool vy_backend_device_lost(struct vy_backend *b);
 int vy_backend_try_recover(struct vy_backend *b, struct vy_err *err);
 /* Arm `fault` (see enum vy_fault); UNSUPPORTED_FEATURE where the backend has no such hook. */
 int vy_backend_inject_fault(struct vy_backend *b, enum vy_fault fault, struct vy_err *err);
+
+/*
+ * Let the device read host memory in place: import what it can of the `len` bytes at `ptr` and
+ * store a new id, never 0, in *id. Dispatches then name the import in their config's `imports`.
+ * The memory must stay mapped, and hold the bytes the dispatches name, until
+ * vy_backend_host_release returns; it must be mapped writable (the device only reads it, but
+ * drivers pin pages for writing, and NVIDIA's, refusing a read-only mapping, then fails later
+ * allocations: the Vulkan backend refuses such memory itself). A backend may import less than
+ * asked (a device imports whole aligned pages); an input outside what it imported is read from
+ * its view as usual. An import is only a faster path, so callers treat any error as "read the
+ * views": UNSUPPORTED_FEATURE where the backend or device cannot import (the default) or
+ * refuses this memory, OUT_OF_MEMORY (also how a driver may refuse), DEVICE_LOST. The backend
+ * drops its imports when its device is lost: their ids become unknown, dispatches naming them
+ * read the views, and the caller may import again after recovery.
+ */
+int vy_backend_host_import(
+	struct vy_backend *b, const void *ptr, size_t len, uint64_t *id, struct vy_err *err);
+/*
+ * Drop import `id` (an unknown or dropped id is ignored). Work already submitted that reads it
+ * finishes first, so the caller may unmap the memory once this returns. Call it when no dispatch
+ * naming the import is starting.
+ */
+void vy_backend_host_release(struct vy_backend *b, uint64_t id);
 
 /*
  * Fill `err` with UNSUPPORTED_FEATURE for `feature` on backend `b` and return the code: the

@@ -8,16 +8,23 @@
  * do not consume a descriptor leave it pending, and pending descriptors are closed once no frame
  * is in progress, so a peer cannot pile them up.
  *
+ * Slow senders: a frame must arrive whole within stall_timeout_ms of its first byte (or of the
+ * moment reading resumed after backpressure). Measuring from the last byte instead would let a
+ * peer that sends one byte a second hold its connection, and its share of max_clients, forever.
+ * c->progress_ns holds that starting time.
+ *
  * Lifetime: a connection is freed in the close callback of its pipe, after every request it had
  * in flight has been answered or dropped (requests point at it) and after libuv has called every
  * write callback. A peer that half-closes (EOF) still gets its replies; a read error, a bad frame
  * (after its error reply), a stall in the middle of a frame, or a failed write closes it, which
  * cancels its queued jobs and frees its unnamed resident buffers and shared memory regions.
  *
- * Backpressure: reply bytes handed to libuv and not yet written are counted per connection; above
- * write_high_water the connection is no longer read, below write_low_water reading resumes. A
- * client that never reads its replies thus stops being served instead of growing the daemon's
- * memory, and the limit on requests in flight bounds what it can queue before that.
+ * Backpressure: the memory of replies handed to libuv and not yet written (their bytes and their
+ * bookkeeping) is counted per connection; above write_high_water the connection is no longer
+ * read, below write_low_water reading resumes. A client that never reads its replies thus stops
+ * being served instead of growing the daemon's memory, and the limit on requests in flight bounds
+ * what it can queue before that. The check runs between reads, so one read (VY_READ_CHUNK bytes
+ * of requests) may still add its replies beyond the mark.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -97,7 +104,9 @@ static void on_written(uv_write_t *wr, int status)
 	struct vy_conn *c = rp->conn;
 	c->writes--;
 	c->out_pending -= rp->bytes;
-	req_free(rp->req);
+	if (rp->req) {
+		req_free(rp->req);
+	}
 	msgpack_sbuffer_destroy(&rp->sb);
 	free(rp);
 	if (status < 0 && status != UV_ECANCELED) {
@@ -167,6 +176,18 @@ static void send_reply(struct vy_reply *rp, int code)
 		maybe_free(c);
 		return;
 	}
+	if (rp->n_segs == 0) {
+		/* Every byte of the reply is in its buffer: the request can go now, and so can the
+		 * buffer's unused tail, so that a queue of small replies held for a slow reader costs
+		 * little more than its bytes. */
+		req_free(req);
+		rp->req = NULL;
+		char *fit = realloc(rp->sb.data, rp->sb.size);
+		if (fit) {
+			rp->sb.data = fit;
+			rp->sb.alloc = rp->sb.size;
+		}
+	}
 	uint8_t *h = (uint8_t *)rp->sb.data;
 	h[0] = (uint8_t)(payload >> 24);
 	h[1] = (uint8_t)(payload >> 16);
@@ -185,18 +206,24 @@ static void send_reply(struct vy_reply *rp, int code)
 	if (rp->sb.size > pos) {
 		rp->bufs[n++] = uv_buf_init(rp->sb.data + pos, (unsigned)(rp->sb.size - pos));
 	}
-	rp->bytes = total;
+	/* Backpressure counts what a pending reply holds, not only the bytes it will write: a
+	 * flood of tiny requests would otherwise queue replies whose bookkeeping outweighs their
+	 * bytes a hundredfold before write_high_water is reached. */
+	rp->bytes = total + sizeof(*rp) + (rp->req ? sizeof(*rp->req) : 0);
 	int rc = uv_write(&rp->wr, (uv_stream_t *)&c->pipe, rp->bufs, n, on_written);
 	if (rc) {
+		bool holds_req = rp->req != NULL;
 		msgpack_sbuffer_destroy(&rp->sb);
 		free(rp);
-		req_free(req);
+		if (holds_req) {
+			req_free(req);
+		}
 		conn_close(c, uv_strerror(rc));
 		maybe_free(c);
 		return;
 	}
 	c->writes++;
-	c->out_pending += total;
+	c->out_pending += rp->bytes;
 	c->bytes_out += total;
 	s->stats.bytes_out += total;
 	update_flow(c);
@@ -332,12 +359,15 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
 		return;
 	}
 	c->in_read_cb = true;
-	c->progress_ns = vy_now_ns();
+	uint64_t now = vy_now_ns();
 	c->bytes_in += (uint64_t)n;
 	s->stats.bytes_in += (uint64_t)n;
 	size_t off = 0;
 	while (off < (size_t)n && c->state == VY_CONN_OPEN && !c->close_after_write) {
 		size_t used = 0;
+		if (vy_frame_reader_pending(&c->reader) == 0) {
+			c->progress_ns = now;
+		}
 		struct vy_err err = {0};
 		int rc = vy_frame_reader_feed(
 			&c->reader, buf->base + off, (size_t)n - off, &used, &err);
@@ -385,6 +415,9 @@ static void start_reading(struct vy_conn *c)
 	}
 	if (uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) == 0) {
 		c->reading = true;
+		/* The time the daemon did not read is not the peer's: its frame gets a full
+		 * stall_timeout_ms from now. */
+		c->progress_ns = vy_now_ns();
 	}
 }
 
@@ -563,7 +596,7 @@ void vy_conn_sweep(struct vy_server *s, uint64_t now)
 			vy_frame_reader_pending(&c->reader) > 0 && now - c->progress_ns > limit) {
 			s->stats.connections_stalled++;
 			char why[96];
-			snprintf(why, sizeof(why), "stalled inside a frame for %" PRIu64 " ms",
+			snprintf(why, sizeof(why), "a frame still incomplete after %" PRIu64 " ms",
 				(now - c->progress_ns) / 1000000);
 			conn_close(c, why);
 		}

@@ -362,6 +362,29 @@ void vy_device_cancel_conn(struct vy_server *s, struct vy_conn *c)
 	}
 }
 
+uint64_t vy_device_generation(struct vy_device *d)
+{
+	pthread_mutex_lock(&d->lock);
+	uint64_t generation = d->generation;
+	pthread_mutex_unlock(&d->lock);
+	return generation;
+}
+
+void vy_devices_import_counts(struct vy_server *s, uint64_t *inputs, uint64_t *bytes)
+{
+	*inputs = 0;
+	*bytes = 0;
+#ifdef VY_HAVE_VULKAN
+	for (uint32_t i = 0; i < s->n_devices; i++) {
+		struct vy_vulkan_stats st;
+		if (s->devices[i].vulkan && vy_vulkan_stats(s->devices[i].backend, &st)) {
+			*inputs += st.host_import_inputs;
+			*bytes += st.host_import_bytes;
+		}
+	}
+#endif
+}
+
 uint32_t vy_device_load(struct vy_device *d)
 {
 	pthread_mutex_lock(&d->lock);

@@ -11,12 +11,13 @@
  *
  * Dispatch paths: with only bytes and shm inputs and no outputs_to, the job runs the compiled
  * pipeline on the input views (bytes borrowed from the frame, shm bytes read in place from the
- * mapping) and the outputs go back in the reply. With any resident input or outputs_to target,
- * every non-workgroup buffer is bound to a resource: a resident buffer the program only reads is
- * bound as it is; one it may write is copied first unless it is also that output's target, so an
- * input is never changed behind the client's back; bytes go to a temporary resource or straight
- * into the output's target. Outputs without a target are read back into the reply; the others
- * are nil there.
+ * mapping, and where the device imported the region, named in the dispatch config's imports so
+ * that the device copies them itself) and the outputs go back in the reply. With any resident input
+ * or outputs_to target, every non-workgroup buffer is bound to a resource: a resident buffer the
+ * program only reads is bound as it is; one it may write is copied first unless it is also that
+ * output's target, so an input is never changed behind the client's back; bytes go to a temporary
+ * resource or straight into the output's target. Outputs without a target are read back into the
+ * reply; the others are nil there.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -208,8 +209,11 @@ static void reply_compile(struct vy_req *req)
 	vy_reply_send(rp);
 }
 
-/* Resolve input `i` as bytes (inline or from a shm region) into job->inputs[i]. */
-static int input_bytes(struct vy_req *req, uint32_t i, struct vy_err *err)
+/*
+ * Resolve input `i` as bytes (inline or from a shm region) into job->inputs[i]; with `import`, a
+ * shm input also gets its place in the region's import on the job's device (job->imports[i]).
+ */
+static int input_bytes(struct vy_req *req, uint32_t i, bool import, struct vy_err *err)
 {
 	const struct vy_input *in = &req->r.inputs[i];
 	struct vy_bytes *b = &req->job.inputs[i];
@@ -239,6 +243,10 @@ static int input_bytes(struct vy_req *req, uint32_t i, struct vy_err *err)
 	vy_shm_ref(m);
 	req->shm[req->n_shm++] = m;
 	*b = (struct vy_bytes){m->map + in->offset, (size_t)in->len};
+	if (import) {
+		req->job.imports[i] = (struct vy_host_ref){vy_shm_import(m, req->dev), in->offset};
+		req->job.cfg.imports = req->job.imports;
+	}
 	return 0;
 }
 
@@ -377,7 +385,7 @@ static void start_dispatch(struct vy_req *req)
 	j->cfg.timing = rc->timing;
 	bool resident = req->n_res > 0;
 	for (uint32_t i = 0; i < r->n_inputs; i++) {
-		if (input_bytes(req, i, &err) != 0) {
+		if (input_bytes(req, i, !resident, &err) != 0) {
 			vy_reply_error(req, &err, NULL);
 			return;
 		}
@@ -744,8 +752,9 @@ static void op_inject_fault(struct vy_req *req)
 	struct vy_err err;
 	struct vy_device *d = vy_device_pick(s, &req->r.config, 0, &err);
 	if (d && vy_backend_inject_fault(d->backend, fault, &err) == 0) {
-		vy_log(VY_LOG_WARNING, "device %u: fault %s injected by client %" PRIu64 " (uid %u)",
-			d->index, vy_fault_name(fault), req->conn->id, (unsigned)req->conn->uid);
+		vy_log(VY_LOG_WARNING,
+			"device %u: fault %s injected by client %" PRIu64 " (uid %u)", d->index,
+			vy_fault_name(fault), req->conn->id, (unsigned)req->conn->uid);
 		struct vy_reply *rp = vy_reply_begin(req, 1);
 		vy_pack_kv_u64(&rp->pk, "device", d->index);
 		vy_reply_send(rp);

@@ -12,8 +12,17 @@
  *
  * Shared memory: shm_attach receives a memfd with SCM_RIGHTS. It must carry F_SEAL_SHRINK, so
  * the client cannot shrink it under the daemon's mapping (which would make reads fault), and be
- * at least the announced size. The daemon maps it read-only; dispatch inputs then read it in
- * place. Regions belong to their connection.
+ * at least the announced size. The daemon maps it shared and reads dispatch inputs in place.
+ * Regions belong to their connection. On a device whose backend imports host memory
+ * (VK_EXT_external_memory_host on Vulkan), the mapping is imported on the region's first
+ * dispatch there, so the device copies inputs out of it and the host copies nothing; where the
+ * device refuses, the inputs are read in place as before. Drivers pin imported pages for
+ * writing, and NVIDIA's not only refuses a read-only mapping but then refuses any later import
+ * at its addresses, so the region is mapped writable where the memfd allows it (the daemon never
+ * writes through the mapping) and only such a mapping is imported; a write-sealed memfd is
+ * mapped read-only and never imported. A lost and recovered device loses its imports: the next
+ * use imports again. The imports are released before the mapping goes, with the region's last
+ * reference.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -303,8 +312,28 @@ void vy_resident_pack_stats(struct vy_server *s, msgpack_packer *pk)
 			region_bytes += VY_CONTAINER_OF(m, struct vy_shm, link)->size;
 		}
 	}
+	uint64_t imported = 0;
+	uint64_t generations[VY_MAX_DEVICES];
+	for (uint32_t i = 0; i < s->n_devices; i++) {
+		generations[i] = vy_device_generation(&s->devices[i]);
+	}
+	for (struct vy_link *l = s->conns.next; l != &s->conns; l = l->next) {
+		struct vy_conn *c = VY_CONTAINER_OF(l, struct vy_conn, link);
+		for (struct vy_link *m = c->shms.next; m != &c->shms; m = m->next) {
+			const struct vy_shm *region = VY_CONTAINER_OF(m, struct vy_shm, link);
+			bool any = false;
+			for (uint32_t i = 0; i < s->n_devices && !any; i++) {
+				any = region->imports[i].id &&
+				      region->imports[i].generation == generations[i];
+			}
+			imported += any;
+		}
+	}
+	uint64_t import_inputs;
+	uint64_t import_bytes;
+	vy_devices_import_counts(s, &import_inputs, &import_bytes);
 	vy_pack_cstr(pk, "resident");
-	msgpack_pack_map(pk, 8);
+	msgpack_pack_map(pk, 11);
 	vy_pack_cstr(pk, "buffers");
 	msgpack_pack_uint64(pk, t->count);
 	vy_pack_cstr(pk, "bytes");
@@ -321,6 +350,9 @@ void vy_resident_pack_stats(struct vy_server *s, msgpack_packer *pk)
 	msgpack_pack_uint64(pk, regions);
 	vy_pack_cstr(pk, "shm_bytes");
 	msgpack_pack_uint64(pk, region_bytes);
+	vy_pack_kv_u64(pk, "shm_imported", imported);
+	vy_pack_kv_u64(pk, "shm_import_inputs", import_inputs);
+	vy_pack_kv_u64(pk, "shm_import_bytes", import_bytes);
 }
 
 void vy_resident_pack_table(struct vy_server *s, struct vy_conn *viewer, msgpack_packer *pk)
@@ -398,8 +430,14 @@ int vy_shm_attach(struct vy_conn *c, int fd, uint64_t size, uint64_t *id, struct
 			"a region of %" PRIu64 " bytes cannot be mapped", size);
 	}
 	void *map = MAP_FAILED;
+	bool writable = false;
 	if (rc == 0) {
-		map = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+		/* Fails (EPERM, EACCES) for a write-sealed memfd or a read-only descriptor. */
+		map = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		writable = map != MAP_FAILED;
+		if (!writable) {
+			map = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+		}
 		if (map == MAP_FAILED) {
 			rc = vy_err_set(err, VY_E_OUT_OF_MEMORY, "size", "attach a smaller region",
 				"mapping %" PRIu64 " bytes failed: %s", size, strerror(errno));
@@ -415,11 +453,13 @@ int vy_shm_attach(struct vy_conn *c, int fd, uint64_t size, uint64_t *id, struct
 		abort();
 	}
 	m->id = vy_random_u64();
+	m->srv = c->srv;
 	m->conn = c;
 	m->map = map;
 	m->size = (size_t)size;
 	m->refs = 1;
 	m->attached = true;
+	m->importable = writable;
 	vy_list_insert_tail(&c->shms, &m->link);
 	c->n_shms++;
 	*id = m->id;
@@ -444,10 +484,38 @@ void vy_shm_ref(struct vy_shm *m)
 
 void vy_shm_unref(struct vy_shm *m)
 {
-	if (--m->refs == 0) {
-		munmap((void *)m->map, m->size);
-		free(m);
+	if (--m->refs > 0) {
+		return;
 	}
+	/* Releasing waits for any device work still reading the import, so the unmap is safe. */
+	for (uint32_t i = 0; i < m->srv->n_devices; i++) {
+		vy_backend_host_release(m->srv->devices[i].backend, m->imports[i].id);
+	}
+	munmap((void *)m->map, m->size);
+	free(m);
+}
+
+uint64_t vy_shm_import(struct vy_shm *m, struct vy_device *d)
+{
+	if (!m->importable) {
+		return 0;
+	}
+	uint64_t generation = vy_device_generation(d);
+	struct vy_shm_import *im = &m->imports[d->index];
+	if (im->tried && im->generation == generation) {
+		return im->id;
+	}
+	/* A recovery dropped the old import, unless it was made in the new device just before the
+	 * generation moved: releasing covers both (an unknown id is ignored). */
+	vy_backend_host_release(d->backend, im->id);
+	*im = (struct vy_shm_import){.tried = true, .generation = generation};
+	/* The mapping covers whole pages, so the tail of the last page may be imported too. */
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t len = m->size <= SIZE_MAX - page ? (m->size + page - 1) / page * page : m->size;
+	if (vy_backend_host_import(d->backend, m->map, len, &im->id, NULL) != 0) {
+		im->id = 0;
+	}
+	return im->id;
 }
 
 void vy_shm_detach(struct vy_shm *m)

@@ -9,7 +9,8 @@
  * Socket file: an existing path is probed with connect(). A live daemon answers and is never
  * stolen from; a socket nobody listens on is stale and removed; anything that is not a socket is
  * left alone. The socket is created with socket_mode (umask set around bind, so there is no
- * window with looser bits) and chowned to socket_group.
+ * window with looser bits) and chowned to socket_group. If the socket file vanishes while the
+ * daemon runs, the housekeeping timer creates it (and its folder) again.
  *
  * SIGTERM or SIGINT: STOPPING=1, stop accepting, answer new requests SHUTTING_DOWN, let requests
  * in flight finish (at most drain_timeout_ms), then close every connection, stop the submit
@@ -174,6 +175,96 @@ static void close_listener(struct vy_server *s)
 		unlink(s->cfg.socket_path);
 		s->socket_bound = false;
 	}
+}
+
+/* --- a vanished socket ----------------------------------------------------------------- */
+
+/*
+ * A socket file that disappears while the daemon runs (its folder removed by hand or by a
+ * cleaner of /run) would leave a healthy daemon that nobody can reach. The housekeeping timer
+ * notices, closes the listener and, once libuv has released the handle, creates the folder
+ * again (0755: the socket file's own mode decides who may connect) and binds the same path.
+ * Established connections are not affected. A socket from systemd belongs to systemd and is
+ * left alone. Between the close and its callback the handle cannot be initialized again; the
+ * callback marks it free by clearing its data pointer, which bind_socket sets again.
+ */
+static void on_listener_released(uv_handle_t *handle)
+{
+	handle->data = NULL;
+}
+
+static int make_socket_dir(const char *path, struct vy_err *err)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash || slash == dir) {
+		return 0;
+	}
+	*slash = '\0';
+	for (char *p = dir + 1;; p++) {
+		if (*p != '/' && *p != '\0') {
+			continue;
+		}
+		char c = *p;
+		*p = '\0';
+		if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+			return vy_err_set(err, VY_E_INTERNAL, "socket_path",
+				"give the daemon's user write access to the socket's parent folder",
+				"cannot create %s: %s", dir, strerror(errno));
+		}
+		*p = c;
+		if (c == '\0') {
+			return 0;
+		}
+	}
+}
+
+static void listen_again(struct vy_server *s)
+{
+	struct vy_err err = {0};
+	int rc = make_socket_dir(s->cfg.socket_path, &err);
+	if (rc == 0) {
+		rc = bind_socket(s, &err);
+	}
+	if (rc == 0) {
+		rc = uv_listen((uv_stream_t *)&s->listener, 511, vy_conn_on_connection);
+		if (rc) {
+			rc = vy_err_set(&err, VY_E_INTERNAL, NULL, "check the socket path and its folder",
+				"listen: %s", uv_strerror(rc));
+		}
+	}
+	if (rc == 0) {
+		vy_log(VY_LOG_NOTICE, "listening on %s again", s->cfg.socket_path);
+		return;
+	}
+	vy_log_err(VY_LOG_ERR, &err, "the socket could not be created again (retrying)");
+	if (s->listener_open) {
+		s->listener_open = false;
+		s->socket_bound = false;
+		uv_close((uv_handle_t *)&s->listener, on_listener_released);
+	}
+}
+
+static void check_socket(struct vy_server *s)
+{
+	if (s->state != VY_SERVER_RUNNING || s->activated) {
+		return;
+	}
+	if (!s->listener_open) {
+		if (s->listener.data == NULL) {
+			listen_again(s);
+		}
+		return;
+	}
+	struct stat st;
+	if (!s->socket_bound || lstat(s->cfg.socket_path, &st) == 0 || errno != ENOENT) {
+		return;
+	}
+	vy_log(VY_LOG_WARNING, "the socket %s vanished; creating it again", s->cfg.socket_path);
+	s->listener_open = false;
+	s->socket_bound = false;
+	uv_close((uv_handle_t *)&s->listener, on_listener_released);
 }
 
 /* --- admin peers ----------------------------------------------------------------------- */
@@ -351,6 +442,7 @@ static void on_tick(uv_timer_t *timer)
 	if (now - s->last_sweep_ns >= 250000000) {
 		s->last_sweep_ns = now;
 		vy_conn_sweep(s, now);
+		check_socket(s);
 	}
 	if (now - s->last_status_ns >= 10000000000ull) {
 		s->last_status_ns = now;

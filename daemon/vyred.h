@@ -130,6 +130,7 @@ struct vy_job {
 	struct vy_pipeline *pl;           /* borrowed from the request's pipeline entry */
 	uint32_t n_inputs;
 	struct vy_bytes inputs[VY_MAX_INPUTS];
+	struct vy_host_ref imports[VY_MAX_INPUTS]; /* shm inputs' place in their region's import */
 	struct vy_dispatch_config cfg;
 	uint32_t n_outputs;
 	struct vy_outputs outputs;
@@ -277,14 +278,25 @@ struct vy_resident_table {
 	uint64_t lost;
 };
 
+/* A region's mapping as one device imported it (vy_backend_host_import), made on first use. */
+struct vy_shm_import {
+	uint64_t id;         /* the backend's import; 0 where the device did not import it */
+	uint64_t generation; /* the device generation it was made (or refused) in */
+	bool tried;
+};
+
 struct vy_shm {
 	uint64_t id;
 	struct vy_link link; /* in the connection's list */
+	struct vy_server *srv;
 	struct vy_conn *conn;
-	const uint8_t *map; /* PROT_READ, MAP_SHARED */
+	const uint8_t *map; /* MAP_SHARED; the daemon only reads it */
 	size_t size;
 	uint32_t refs;
 	bool attached;
+	/* Mapped writable too, as drivers need to import it (a write-sealed memfd is not). */
+	bool importable;
+	struct vy_shm_import imports[VY_MAX_DEVICES]; /* by device index */
 };
 
 /* --- connections and requests -------------------------------------------------------------- */
@@ -557,6 +569,10 @@ uint32_t vy_device_load(struct vy_device *d);
 bool vy_devices_idle(struct vy_server *s);
 /* The array of device descriptions: profiles (hello, `brief`) or profiles and counters (stats). */
 void vy_devices_pack(struct vy_server *s, msgpack_packer *pk, bool brief);
+/* Dispatch inputs the devices copied from host imports (shm regions), and their bytes, summed. */
+void vy_devices_import_counts(struct vy_server *s, uint64_t *inputs, uint64_t *bytes);
+/* The device's generation (bumped by each recovery from a lost device). */
+uint64_t vy_device_generation(struct vy_device *d);
 
 /* resident.c */
 void vy_resident_init(struct vy_server *s);
@@ -587,7 +603,8 @@ void vy_resident_device_lost(struct vy_server *s, struct vy_device *d);
 void vy_resident_pack_table(struct vy_server *s, struct vy_conn *viewer, msgpack_packer *pk);
 /* The resident field of the stats reply. */
 void vy_resident_pack_stats(struct vy_server *s, msgpack_packer *pk);
-/* Attach the memfd `fd` (always consumed) of at least `size` bytes as a read-only region of `c`.
+/* Attach the memfd `fd` (always consumed) of at least `size` bytes as a region of `c` (mapped
+ * writable where the memfd allows, for imports, but only ever read).
  * Errors: BAD_REQUEST (not a sealable memfd, no F_SEAL_SHRINK, smaller than announced),
  * OUT_OF_MEMORY (the mapping failed). */
 int vy_shm_attach(struct vy_conn *c, int fd, uint64_t size, uint64_t *id, struct vy_err *err);
@@ -595,8 +612,16 @@ int vy_shm_attach(struct vy_conn *c, int fd, uint64_t size, uint64_t *id, struct
 struct vy_shm *vy_shm_get(struct vy_conn *c, uint64_t id);
 void vy_shm_ref(struct vy_shm *m);
 void vy_shm_unref(struct vy_shm *m);
-/* Take the region out of its connection; the mapping goes with its last reference. */
+/* Take the region out of its connection; the mapping goes with its last reference (after its
+ * imports are released on their devices). */
 void vy_shm_detach(struct vy_shm *m);
+/*
+ * The id of the region's import on device `d`, for dispatch inputs read from the region: made on
+ * the region's first use on the device, and again after the device was lost and recovered. 0
+ * where the region is not importable or the device does not import it (the dispatch then reads
+ * the mapping in place).
+ */
+uint64_t vy_shm_import(struct vy_shm *m, struct vy_device *d);
 void vy_shm_conn_closed(struct vy_conn *c);
 
 /* stats.c: the stats reply is VY_STATS_FIELDS result fields */

@@ -161,6 +161,7 @@ static void device_down(struct vy__vk_backend *b)
 	(void)vy__vk_device_wait_idle(&b->dev, NULL);
 	vy__vk_exec_finish(&b->exec);
 	residents_clear(b);
+	vy__vk_imports_clear(b);
 	vy__vk_kernels_drop_device(b);
 	vy__vk_pipelines_finish(&b->pipes);
 	vy__vk_memory_finish(&b->mem);
@@ -809,6 +810,29 @@ static int vk_resident_dispatch(struct vy_backend *base, const struct vy_program
 	return vy__vk_note(b, rc);
 }
 
+/* Host memory imports. */
+
+static int vk_host_import(
+	struct vy_backend *base, const void *ptr, size_t len, uint64_t *out_id, struct vy_err *err)
+{
+	struct vy__vk_backend *b = vy__vk_from(base);
+	pthread_rwlock_rdlock(&b->life);
+	int rc = usable(b, err);
+	if (rc == 0) {
+		rc = vy__vk_import_add(b, ptr, len, out_id, err);
+	}
+	pthread_rwlock_unlock(&b->life);
+	return vy__vk_note(b, rc);
+}
+
+static void vk_host_release(struct vy_backend *base, uint64_t id)
+{
+	struct vy__vk_backend *b = vy__vk_from(base);
+	pthread_rwlock_rdlock(&b->life);
+	vy__vk_import_remove(b, id);
+	pthread_rwlock_unlock(&b->life);
+}
+
 /* Capabilities, limits and the profile. */
 
 static const char *vk_version(struct vy_backend *base)
@@ -1009,6 +1033,7 @@ static void vk_destroy(struct vy_backend *base)
 	vy__vk_disk_close(&b->disk);
 	vy__vk_compiler_destroy(b->cc);
 	free(b->res_buckets);
+	pthread_mutex_destroy(&b->import_lock);
 	pthread_mutex_destroy(&b->resident_lock);
 	pthread_mutex_destroy(&b->pending_lock);
 	pthread_mutex_destroy(&b->cache_lock);
@@ -1044,6 +1069,8 @@ static const struct vy_backend_ops vk_ops = {
 	.device_lost = vk_device_lost,
 	.inject_fault = vk_inject_fault,
 	.try_recover = vk_try_recover,
+	.host_import = vk_host_import,
+	.host_release = vk_host_release,
 };
 
 static int create(const struct vy_vulkan_options *opts, unsigned test_flags,
@@ -1074,6 +1101,7 @@ static int create(const struct vy_vulkan_options *opts, unsigned test_flags,
 	pthread_mutex_init(&b->cache_lock, NULL);
 	pthread_mutex_init(&b->pending_lock, NULL);
 	pthread_mutex_init(&b->resident_lock, NULL);
+	pthread_mutex_init(&b->import_lock, NULL);
 	b->cc = vy__vk_compiler_create();
 	int rc = device_up(b, opts->device_index, err);
 	if (rc) {
@@ -1121,6 +1149,11 @@ bool vy_vulkan_stats(struct vy_backend *base, struct vy_vulkan_stats *out)
 	pthread_mutex_lock(&b->resident_lock);
 	out->resident_buffers = b->res_count;
 	pthread_mutex_unlock(&b->resident_lock);
+	pthread_mutex_lock(&b->import_lock);
+	out->host_imports = b->import_count;
+	pthread_mutex_unlock(&b->import_lock);
+	out->host_import_inputs = atomic_load(&b->imported_inputs);
+	out->host_import_bytes = atomic_load(&b->imported_bytes);
 	pthread_rwlock_unlock(&b->life);
 	return true;
 }

@@ -10,13 +10,16 @@
  *            find, the bytes to confirm).
  *   variant  the compute pipelines of a kernel for one (spec values, workgroup size).
  *   job      one dispatch in flight: a context, the buffers bound, the trap sidecar.
+ *   import   host memory the device reads in place (VK_EXT_external_memory_host), in a table by
+ *            random id; a job whose input lies in one copies it from there on the device.
  *
  * Device life: every entry that touches the device holds `life` for reading; recovery after a
  * lost device takes it for writing, destroys every Vulkan object (kernels keep their programs and
  * are rebuilt on next use: `generation` tells them apart), and opens the device again.
  *
  * Thread-safety: see vulkan.h. Lock order: life first; then exec, which may take cache (a job's
- * kernel reference dropped at completion) and memory; cache and memory take nothing after them.
+ * kernel reference dropped at completion) and memory; cache, memory and imports take nothing
+ * after them.
  */
 #ifndef VY_BACKEND_VULKAN_VK_BACKEND_H
 #define VY_BACKEND_VULKAN_VK_BACKEND_H
@@ -108,6 +111,20 @@ struct vy__vk_resident {
 	struct vy__vk_resident *next;
 };
 
+/* Host memory imported as a transfer source: the aligned pages inside what the caller gave. */
+struct vy__vk_import {
+	uint64_t id;
+	uintptr_t ptr;            /* the first byte the caller gave: refs' offsets count from it */
+	uintptr_t base;           /* the first byte imported */
+	VkDeviceSize size;        /* bytes imported from `base` */
+	VkDeviceMemory memory;    /* owned */
+	VkBuffer buffer;          /* owned: TRANSFER_SRC over the whole range */
+	_Atomic uint32_t refs;    /* the table's and each job's reading it */
+	struct vy_vk_device *dev; /* borrowed */
+	struct vy__vk_import *next;
+};
+
+#define VY__VK_IMPORT_BUCKETS 256
 #define VY__VK_CACHE_BUCKETS 1024
 #define VY__VK_CACHE_MAX_ENTRIES 512
 
@@ -148,6 +165,12 @@ struct vy__vk_backend {
 	struct vy__vk_resident **res_buckets;
 	size_t res_n_buckets;
 	size_t res_count;
+
+	pthread_mutex_t import_lock;
+	struct vy__vk_import *imports[VY__VK_IMPORT_BUCKETS];
+	size_t import_count;
+	_Atomic uint64_t imported_inputs; /* inputs jobs copied from imports */
+	_Atomic uint64_t imported_bytes;
 };
 
 /* Drop a reference to a resident buffer (a hold release function); the last frees it. */
@@ -207,6 +230,32 @@ int vy__vk_variant_get(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
  */
 void vy__vk_kernels_drop_device(struct vy__vk_backend *b);
 
+/*
+ * Import what the device can of the `len` bytes at `ptr` (vy_backend_host_import) and enter it
+ * into the table; *id is its new id. Call with `life` held for reading on an open device.
+ * Errors: UNSUPPORTED_FEATURE (no VK_EXT_external_memory_host, no whole aligned page in the
+ * range, pages not mapped readable and writable, the driver refuses this memory), OUT_OF_MEMORY,
+ * DEVICE_LOST.
+ */
+int vy__vk_import_add(
+	struct vy__vk_backend *b, const void *ptr, size_t len, uint64_t *id, struct vy_err *err);
+/*
+ * Take import `id` out of the table (an unknown id is ignored); when jobs still hold it, wait
+ * for the submitted work first, so that the device no longer reads the memory. Call with `life`
+ * held for reading.
+ */
+void vy__vk_import_remove(struct vy__vk_backend *b, uint64_t id);
+/*
+ * The import `ref` names, with a reference for the caller, when it holds all `len` bytes at
+ * `data` exactly where the ref says; their offset in its buffer in *src_offset. NULL otherwise.
+ */
+struct vy__vk_import *vy__vk_import_find(struct vy__vk_backend *b, const struct vy_host_ref *ref,
+	const void *data, uint64_t len, VkDeviceSize *src_offset);
+/* Drop a reference to an import (a hold release function); the last frees it. */
+void vy__vk_import_release(void *import);
+/* Drop the table's reference to every import (before the device closes). */
+void vy__vk_imports_clear(struct vy__vk_backend *b);
+
 /* One dispatch's buffers: host inputs, or resident resources. */
 struct vy__vk_request {
 	const struct vy_bytes *inputs; /* NULL for a resident dispatch */
@@ -228,6 +277,8 @@ struct vy__vk_job {
 	uint64_t timeout_ns;
 	uint64_t start_ns;
 	uint64_t enqueue_ns;
+	uint32_t imported_inputs; /* inputs copied from imports */
+	uint64_t imported_bytes;
 	uint32_t n_bufs;                    /* the non-workgroup buffers, then the sidecar */
 	uint32_t buf_of[VY_IR_MAX_BUFFERS]; /* program buffer index -> bufs index */
 	/* The non-workgroup buffers in plan order, then the trap sidecar: one range per segment. */

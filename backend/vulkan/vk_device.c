@@ -309,6 +309,22 @@ static int pick_queue(struct vy_vk_device *d, struct vy_err *err)
 	return 0;
 }
 
+/* Whether host allocations import as memory of transfer-source buffers (the only use made of
+ * them: vk_import.c). */
+static bool host_importable(VkPhysicalDevice phys)
+{
+	VkPhysicalDeviceExternalBufferInfo info = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO,
+		.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
+		.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
+	};
+	VkExternalBufferProperties props = {.sType = VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES};
+	vkGetPhysicalDeviceExternalBufferProperties(phys, &info, &props);
+	const VkExternalMemoryProperties *m = &props.externalMemoryProperties;
+	return (m->externalMemoryFeatures & VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT) &&
+	       (m->compatibleHandleTypes & VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT);
+}
+
 /* Device properties and features; enabled features go into the chain handed to vkCreateDevice. */
 struct feature_chain {
 	VkPhysicalDeviceFeatures2 f2;
@@ -337,6 +353,7 @@ static int create_device(struct vy_vk_device *d, struct vy_err *err)
 	d->memory_budget = has_extension(exts, n_ext, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 	bool has_sm = has_extension(exts, n_ext, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
 	bool has_rb2 = has_extension(exts, n_ext, VK_EXT_ROBUSTNESS_2_EXTENSION_NAME);
+	bool has_host = has_extension(exts, n_ext, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
 
 	VkPhysicalDeviceSubgroupProperties sg = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
@@ -350,6 +367,8 @@ static int create_device(struct vy_vk_device *d, struct vy_err *err)
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
 	VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+	VkPhysicalDeviceExternalMemoryHostPropertiesEXT hostp = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
 	VkPhysicalDeviceProperties2 p2 = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &m3};
 	if (has_push) {
@@ -363,6 +382,10 @@ static int create_device(struct vy_vk_device *d, struct vy_err *err)
 	if (has_sm) {
 		sm.pNext = p2.pNext;
 		p2.pNext = &sm;
+	}
+	if (has_host) {
+		hostp.pNext = p2.pNext;
+		p2.pNext = &hostp;
 	}
 	vkGetPhysicalDeviceProperties2(d->phys, &p2);
 	snprintf(d->driver_name, sizeof(d->driver_name), "%s", drv.driverName);
@@ -379,6 +402,13 @@ static int create_device(struct vy_vk_device *d, struct vy_err *err)
 	d->subgroup_ops = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
 			  (sg.supportedOperations & need_ops) == need_ops && sg.subgroupSize > 0;
 	d->max_push_descriptors = has_push ? push.maxPushDescriptors : 0;
+	d->host_import = has_host && host_importable(d->phys);
+	d->import_alignment = d->host_import ? hostp.minImportedHostPointerAlignment : 0;
+	/* Alignments are powers of two (the import path rounds with masks). */
+	if (d->import_alignment == 0 || (d->import_alignment & (d->import_alignment - 1))) {
+		d->host_import = false;
+		d->import_alignment = 0;
+	}
 
 	struct feature_chain have = {
 		.f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &have.v12},
@@ -428,7 +458,7 @@ static int create_device(struct vy_vk_device *d, struct vy_err *err)
 		*tail = &want.rb2;
 	}
 
-	const char *enable[5];
+	const char *enable[8];
 	uint32_t n_enable = 0;
 	if (has_push) {
 		enable[n_enable++] = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
@@ -441,6 +471,9 @@ static int create_device(struct vy_vk_device *d, struct vy_err *err)
 	}
 	if (d->null_descriptor) {
 		enable[n_enable++] = VK_EXT_ROBUSTNESS_2_EXTENSION_NAME;
+	}
+	if (d->host_import) {
+		enable[n_enable++] = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
 	}
 	d->push_descriptors = has_push && d->max_push_descriptors > 0;
 

@@ -58,6 +58,10 @@ struct vy_vk_device {
 	bool int64;
 	bool memory_budget;
 	bool null_descriptor; /* VK_EXT_robustness2: a zero-length buffer binds as a null one */
+	/* VK_EXT_external_memory_host: host allocations import as transfer sources, at addresses
+	 * and sizes that are multiples of import_alignment */
+	bool host_import;
+	VkDeviceSize import_alignment;
 
 	bool timestamps;
 	uint64_t timestamp_mask; /* valid bits of a timestamp on the queue */

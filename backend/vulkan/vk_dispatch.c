@@ -8,7 +8,8 @@
  * program's launch: every buffer keeps what the segments before wrote (DESIGN.md §5,
  * docs/semantics.md), as the reference runs a split program, and nothing leaves the device in
  * between. Each segment has its own range of the trap sidecar, so the first segment that trapped
- * is the one reported.
+ * is the one reported. An input whose config names an import holding exactly its bytes is copied
+ * from the import by the device (vk_import.c); the import is held until the context is released.
  */
 #include "vk_backend.h"
 
@@ -170,11 +171,27 @@ static int prepare_buffers(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 			vy__vk_xfer_wrap(&res->slice, len, zero, xf);
 		} else {
 			const void *data = NULL;
+			struct vy__vk_import *im = NULL;
+			VkDeviceSize at = 0;
 			if (bd->input_index != VY_BINDING_NONE) {
 				data = req->inputs[bd->input_index].data;
 			}
+			if (data && req->config->imports) {
+				im = vy__vk_import_find(
+					b, &req->config->imports[bd->input_index], data, len, &at);
+			}
 			bool back = bd->output_index != VY_BINDING_NONE;
-			int rc = vy__vk_xfer_prepare(x, job->ctx, len, data, zero, back, xf, err);
+			int rc;
+			if (im) {
+				vy__vk_ctx_hold(job->ctx, vy__vk_import_release, im);
+				rc = vy__vk_xfer_prepare_copy(
+					x, job->ctx, len, im->buffer, at, back, xf, err);
+				job->imported_inputs++;
+				job->imported_bytes += len;
+			} else {
+				rc = vy__vk_xfer_prepare(
+					x, job->ctx, len, data, zero, back, xf, err);
+			}
 			if (rc) {
 				return rc;
 			}
@@ -341,6 +358,10 @@ int vy__vk_job_start(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 		return rc;
 	}
 	job->enqueue_ns = now_ns() - job->start_ns;
+	if (job->imported_inputs) {
+		atomic_fetch_add(&b->imported_inputs, job->imported_inputs);
+		atomic_fetch_add(&b->imported_bytes, job->imported_bytes);
+	}
 	return 0;
 }
 

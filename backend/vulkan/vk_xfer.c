@@ -64,6 +64,22 @@ int vy__vk_xfer_prepare(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t le
 	return rc;
 }
 
+int vy__vk_xfer_prepare_copy(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t len,
+	VkBuffer src, VkDeviceSize src_offset, bool read_back, struct vy_vk_xfer *out,
+	struct vy_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	out->len = len;
+	out->read_back = read_back;
+	out->src = src;
+	out->src_offset = src_offset;
+	int rc = vy__vk_ctx_slice(x, ctx, VY_VK_POOL_DEVICE, len, &out->dev, err);
+	if (rc == 0 && read_back && !(x->dev->unified && out->dev.map)) {
+		rc = vy__vk_ctx_slice(x, ctx, VY_VK_POOL_READBACK, len, &out->down, err);
+	}
+	return rc;
+}
+
 void vy__vk_xfer_wrap(
 	const struct vy_vk_slice *dev, uint64_t len, bool zero, struct vy_vk_xfer *out)
 {
@@ -93,7 +109,11 @@ void vy__vk_xfer_record_in(
 	bool any = false;
 	for (size_t i = 0; i < n; i++) {
 		const struct vy_vk_xfer *b = &bufs[i];
-		if (b->up.buffer) {
+		if (b->src) {
+			VkBufferCopy region = {b->src_offset, b->dev.offset, b->len};
+			d->vk.vkCmdCopyBuffer(cmd, b->src, b->dev.buffer, 1, &region);
+			any = true;
+		} else if (b->up.buffer) {
 			VkBufferCopy region = {b->up.offset, b->dev.offset, b->len};
 			d->vk.vkCmdCopyBuffer(cmd, b->up.buffer, b->dev.buffer, 1, &region);
 			any = true;

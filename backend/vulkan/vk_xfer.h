@@ -6,7 +6,9 @@
  * memory (write-combined for inputs, host-cached for what is read back), which the shader
  * reads and writes over the bus; larger inputs go through persistently mapped upload staging
  * and a transfer copy into device-local memory, larger outputs are zero-filled with
- * vkCmdFillBuffer, and their results come back through host-cached readback staging.
+ * vkCmdFillBuffer, and their results come back through host-cached readback staging. An input
+ * whose bytes lie in imported host memory (vk_import.c) is copied by the device from there into
+ * its buffer, on every device, and the host copies nothing.
  *
  * Use: prepare every buffer of the job (outside the queue lock: this is where bytes are copied),
  * then from the record function record_in before the dispatches and record_out after them, then,
@@ -31,6 +33,8 @@ struct vy_vk_xfer {
 	struct vy_vk_slice dev;  /* what the shader binds */
 	struct vy_vk_slice up;   /* upload staging, or zeroed */
 	struct vy_vk_slice down; /* readback staging, or zeroed */
+	VkBuffer src;            /* borrowed: bytes to copy in (an import), or VK_NULL_HANDLE */
+	VkDeviceSize src_offset; /* where they start in `src` */
 	uint64_t len;            /* bytes the job uses */
 	bool fill_zero;          /* zero-fill on the device before the dispatches */
 	bool read_back;          /* copy back after the dispatches */
@@ -43,6 +47,15 @@ struct vy_vk_xfer {
  */
 int vy__vk_xfer_prepare(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t len, const void *data,
 	bool zero, bool read_back, struct vy_vk_xfer *out, struct vy_err *err);
+
+/*
+ * As vy__vk_xfer_prepare for an input of `len` bytes (len > 0) that already lie in a buffer the
+ * device reads, `src` at `src_offset`: record_in copies them into the job's buffer. The caller
+ * keeps `src` alive until the job is done. Errors: OUT_OF_MEMORY.
+ */
+int vy__vk_xfer_prepare_copy(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t len,
+	VkBuffer src, VkDeviceSize src_offset, bool read_back, struct vy_vk_xfer *out,
+	struct vy_err *err);
 
 /*
  * Use an existing device slice (a resident buffer) as the job's buffer `len` bytes long:

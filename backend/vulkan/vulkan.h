@@ -14,8 +14,10 @@
  * shuffle subgroup operations in compute shaders, and grid_sync (segments run in one command
  * buffer, buffers staying on the device); everything else false (one queue: no async_compute).
  * prepare, flush (submit and wait for all work, save the pipeline cache), shutdown, device_lost
- * and try_recover (recreates the device; resident buffers of the lost device are gone; compiled
- * pipelines recompile on their next dispatch).
+ * and try_recover (recreates the device; resident buffers and host imports of the lost device
+ * are gone; compiled pipelines recompile on their next dispatch). host_import and host_release
+ * where the device has VK_EXT_external_memory_host: an input lying in an import is copied into
+ * its buffer by the device (see vk_import.c), and the host copies nothing.
  *
  * Memory: buffers come from size-class pools (vk_memory.h). On a unified-memory device (lavapipe)
  * the shader's buffers are host-mapped and nothing is staged; elsewhere buffers up to 64 KiB live
@@ -95,6 +97,9 @@ struct vy_vulkan_stats {
 	uint64_t bytes_in_use;         /* device and staging bytes handed out */
 	uint64_t bytes_held;           /* device and staging bytes allocated from Vulkan */
 	uint64_t resident_buffers;
+	uint64_t host_imports;       /* host memory imports held (vy_backend_host_import) */
+	uint64_t host_import_inputs; /* dispatch inputs the device copied from an import */
+	uint64_t host_import_bytes;  /* their bytes */
 };
 
 /* Fill *out for a backend made by vy_vulkan_backend_create; false for any other backend. */

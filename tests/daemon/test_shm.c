@@ -1,4 +1,7 @@
-/* Shared memory regions: shm_attach with SCM_RIGHTS, checked descriptors, inputs read in place. */
+/*
+ * Shared memory regions: shm_attach with SCM_RIGHTS, checked descriptors, inputs read in place,
+ * and on Vulkan devices copied by the device from the region's host memory import.
+ */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -63,11 +66,19 @@ static void pack_shm_input(msgpack_packer *pk, uint64_t region, uint64_t offset,
 	msgpack_pack_uint64(pk, len);
 }
 
-static int dispatch_shm(const struct vy_program *p, uint64_t region, uint64_t off_b, uint64_t len,
-	struct tc_reply *r)
+/* Dispatch `p` (two inputs of `len` bytes at 0 and off_b in the region) on `backend` (NULL:
+ * any device). */
+static int dispatch_shm_on(const struct vy_program *p, uint64_t region, uint64_t off_b,
+	uint64_t len, const char *backend, struct tc_reply *r)
 {
 	struct tc_msg m;
-	tc_begin(&c, &m, VY_OP_DISPATCH, 2);
+	tc_begin(&c, &m, VY_OP_DISPATCH, backend ? 3 : 2);
+	if (backend) {
+		vy_pack_cstr(&m.pk, "config");
+		msgpack_pack_map(&m.pk, 1);
+		vy_pack_cstr(&m.pk, "backend");
+		vy_pack_cstr(&m.pk, backend);
+	}
 	t_pack_program(&m.pk, p);
 	vy_pack_cstr(&m.pk, "inputs");
 	msgpack_pack_array(&m.pk, 2);
@@ -75,6 +86,12 @@ static int dispatch_shm(const struct vy_program *p, uint64_t region, uint64_t of
 	pack_shm_input(&m.pk, region, off_b, len);
 	cr_assert_eq(tc_call(&c, &m, r), 0);
 	return tc_code(r);
+}
+
+static int dispatch_shm(const struct vy_program *p, uint64_t region, uint64_t off_b, uint64_t len,
+	struct tc_reply *r)
+{
+	return dispatch_shm_on(p, region, off_b, len, NULL, r);
 }
 
 Test(shm, dispatch_reads_inputs_from_a_sealed_memfd)
@@ -150,4 +167,109 @@ Test(shm, attach_checks_the_descriptor)
 
 	cr_expect_eq(t_simple(&c, VY_OP_PING, &r), 0, "the connection stays usable");
 	tc_reply_free(&r);
+}
+
+/* The import figures of the stats tree's resident part. */
+struct import_stats {
+	uint64_t regions;
+	uint64_t inputs;
+	uint64_t bytes;
+};
+
+static struct import_stats import_stats(void)
+{
+	struct tc_reply r;
+	cr_assert_eq(t_simple(&c, VY_OP_STATS, &r), 0);
+	struct import_stats st;
+	cr_assert(tc_u64(&r, "resident.shm_imported", &st.regions));
+	cr_assert(tc_u64(&r, "resident.shm_import_inputs", &st.inputs));
+	cr_assert(tc_u64(&r, "resident.shm_import_bytes", &st.bytes));
+	tc_reply_free(&r);
+	return st;
+}
+
+static void detach(uint64_t region)
+{
+	struct tc_msg m;
+	struct tc_reply r;
+	tc_begin(&c, &m, VY_OP_SHM_DETACH, 1);
+	vy_pack_cstr(&m.pk, "region");
+	msgpack_pack_uint64(&m.pk, region);
+	cr_assert_eq(tc_call(&c, &m, &r), 0);
+	cr_assert_eq(tc_code(&r), 0);
+	tc_reply_free(&r);
+}
+
+Test(shm, vulkan_devices_copy_inputs_from_the_imported_region)
+{
+	/* The default backend is Vulkan where a device opens; the reference imports nothing. */
+	const char *backend = vyd_backend() ? NULL : "vulkan";
+	struct vy_program *p = tc_program("vector_add");
+	struct t_inputs in;
+	t_inputs_make(p, 0, 33, &in);
+	struct vy_outputs want;
+	cr_assert_eq(t_reference(p, &in, NULL, &want), 0);
+	size_t len = in.in[0].len;
+	/* Three pages: the second input starts a page in, past an unused gap. */
+	size_t off_b = 4096 + 64;
+	size_t size = 3 * 4096;
+	cr_assert_leq(off_b + len, size);
+	uint8_t *bytes = calloc(1, size);
+	memcpy(bytes, in.in[0].data, len);
+	memcpy(bytes + off_b, in.in[1].data, len);
+	int fd = sealed_memfd(bytes, size, size, F_SEAL_SHRINK);
+	struct tc_reply r;
+	uint64_t region = 0;
+	cr_assert_eq(attach(fd, size, &region, &r), 0, "%s", r.r.error.message);
+	tc_reply_free(&r);
+	close(fd);
+
+	struct import_stats before = import_stats();
+	int code = dispatch_shm_on(p, region, off_b, len, backend, &r);
+	if (backend && code == VY_E_UNSUPPORTED_FEATURE) {
+		char why[VY_ERR_MESSAGE_MAX];
+		snprintf(why, sizeof(why), "%s", r.r.error.message);
+		tc_reply_free(&r);
+		detach(region);
+		free(bytes);
+		cr_skip_test("no Vulkan device in this daemon: %s", why);
+	}
+	cr_assert_eq(code, 0, "%s", r.r.error.message);
+	cr_expect(t_outputs_equal(&r, &want), "outputs match the reference byte for byte");
+	tc_reply_free(&r);
+	cr_assert_eq(
+		dispatch_shm_on(p, region, off_b, len, backend, &r), 0, "%s", r.r.error.message);
+	cr_expect(t_outputs_equal(&r, &want));
+	tc_reply_free(&r);
+	struct import_stats after = import_stats();
+	if (backend) {
+		cr_expect_eq(after.regions, before.regions + 1, "the region was imported once");
+		cr_expect_eq(after.inputs - before.inputs, 4, "both inputs of both dispatches");
+		cr_expect_eq(after.bytes - before.bytes, 4 * len);
+	} else {
+		cr_expect_eq(after.regions, 0, "the reference backend imports nothing");
+		cr_expect_eq(after.inputs, 0);
+	}
+	detach(region);
+	cr_expect_eq(import_stats().regions, before.regions, "a detached region is not counted");
+
+	/* A write-sealed memfd can only be mapped read-only, which drivers refuse to import: its
+	 * inputs are read in place. */
+	fd = sealed_memfd(bytes, size, size, F_SEAL_SHRINK | F_SEAL_WRITE);
+	cr_assert_eq(attach(fd, size, &region, &r), 0, "%s", r.r.error.message);
+	tc_reply_free(&r);
+	close(fd);
+	before = import_stats();
+	cr_assert_eq(
+		dispatch_shm_on(p, region, off_b, len, backend, &r), 0, "%s", r.r.error.message);
+	cr_expect(t_outputs_equal(&r, &want));
+	tc_reply_free(&r);
+	after = import_stats();
+	cr_expect_eq(after.regions, before.regions, "a read-only mapping is not imported");
+	cr_expect_eq(after.inputs, before.inputs);
+	detach(region);
+	free(bytes);
+	vy_outputs_finish(&want);
+	t_inputs_free(&in);
+	vy_program_destroy(p);
 }
