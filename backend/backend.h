@@ -218,6 +218,7 @@ struct vy_device_profile {
 	bool timestamps;            /* device_ns can be measured */
 	double timestamp_period_ns; /* nanoseconds per timestamp tick */
 	bool unified_memory;        /* host and device share memory: no staging copies */
+	bool cpu_device; /* a CPU implementation: a thread that spins takes a core from its work */
 	uint32_t n_heaps;
 	struct vy_memory_heap heaps[VY_DEVICE_MAX_HEAPS];
 };

@@ -354,6 +354,10 @@ static int check(const struct vy_config *c, struct vy_err *err)
 			"set backend to auto, vulkan or reference", "unknown backend \"%.64s\"",
 			c->backend);
 	}
+	if (strcmp(c->spin, "auto") && strcmp(c->spin, "on") && strcmp(c->spin, "off")) {
+		return vy_err_set(err, VY_E_BAD_REQUEST, "spin", "set spin to auto, on or off",
+			"unknown spin setting \"%.64s\"", c->spin);
+	}
 	if (!devices_list_ok(c->devices)) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, "devices",
 			"set devices to all or to indices such as 0,1",

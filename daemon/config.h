@@ -42,6 +42,9 @@
 	X(reference_subgroup_size, "devices", U64, "0", false,                                     \
 		"subgroup width the reference backend simulates; 0 for its default (8)")           \
 	X(batch_max, "devices", U64, "16", true, "most jobs a submit thread takes per wake-up")    \
+	X(spin, "devices", STR, "auto", false,                                                     \
+		"poll for work and completions instead of sleeping while a device is busy: auto "  \
+		"(on GPUs, not on CPU devices), on or off")                                        \
 	X(cache_dir, "cache", STR, "/var/cache/vyred", false,                                      \
 		"folder of the disk cache (programs, SPIR-V, pipeline cache)")                     \
 	X(disk_cache, "cache", BOOL, "true", false, "keep programs and pipelines on disk")         \

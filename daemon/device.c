@@ -251,6 +251,23 @@ static uint32_t take_batch(struct vy_device *d, struct vy_job **batch, uint32_t 
 	return n;
 }
 
+/* How long a GPU's submit thread polls an empty queue before it sleeps. */
+#define SUBMIT_SPIN_NS 100000u
+
+/* Poll for new work for a while (lock released meanwhile); true when some arrived. */
+static bool spin_for_work(struct vy_device *d)
+{
+	uint64_t seen = atomic_load_explicit(&d->submitted, memory_order_relaxed);
+	pthread_mutex_unlock(&d->lock);
+	uint64_t start = vy_now_ns();
+	bool more = false;
+	while (!more && vy_now_ns() - start < SUBMIT_SPIN_NS) {
+		more = atomic_load_explicit(&d->submitted, memory_order_acquire) != seen;
+	}
+	pthread_mutex_lock(&d->lock);
+	return more;
+}
+
 static void *submit_thread(void *arg)
 {
 	struct vy_device *d = arg;
@@ -260,6 +277,9 @@ static void *submit_thread(void *arg)
 	struct vy_job *batch[MAX_BATCH];
 	pthread_mutex_lock(&d->lock);
 	for (;;) {
+		if (d->spin && !d->stop && vy_list_empty(&d->ring)) {
+			spin_for_work(d);
+		}
 		while (!d->stop && vy_list_empty(&d->ring)) {
 			pthread_cond_wait(&d->cond, &d->lock);
 		}
@@ -293,6 +313,20 @@ static void *submit_thread(void *arg)
 
 /* --- the loop side --------------------------------------------------------------------- */
 
+static void on_idle(uv_idle_t *idle)
+{
+	(void)idle;
+}
+
+/* Count a job leaving the loop's hands; the last one lets the loop sleep again. */
+static void loop_job_done(struct vy_device *d)
+{
+	assert(d->loop_jobs > 0);
+	if (--d->loop_jobs == 0 && d->idle_open) {
+		uv_idle_stop(&d->idle);
+	}
+}
+
 static void complete_done(struct vy_device *d)
 {
 	struct vy_link done;
@@ -309,6 +343,7 @@ static void complete_done(struct vy_device *d)
 	while (!vy_list_empty(&done)) {
 		struct vy_job *j = VY_CONTAINER_OF(done.next, struct vy_job, link);
 		vy_list_remove(&j->link);
+		loop_job_done(d);
 		vy_ops_on_job(j);
 	}
 }
@@ -331,8 +366,13 @@ void vy_device_submit(struct vy_job *job)
 		vy_list_insert_tail(&d->ring, &q->ring);
 	}
 	d->depth++;
+	atomic_fetch_add_explicit(&d->submitted, 1, memory_order_release);
 	pthread_cond_signal(&d->cond);
 	pthread_mutex_unlock(&d->lock);
+	/* An active idle handle makes the loop poll without blocking until the job is back. */
+	if (d->loop_jobs++ == 0 && d->idle_open) {
+		uv_idle_start(&d->idle, on_idle);
+	}
 }
 
 void vy_device_cancel_conn(struct vy_server *s, struct vy_conn *c)
@@ -357,6 +397,7 @@ void vy_device_cancel_conn(struct vy_server *s, struct vy_conn *c)
 			struct vy_job *j = VY_CONTAINER_OF(jobs.next, struct vy_job, link);
 			vy_list_remove(&j->link);
 			j->canceled = true;
+			loop_job_done(d);
 			vy_ops_on_job(j);
 		}
 	}
@@ -531,6 +572,12 @@ static int add_device(struct vy_server *s, struct vy_backend *b, struct vy_err *
 	uv_async_init(&s->loop, &d->async, on_async);
 	d->async.data = d;
 	d->async_open = true;
+	const char *spin = s->cfg.spin;
+	d->spin = strcmp(spin, "on") == 0 || (strcmp(spin, "auto") == 0 && !d->profile.cpu_device);
+	if (d->spin) {
+		uv_idle_init(&s->loop, &d->idle);
+		d->idle_open = true;
+	}
 	s->n_devices++;
 	if (pthread_create(&d->thread, NULL, submit_thread, d) != 0) {
 		return vy_err_set(err, VY_E_INTERNAL, NULL, "raise the process's thread limit",
@@ -686,6 +733,10 @@ void vy_devices_stop(struct vy_server *s)
 		if (d->async_open) {
 			uv_close((uv_handle_t *)&d->async, NULL);
 			d->async_open = false;
+		}
+		if (d->idle_open) {
+			uv_close((uv_handle_t *)&d->idle, NULL);
+			d->idle_open = false;
 		}
 	}
 }

@@ -68,8 +68,16 @@ struct vy_device {
 	struct vy_caps caps;
 	uint64_t fingerprint;
 	bool vulkan; /* the backend reports disk-cache hits through vy_vulkan_stats */
+	/* A GPU: with work in flight, the submit thread polls its queue and the loop polls for
+	 * completions instead of sleeping, so neither pays a wake-up per dispatch. Never on a CPU
+	 * device, whose work needs the cores. */
+	bool spin;
 	uv_async_t async;
 	bool async_open;
+	uv_idle_t idle; /* active while the loop polls; loop thread */
+	bool idle_open;
+	uint32_t loop_jobs; /* jobs submitted and not yet completed on the loop; loop thread */
+	_Atomic uint64_t submitted; /* jobs ever queued: read by the spinning submit thread */
 	pthread_t thread;
 	bool thread_started;
 

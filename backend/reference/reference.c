@@ -360,6 +360,7 @@ static void ref_device_profile(struct vy_backend *b, struct vy_device_profile *o
 	out->timestamps = true;
 	out->timestamp_period_ns = 1.0;
 	out->unified_memory = true;
+	out->cpu_device = true;
 	long pages = sysconf(_SC_PHYS_PAGES);
 	long page = sysconf(_SC_PAGESIZE);
 	if (pages > 0 && page > 0) {

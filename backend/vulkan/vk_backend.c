@@ -921,6 +921,7 @@ static void vk_device_profile(struct vy_backend *base, struct vy_device_profile 
 	out->timestamps = d->timestamps;
 	out->timestamp_period_ns = d->timestamp_period_ns;
 	out->unified_memory = d->unified;
+	out->cpu_device = d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
 	if (b->open) {
 		vy__vk_device_heaps(d, out);
 	}
