@@ -196,7 +196,7 @@ static int raw_rate(struct vy_raw_vk *raw, double *per_s, struct vy_err *err)
 	int rc = vy_raw_vk_tiny_prepare(raw, N, err);
 	uint64_t t0 = vy_bench_now_ns(), t = t0, count = 0;
 	while (rc == 0 && t - t0 < RAW_RATE_NS) {
-		rc = vy_raw_vk_tiny_run(raw, in, out, err);
+		rc = vy_raw_vk_tiny_run(raw, in, out, false, err);
 		count++;
 		t = vy_bench_now_ns();
 	}

@@ -423,6 +423,20 @@ static int submit_wait(struct vy_raw_vk *raw, VkCommandBuffer cmd, struct vy_err
 	return 0;
 }
 
+/* Submit and sleep in vkWaitForFences: what most Vulkan programs do. */
+static int submit_block(struct vy_raw_vk *raw, VkCommandBuffer cmd, struct vy_err *err)
+{
+	VkSubmitInfo si = {
+		.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+		.commandBufferCount = 1,
+		.pCommandBuffers = &cmd,
+	};
+	VK_TRY(raw->vk.vkResetFences(raw->dev, 1, &raw->fence));
+	VK_TRY(raw->vk.vkQueueSubmit(raw->queue, 1, &si, raw->fence));
+	VK_TRY(raw->vk.vkWaitForFences(raw->dev, 1, &raw->fence, VK_TRUE, UINT64_MAX));
+	return 0;
+}
+
 static int once_begin(struct vy_raw_vk *raw, VkCommandBuffer *cmd, struct vy_err *err)
 {
 	VkCommandBufferAllocateInfo cai = {
@@ -770,11 +784,12 @@ int vy_raw_vk_tiny_prepare(struct vy_raw_vk *raw, uint32_t n, struct vy_err *err
 	return rc;
 }
 
-int vy_raw_vk_tiny_run(struct vy_raw_vk *raw, const uint32_t *in, uint32_t *out, struct vy_err *err)
+int vy_raw_vk_tiny_run(struct vy_raw_vk *raw, const uint32_t *in, uint32_t *out, bool block,
+	struct vy_err *err)
 {
 	size_t bytes = (size_t)raw->tiny_n * 4;
 	memcpy(raw->tiny.bufs[0].map, in, bytes);
-	int rc = submit_wait(raw, raw->tiny.cmd, err);
+	int rc = block ? submit_block(raw, raw->tiny.cmd, err) : submit_wait(raw, raw->tiny.cmd, err);
 	if (rc == 0) {
 		memcpy(out, raw->tiny.bufs[1].map, bytes);
 	}
