@@ -26,6 +26,7 @@
  * what it can queue before that. The check runs between reads, so one read (VY_READ_CHUNK bytes
  * of requests) may still add its replies beyond the mark.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -98,6 +99,19 @@ void vy_req_drop(struct vy_req *req)
 
 static void update_flow(struct vy_conn *c);
 
+/* What follows every completed write: errors, a close that waited for it, flow control. */
+static void after_write(struct vy_conn *c, int status)
+{
+	if (status < 0 && status != UV_ECANCELED) {
+		conn_close(c, uv_strerror(status));
+	} else if (c->close_after_write && c->writes == 0) {
+		conn_close(c, "bad frame");
+	}
+	update_flow(c);
+	maybe_free(c);
+	vy_server_poke(c->srv);
+}
+
 static void on_written(uv_write_t *wr, int status)
 {
 	struct vy_reply *rp = VY_CONTAINER_OF(wr, struct vy_reply, wr);
@@ -109,14 +123,110 @@ static void on_written(uv_write_t *wr, int status)
 	}
 	msgpack_sbuffer_destroy(&rp->sb);
 	free(rp);
-	if (status < 0 && status != UV_ECANCELED) {
-		conn_close(c, uv_strerror(status));
-	} else if (c->close_after_write && c->writes == 0) {
-		conn_close(c, "bad frame");
+	after_write(c, status);
+}
+
+/* --- corked replies --------------------------------------------------------------------- */
+
+struct cork_write {
+	uv_write_t wr;
+	struct vy_conn *conn;
+	char *data; /* owned */
+	uint64_t bytes;
+};
+
+static void on_cork_written(uv_write_t *wr, int status)
+{
+	struct cork_write *w = VY_CONTAINER_OF(wr, struct cork_write, wr);
+	struct vy_conn *c = w->conn;
+	c->writes--;
+	c->out_pending -= w->bytes;
+	free(w->data);
+	free(w);
+	after_write(c, status);
+}
+
+/* Forget the corked replies of a connection that is going away. */
+static void cork_drop(struct vy_conn *c)
+{
+	if (!c->corked) {
+		return;
 	}
+	vy_list_remove(&c->cork_link);
+	c->corked = false;
+	c->out_pending -= c->cork_bytes;
+	c->cork_bytes = 0;
+	msgpack_sbuffer_destroy(&c->cork);
+	msgpack_sbuffer_init(&c->cork);
+}
+
+static void cork_flush(struct vy_conn *c)
+{
+	if (!c->corked) {
+		return;
+	}
+	vy_list_remove(&c->cork_link);
+	c->corked = false;
+	struct cork_write *w = malloc(sizeof(*w));
+	if (!w) {
+		fprintf(stderr, "vyred: out of memory writing replies\n");
+		abort();
+	}
+	w->conn = c;
+	w->bytes = c->cork_bytes;
+	uv_buf_t buf = uv_buf_init(c->cork.data, (unsigned)c->cork.size);
+	w->data = msgpack_sbuffer_release(&c->cork);
+	c->cork_bytes = 0;
+	int rc = uv_write(&w->wr, (uv_stream_t *)&c->pipe, &buf, 1, on_cork_written);
+	if (rc) {
+		c->out_pending -= w->bytes;
+		free(w->data);
+		free(w);
+		conn_close(c, uv_strerror(rc));
+		maybe_free(c);
+		return;
+	}
+	c->writes++;
+}
+
+void vy_replies_cork(struct vy_server *s)
+{
+	s->corking++;
+}
+
+void vy_replies_uncork(struct vy_server *s)
+{
+	assert(s->corking > 0);
+	if (--s->corking > 0) {
+		return;
+	}
+	while (!vy_list_empty(&s->corked)) {
+		cork_flush(VY_CONTAINER_OF(s->corked.next, struct vy_conn, cork_link));
+	}
+}
+
+/* Take a reply held whole in its buffer into the connection's cork; false when it must be
+ * written on its own. */
+static bool cork_take(struct vy_reply *rp)
+{
+	struct vy_conn *c = rp->conn;
+	struct vy_server *s = c->srv;
+	if (s->corking == 0 || rp->n_segs || rp->sb.size > VY_CORK_MAX) {
+		return false;
+	}
+	msgpack_sbuffer_write(&c->cork, rp->sb.data, rp->sb.size);
+	c->cork_bytes += rp->sb.size;
+	c->out_pending += rp->sb.size;
+	c->bytes_out += rp->sb.size;
+	s->stats.bytes_out += rp->sb.size;
+	if (!c->corked) {
+		c->corked = true;
+		vy_list_insert_tail(&s->corked, &c->cork_link);
+	}
+	msgpack_sbuffer_destroy(&rp->sb);
+	free(rp);
 	update_flow(c);
-	maybe_free(c);
-	vy_server_poke(c->srv);
+	return true;
 }
 
 struct vy_reply *vy_reply_begin(struct vy_req *req, uint32_t nfields)
@@ -178,8 +288,8 @@ static void send_reply(struct vy_reply *rp, int code)
 	}
 	if (rp->n_segs == 0) {
 		/* Every byte of the reply is in its buffer: the request can go now, and so can the
-		 * buffer's unused tail, so that a queue of small replies held for a slow reader costs
-		 * little more than its bytes. */
+		 * buffer's unused tail, so that a queue of small replies held for a slow reader
+		 * costs little more than its bytes. */
 		req_free(req);
 		rp->req = NULL;
 		char *fit = realloc(rp->sb.data, rp->sb.size);
@@ -193,6 +303,11 @@ static void send_reply(struct vy_reply *rp, int code)
 	h[1] = (uint8_t)(payload >> 16);
 	h[2] = (uint8_t)(payload >> 8);
 	h[3] = (uint8_t)payload;
+	if (cork_take(rp)) {
+		return;
+	}
+	/* Replies leave in the order they were sent. */
+	cork_flush(c);
 	unsigned n = 0;
 	size_t pos = 0;
 	for (uint32_t i = 0; i < rp->n_segs; i++) {
@@ -359,6 +474,7 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
 		return;
 	}
 	c->in_read_cb = true;
+	vy_replies_cork(s);
 	uint64_t now = vy_now_ns();
 	c->bytes_in += (uint64_t)n;
 	s->stats.bytes_in += (uint64_t)n;
@@ -394,6 +510,7 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
 		}
 	}
 	c->in_read_cb = false;
+	vy_replies_uncork(s);
 	if (c->close_after_write && c->reading) {
 		uv_read_stop(stream);
 		c->reading = false;
@@ -471,7 +588,8 @@ static void maybe_free(struct vy_conn *c)
 		return;
 	}
 	bool done = c->in_flight == 0 &&
-		    (c->state == VY_CONN_CLOSING || (c->state == VY_CONN_EOF && c->writes == 0));
+		    (c->state == VY_CONN_CLOSING ||
+			    (c->state == VY_CONN_EOF && c->writes == 0 && !c->corked));
 	if (!done) {
 		return;
 	}
@@ -501,6 +619,7 @@ static void conn_close(struct vy_conn *c, const char *why)
 		"client %" PRIu64 " (pid %d, uid %u%s%s) closed%s%s; %u requests in flight", c->id,
 		(int)c->pid, (unsigned)c->uid, c->name[0] ? ", " : "", c->name, why ? ": " : "",
 		why ? why : "", c->in_flight);
+	cork_drop(c);
 	vy_device_cancel_conn(s, c);
 	vy_resident_conn_closed(s, c);
 	vy_shm_conn_closed(c);
@@ -525,6 +644,7 @@ void vy_conn_on_connection(uv_stream_t *listener, int status)
 	vy_list_init(&c->link);
 	vy_list_init(&c->residents);
 	vy_list_init(&c->shms);
+	msgpack_sbuffer_init(&c->cork);
 	for (uint32_t i = 0; i < VY_MAX_DEVICES; i++) {
 		vy_list_init(&c->queues[i].jobs);
 		vy_list_init(&c->queues[i].ring);

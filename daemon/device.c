@@ -351,7 +351,9 @@ static void complete_done(struct vy_device *d)
 static void on_async(uv_async_t *async)
 {
 	struct vy_device *d = async->data;
+	vy_replies_cork(d->srv);
 	complete_done(d);
+	vy_replies_uncork(d->srv);
 	vy_server_poke(d->srv);
 }
 

@@ -230,8 +230,9 @@ static void listen_again(struct vy_server *s)
 	if (rc == 0) {
 		rc = uv_listen((uv_stream_t *)&s->listener, 511, vy_conn_on_connection);
 		if (rc) {
-			rc = vy_err_set(&err, VY_E_INTERNAL, NULL, "check the socket path and its folder",
-				"listen: %s", uv_strerror(rc));
+			rc = vy_err_set(&err, VY_E_INTERNAL, NULL,
+				"check the socket path and its folder", "listen: %s",
+				uv_strerror(rc));
 		}
 	}
 	if (rc == 0) {
@@ -354,7 +355,7 @@ static bool drained(struct vy_server *s)
 	}
 	for (struct vy_link *l = s->conns.next; l != &s->conns; l = l->next) {
 		struct vy_conn *c = VY_CONTAINER_OF(l, struct vy_conn, link);
-		if (c->in_flight || c->writes) {
+		if (c->in_flight || c->writes || c->corked) {
 			return false;
 		}
 	}
@@ -459,6 +460,7 @@ int vy_server_init(struct vy_server *s, const struct vy_config_args *args, struc
 	s->start_ns = vy_now_ns();
 	s->uid = getuid();
 	vy_list_init(&s->conns);
+	vy_list_init(&s->corked);
 	vy_caches_init(s);
 	vy_resident_init(s);
 	int rc = vy_config_build(&s->cfg, args, err);

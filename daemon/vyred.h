@@ -44,6 +44,8 @@
 #define VY_DAEMON_VERSION "0.1.0"
 #define VY_MAX_DEVICES 16
 #define VY_READ_CHUNK ((size_t)256 * 1024)
+/* Replies up to this size are gathered per connection and written together (conn.c). */
+#define VY_CORK_MAX ((size_t)64 * 1024)
 /* Descriptors a peer may send ahead of the shm_attach frames that consume them. */
 #define VY_MAX_PENDING_FDS 8
 
@@ -335,7 +337,13 @@ struct vy_conn {
 	struct vy_frame_reader reader;
 	uint32_t in_flight;
 	uint32_t writes;
-	uint64_t out_pending; /* reply bytes handed to uv_write and not yet written */
+	uint64_t out_pending; /* reply bytes handed to uv_write (or corked) and not yet written */
+	/* Small replies of the current loop callback, written together when it ends (one write
+	 * call for many replies, and one wake-up of the client). */
+	msgpack_sbuffer cork;
+	uint64_t cork_bytes;
+	bool corked; /* in srv->corked */
+	struct vy_link cork_link;
 	uint64_t progress_ns; /* last time a byte arrived */
 	struct vy_cqueue queues[VY_MAX_DEVICES];
 	struct vy_link residents; /* unnamed resident buffers it owns */
@@ -440,6 +448,8 @@ struct vy_server {
 	char *backend_dir;  /* owned: <cache_dir>/vulkan, NULL when the disk cache is off */
 	uid_t uid;
 	int exit_code;
+	uint32_t corking;      /* nesting of vy_replies_cork; loop thread */
+	struct vy_link corked; /* vy_conn.cork_link: connections holding corked replies */
 };
 
 static inline void vy_pack_kv_u64(msgpack_packer *pk, const char *key, uint64_t v)
@@ -495,6 +505,12 @@ struct vy_reply *vy_reply_begin(struct vy_req *req, uint32_t nfields);
 void vy_reply_bin(struct vy_reply *rp, const void *data, size_t len);
 /* Frame and write the reply; the request is answered and freed after the write. */
 void vy_reply_send(struct vy_reply *rp);
+/*
+ * Between cork and uncork, small replies are gathered per connection and written together by
+ * the outermost uncork: a callback that completes many requests makes one write per client.
+ */
+void vy_replies_cork(struct vy_server *s);
+void vy_replies_uncork(struct vy_server *s);
 /* Answer `req` with an error, and the validator's list when `errs` holds more than one. */
 void vy_reply_error(struct vy_req *req, const struct vy_err *err, const struct vy_err_list *errs);
 /* Answer `req` with the error in `code` and message; a convenience over vy_reply_error. */
