@@ -383,6 +383,13 @@ static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
 {
 	struct vy_conn *c = handle->data;
 	struct vy_server *s = c->srv;
+	/* The rest of a large frame goes straight into its own buffer. */
+	size_t room = 0;
+	uint8_t *direct = vy_frame_reader_space(&c->reader, VY_READ_DIRECT, &room);
+	if (direct && room >= VY_READ_CHUNK) {
+		*buf = uv_buf_init((char *)direct, (unsigned)room);
+		return;
+	}
 	/* libuv reads one stream at a time and hands the bytes over before asking again, so one
 	 * buffer serves every connection. */
 	*buf = uv_buf_init((char *)s->read_buf, VY_READ_CHUNK);
@@ -479,6 +486,15 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
 	c->bytes_in += (uint64_t)n;
 	s->stats.bytes_in += (uint64_t)n;
 	size_t off = 0;
+	if (buf->base != (char *)s->read_buf) {
+		/* Read in place into the frame in progress (on_alloc). */
+		off = (size_t)n;
+		if (vy_frame_reader_commit(&c->reader, (size_t)n) == 1) {
+			size_t len;
+			uint8_t *frame = vy_frame_reader_take(&c->reader, &len);
+			on_frame(c, frame, len);
+		}
+	}
 	while (off < (size_t)n && c->state == VY_CONN_OPEN && !c->close_after_write) {
 		size_t used = 0;
 		if (vy_frame_reader_pending(&c->reader) == 0) {

@@ -44,6 +44,9 @@
 #define VY_DAEMON_VERSION "0.1.0"
 #define VY_MAX_DEVICES 16
 #define VY_READ_CHUNK ((size_t)256 * 1024)
+/* A frame with at least this much payload still to come is read into place, this much at most
+ * per read; smaller ones go through the shared read buffer, several frames per read. */
+#define VY_READ_DIRECT ((size_t)8 * 1024 * 1024)
 /* Replies up to this size are gathered per connection and written together (conn.c). */
 #define VY_CORK_MAX ((size_t)64 * 1024)
 /* Descriptors a peer may send ahead of the shm_attach frames that consume them. */

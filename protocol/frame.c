@@ -1,6 +1,7 @@
 /* The streaming frame reader and the frame writer helpers. */
 #include "frame.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <inttypes.h>
@@ -85,6 +86,26 @@ int vy_frame_reader_feed(
 	}
 	*consumed = used;
 	return r->header_have == VY_FRAME_HEADER && r->have == r->len ? 1 : 0;
+}
+
+uint8_t *vy_frame_reader_space(struct vy_frame_reader *r, size_t max, size_t *len)
+{
+	if (r->header_have < VY_FRAME_HEADER || r->have == r->len) {
+		*len = 0;
+		return NULL;
+	}
+	size_t room = r->len - r->have;
+	room = room < max ? room : max;
+	reserve(r, r->have + room);
+	*len = room;
+	return r->buf + r->have;
+}
+
+int vy_frame_reader_commit(struct vy_frame_reader *r, size_t n)
+{
+	assert(r->header_have == VY_FRAME_HEADER && n <= r->cap - r->have && n <= r->len - r->have);
+	r->have += n;
+	return r->have == r->len ? 1 : 0;
 }
 
 uint8_t *vy_frame_reader_take(struct vy_frame_reader *r, size_t *len)

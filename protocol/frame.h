@@ -43,6 +43,17 @@ void vy_frame_reader_finish(struct vy_frame_reader *r);
 int vy_frame_reader_feed(struct vy_frame_reader *r, const void *data, size_t n, size_t *consumed,
 	struct vy_err *err);
 
+/*
+ * Room to receive payload bytes of the frame in progress in place, without a copy: at most `max`
+ * bytes at the returned address, their count in *len; NULL when no frame is past its header.
+ * Write there, then count what was written with vy_frame_reader_commit before anything else.
+ * The buffer grows to hold that room only, so a peer that stalls holds little beyond what it sent.
+ */
+uint8_t *vy_frame_reader_space(struct vy_frame_reader *r, size_t max, size_t *len);
+/* Count `n` bytes (<= the room given) received in place. Returns 1 when the frame is complete
+ * (take it with vy_frame_reader_take), else 0. */
+int vy_frame_reader_commit(struct vy_frame_reader *r, size_t n);
+
 /* The completed payload, malloc'd, now owned by the caller; the reader starts the next frame. */
 uint8_t *vy_frame_reader_take(struct vy_frame_reader *r, size_t *len);
 

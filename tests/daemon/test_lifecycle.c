@@ -80,7 +80,12 @@ Test(lifecycle, systemd_hears_ready_watchdog_and_stopping)
 	cr_assert_eq(vyd_start(&d, &o), 0);
 	cr_expect(vyd_note(&d, "READY=1", 0));
 	cr_expect(vyd_note(&d, "WATCHDOG=1", 5000), "a watchdog ping within 5 s");
-	cr_expect(vyd_note_prefix(&d, "STATUS="), "a STATUS line");
+	bool status_line = vyd_note_prefix(&d, "STATUS=");
+	for (int i = 0; i < 100 && !status_line; i++) {
+		usleep(50000);
+		status_line = vyd_note_prefix(&d, "STATUS=");
+	}
+	cr_expect(status_line, "a STATUS line within 5 s");
 	kill(d.pid, SIGTERM);
 	cr_expect(vyd_note(&d, "STOPPING=1", 30000));
 	int status = vyd_wait(&d, 120000);

@@ -111,3 +111,47 @@ Test(frame, frame_of_exactly_max_is_accepted)
 	free(payload);
 	vy_frame_reader_finish(&r);
 }
+
+Test(frame, payload_received_in_place_completes_the_frame)
+{
+	/* A 1 MiB payload: header and first bytes fed, the rest written into the reader's own
+	 * space in uneven pieces, as a socket read into place would. */
+	size_t len = (size_t)1 << 20;
+	uint8_t *payload = malloc(len);
+	cr_assert_not_null(payload);
+	for (size_t i = 0; i < len; i++) {
+		payload[i] = (uint8_t)(i * 7 + 3);
+	}
+	uint8_t head[4 + 10] = {0x00, 0x10, 0x00, 0x00};
+	memcpy(head + 4, payload, 10);
+	struct vy_frame_reader r;
+	vy_frame_reader_init(&r, 0);
+	size_t room = 99;
+	cr_expect_null(vy_frame_reader_space(&r, 4096, &room), "no room before the header");
+	cr_expect_eq(room, 0);
+	size_t used = 0;
+	cr_assert_eq(vy_frame_reader_feed(&r, head, sizeof(head), &used, NULL), 0);
+	size_t have = 10;
+	size_t step = 1000;
+	int rc = 0;
+	while (rc == 0) {
+		uint8_t *at = vy_frame_reader_space(&r, step, &room);
+		cr_assert_not_null(at);
+		cr_assert_eq(room, len - have < step ? len - have : step);
+		cr_assert_leq(vy_frame_reader_pending(&r), 4 + have, "the buffer never runs ahead");
+		size_t n = room > 3 ? room - 3 : room; /* a short read */
+		memcpy(at, payload + have, n);
+		have += n;
+		rc = vy_frame_reader_commit(&r, n);
+		step = step * 2 + 1;
+	}
+	cr_assert_eq(have, len);
+	size_t got_len = 0;
+	uint8_t *frame = vy_frame_reader_take(&r, &got_len);
+	cr_assert_eq(got_len, len);
+	cr_expect(memcmp(frame, payload, len) == 0);
+	cr_expect_null(vy_frame_reader_space(&r, 4096, &room), "the next frame has no header yet");
+	free(frame);
+	free(payload);
+	vy_frame_reader_finish(&r);
+}
