@@ -46,21 +46,46 @@ static int fail(struct dec *d, const char *fix, const char *fmt, ...)
 	return VY_E_INVALID_PROGRAM;
 }
 
-static size_t push(struct dec *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * The location path grows by one step per field and element decoded, so it is built by plain
+ * appends: it is written for every node of every program, and read only when one fails.
+ */
+static void append(struct dec *d, const char *s, size_t n)
+{
+	size_t room = sizeof(d->path) - 1 - d->plen;
+	n = n < room ? n : room;
+	memcpy(d->path + d->plen, s, n);
+	d->plen += n;
+	d->path[d->plen] = '\0';
+}
 
-static size_t push(struct dec *d, const char *fmt, ...)
+/* Append ".name" (at most `n` bytes of the name); returns the mark to pop back to. */
+static size_t push_name(struct dec *d, const char *name, size_t n)
 {
 	size_t mark = d->plen;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(d->path + d->plen, sizeof(d->path) - d->plen, fmt, ap);
-	va_end(ap);
-	if (n > 0) {
-		d->plen += (size_t)n;
-		if (d->plen >= sizeof(d->path)) {
-			d->plen = sizeof(d->path) - 1;
-		}
-	}
+	append(d, ".", 1);
+	append(d, name, n);
+	return mark;
+}
+
+static size_t push_field(struct dec *d, const char *name)
+{
+	return push_name(d, name, strlen(name));
+}
+
+/* Append "[i]". */
+static size_t push_index(struct dec *d, uint32_t i)
+{
+	size_t mark = d->plen;
+	char digits[12];
+	size_t n = sizeof(digits);
+	digits[--n] = ']';
+	do {
+		digits[--n] = (char)('0' + i % 10);
+		i /= 10;
+	} while (i);
+	digits[--n] = '[';
+	append(d, digits + n, sizeof(digits) - n);
 	return mark;
 }
 
@@ -319,7 +344,7 @@ static int rd_args(struct dec *d, struct vy_expr *e, unsigned depth)
 {
 	const char *const *names = arg_names(e);
 	for (uint32_t i = 0; i < e->nargs; i++) {
-		size_t mark = push(d, ".%s", names[i]);
+		size_t mark = push_field(d, names[i]);
 		int rc = rd_expr(d, &e->args[i], depth + 1);
 		if (rc) {
 			return rc;
@@ -452,7 +477,7 @@ static int rd_expr_body(struct dec *d, struct vy_expr *e, uint32_t len,
 			return rc;
 		}
 		e->type = (enum vy_type)t;
-		size_t mark = push(d, ".default");
+		size_t mark = push_field(d, "default");
 		struct vy_expr *lit = NULL;
 		rc = rd_expr(d, &lit, depth + 1);
 		if (rc) {
@@ -495,8 +520,7 @@ static int rd_expr(struct dec *d, struct vy_expr **out, unsigned depth)
 	}
 	struct vy_expr *e = vy_arena_alloc(d->p->arena, sizeof(*e));
 	e->type = VY_TYPE_NONE;
-	size_t mark =
-		push(d, ".%.*s", (int)(head.len > 32 ? 32 : head.len), (const char *)head.data);
+	size_t mark = push_name(d, (const char *)head.data, head.len > 32 ? 32 : head.len);
 	rc = rd_expr_body(d, e, len, &head, depth);
 	if (rc) {
 		return rc;
@@ -512,7 +536,7 @@ static int rd_block(struct dec *d, struct vy_block *out, unsigned depth);
 
 static int rd_body(struct dec *d, const char *field, struct vy_block *out, unsigned depth)
 {
-	size_t mark = push(d, ".%s", field);
+	size_t mark = push_field(d, field);
 	if (depth + 1 > VY_IR_MAX_NESTING) {
 		return fail(d, "flatten the program or move work into separate dispatches",
 			"nesting exceeds %d levels", VY_IR_MAX_NESTING);
@@ -526,7 +550,7 @@ static int rd_body(struct dec *d, const char *field, struct vy_block *out, unsig
 
 static int rd_slot(struct dec *d, const char *field, struct vy_expr **out)
 {
-	size_t mark = push(d, ".%s", field);
+	size_t mark = push_field(d, field);
 	int rc = rd_expr(d, out, 1);
 	if (rc == 0) {
 		pop(d, mark);
@@ -627,7 +651,7 @@ static int rd_node(struct dec *d, struct vy_node **out, unsigned depth)
 	struct vy_node *n = vy_arena_alloc(d->p->arena, sizeof(*n));
 	n->kind = (enum vy_node_kind)kind;
 	n->order = VY_ORDER_SEQ_CST;
-	size_t mark = push(d, ".%s", vy_node_kind_name(n->kind));
+	size_t mark = push_field(d, vy_node_kind_name(n->kind));
 	rc = rd_node_body(d, n, len, depth);
 	if (rc) {
 		return rc;
@@ -652,7 +676,7 @@ static int rd_block(struct dec *d, struct vy_block *out, unsigned depth)
 	out->len = o.len;
 	out->items = vy_arena_calloc(d->p->arena, o.len, sizeof(*out->items));
 	for (uint32_t i = 0; i < o.len; i++) {
-		size_t mark = push(d, "[%" PRIu32 "]", i);
+		size_t mark = push_index(d, i);
 		rc = rd_node(d, &out->items[i], depth);
 		if (rc) {
 			return rc;
@@ -674,8 +698,7 @@ static int rd_hints(struct dec *d, struct vy_hints *h)
 		if (rc) {
 			break;
 		}
-		size_t mark = push(
-			d, ".%.*s", (int)(key.len > 32 ? 32 : key.len), (const char *)key.data);
+		size_t mark = push_name(d, (const char *)key.data, key.len > 32 ? 32 : key.len);
 		if (vy_mp_str_eq(&key, "alignment")) {
 			rc = rd_u32(d, &h->alignment, "alignment");
 		} else if (vy_mp_str_eq(&key, "coalesce_axis")) {
@@ -782,8 +805,7 @@ static int rd_buffer(struct dec *d, struct vy_buffer *b)
 		if (rc) {
 			return rc;
 		}
-		size_t mark = push(
-			d, ".%.*s", (int)(key.len > 32 ? 32 : key.len), (const char *)key.data);
+		size_t mark = push_name(d, (const char *)key.data, key.len > 32 ? 32 : key.len);
 		rc = rd_buffer_field(d, b, &key, &seen);
 		if (rc) {
 			return rc;
@@ -816,7 +838,7 @@ static int rd_buffers(struct dec *d)
 			VY_IR_MAX_BUFFERS);
 	}
 	for (uint32_t i = 0; i < o.len; i++) {
-		size_t mark = push(d, "[%" PRIu32 "]", i);
+		size_t mark = push_index(d, i);
 		rc = rd_buffer(d, &d->p->buffers[i]);
 		if (rc) {
 			return rc;
@@ -832,7 +854,7 @@ static int rd_workgroup(struct dec *d)
 	uint32_t len;
 	int rc = rd_tuple(d, 3, 3, "workgroup_size", &len);
 	for (uint32_t i = 0; rc == 0 && i < 3; i++) {
-		size_t mark = push(d, "[%" PRIu32 "]", i);
+		size_t mark = push_index(d, i);
 		rc = rd_u32(d, &d->p->workgroup_size[i], "a workgroup size");
 		if (rc == 0) {
 			pop(d, mark);
@@ -879,7 +901,9 @@ int vy_program_read(
 	struct dec d = {.r = r, .err = err};
 	d.p = vy_program_create(NULL, 0, 0, 0);
 	d.p->version = 0;
-	push(&d, "%s", at_prefix ? at_prefix : "");
+	if (at_prefix) {
+		append(&d, at_prefix, strlen(at_prefix));
+	}
 	size_t root = d.plen;
 	struct vy_mp_obj o;
 	int rc = rd_type(&d, &o, VY_MP_MAP, "a program");
@@ -890,8 +914,10 @@ int vy_program_read(
 		if (rc) {
 			break;
 		}
-		push(&d, "%s%.*s", root ? "." : "", (int)(key.len > 32 ? 32 : key.len),
-			(const char *)key.data);
+		if (root) {
+			append(&d, ".", 1);
+		}
+		append(&d, (const char *)key.data, key.len > 32 ? 32 : key.len);
 		rc = rd_program_field(&d, &key, &seen);
 		if (rc == 0) {
 			pop(&d, root);
