@@ -3,15 +3,21 @@
  *   stream     y = x + y over f32 on resident buffers (device time) against the hand-written vec4
  *              GLSL kernel, and the backend in-process beside them;
  *   transfer   a large input sent inside the dispatch request (socket) and through an attached
- *              memfd, end to end, against memcpy of the same bytes in this process;
+ *              memfd, end to end, against memcpy of the same bytes in this process, and the
+ *              socket also against the same bytes through a bare AF_UNIX socket pair between
+ *              two threads (the ceiling of any path through a socket);
  *   reduce     the u32 sum of resident elements, IR against the same algorithm in GLSL;
  *   matmul     f32 C = A * B on resident matrices, IR against the same tiling in GLSL.
  * Every result is checked: the stream's y after all runs, the probe's samples of each input, each
  * reduction's sum, sampled entries of C.
  */
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "inproc.h"
 #include "programs.h"
@@ -292,8 +298,82 @@ static int memcpy_runs(uint32_t *dst, const uint32_t *src, size_t bytes, uint32_
 	return 0;
 }
 
+struct pair_writer {
+	int fd;
+	const uint8_t *data;
+	size_t len;
+	uint32_t runs;
+	bool failed;
+};
+
+static void *pair_write(void *arg)
+{
+	struct pair_writer *w = arg;
+	for (uint32_t r = 0; r < w->runs && !w->failed; r++) {
+		for (size_t off = 0; off < w->len;) {
+			ssize_t n = write(w->fd, w->data + off, w->len - off);
+			if (n < 0 && errno == EINTR) {
+				continue;
+			}
+			if (n <= 0) {
+				w->failed = true;
+				break;
+			}
+			off += (size_t)n;
+		}
+	}
+	return NULL;
+}
+
+/* `runs` transfers of `len` bytes from `src` to `dst` through a socket pair, a writer thread on
+ * one end and this thread reading the other in 8 MiB reads (as vyred reads a large frame); the
+ * median time per transfer in *median_ns. */
+static int socket_pair_runs(void *dst, const void *src, size_t len, uint32_t runs,
+	uint64_t *median_ns, struct vy_err *err)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+		return vy_err_set(err, VY_E_INTERNAL, NULL, "check the process's descriptor limit",
+			"socketpair: %s", strerror(errno));
+	}
+	struct pair_writer w = {.fd = sv[1], .data = src, .len = len, .runs = runs};
+	pthread_t t;
+	if (pthread_create(&t, NULL, pair_write, &w) != 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return vy_err_set(err, VY_E_INTERNAL, NULL, "raise the thread limit",
+			"cannot start the socket writer");
+	}
+	uint64_t times[RUNS_MAX];
+	bool short_read = false;
+	for (uint32_t r = 0; r < runs && !short_read; r++) {
+		uint64_t t0 = vy_bench_now_ns();
+		for (size_t got = 0; got < len;) {
+			size_t want = len - got < ((size_t)8 << 20) ? len - got : (size_t)8 << 20;
+			ssize_t n = read(sv[0], (uint8_t *)dst + got, want);
+			if (n < 0 && errno == EINTR) {
+				continue;
+			}
+			if (n <= 0) {
+				short_read = true;
+				break;
+			}
+			got += (size_t)n;
+		}
+		times[r] = vy_bench_now_ns() - t0;
+	}
+	close(sv[0]);
+	pthread_join(t, NULL);
+	close(sv[1]);
+	if (short_read || w.failed || memcmp(dst, src, len) != 0) {
+		return vy_bench_wrong(err, "socket pair", "the bytes did not arrive whole");
+	}
+	*median_ns = vy_bench_median(times, runs);
+	return 0;
+}
+
 static int transfer_measure(struct vy_bench_ctx *ctx, uint32_t *host, uint32_t *copy,
-	uint64_t ns[3], struct vy_err *err)
+	uint64_t ns[4], struct vy_err *err)
 {
 	size_t bytes = (size_t)ctx->sizes.transfer_bytes;
 	uint64_t n_words = bytes / 4;
@@ -331,6 +411,9 @@ static int transfer_measure(struct vy_bench_ctx *ctx, uint32_t *host, uint32_t *
 	if (rc == 0) {
 		rc = memcpy_runs(copy, host, bytes, runs, &ns[2], err);
 	}
+	if (rc == 0) {
+		rc = socket_pair_runs(copy, host, bytes, runs, &ns[3], err);
+	}
 	return rc;
 }
 
@@ -340,7 +423,7 @@ int vy_bench_transfer_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 	uint32_t *host = malloc(bytes);
 	uint32_t *copy = malloc(bytes);
 	int rc = host && copy ? 0 : no_memory(err, bytes);
-	uint64_t ns[3] = {0, 0, 0}; /* socket, memfd, memcpy */
+	uint64_t ns[4] = {0, 0, 0, 0}; /* socket, memfd, memcpy, bare socket pair */
 	if (rc == 0) {
 		for (size_t i = 0; i < bytes / 4; i++) {
 			host[i] = vy_bench_hash(i);
@@ -363,6 +446,8 @@ int vy_bench_transfer_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 		"%zu MiB input of a dispatch that samples it, end to end, median of %u (memcpy: "
 		"one thread, same size)",
 		bytes >> 20, ctx->sizes.transfer_runs);
+	vy_bench_report_add(ctx->report, "input_socket_vs_pair", "input through the socket", "GB/s",
+		gbps(b, ns[0]), "bare socket pair", gbps(b, ns[3]), VY_BENCH_GOAL_NONE, 0, NULL);
 	vy_bench_report_add(ctx->report, "input_memfd", "input through a memfd", "GB/s",
 		gbps(b, ns[1]), "memcpy", gbps(b, ns[2]), VY_BENCH_GOAL_AT_LEAST, 40, ">= 40 GB/s");
 	return 0;

@@ -508,7 +508,7 @@ static int rd_expr(struct dec *d, struct vy_expr **out, unsigned depth)
 		return fail(d, "split the expression with let variables",
 			"expression nesting exceeds %d levels", VY_IR_MAX_EXPR_DEPTH);
 	}
-	uint32_t len;
+	uint32_t len = 0;
 	int rc = rd_tuple(d, 1, 6, "an expression", &len);
 	if (rc) {
 		return rc;
@@ -625,7 +625,7 @@ static int rd_node_body(struct dec *d, struct vy_node *n, uint32_t len, unsigned
 
 static int rd_node(struct dec *d, struct vy_node **out, unsigned depth)
 {
-	uint32_t len;
+	uint32_t len = 0;
 	int rc = rd_tuple(d, 1, 5, "a node", &len);
 	if (rc) {
 		return rc;
@@ -851,7 +851,7 @@ static int rd_buffers(struct dec *d)
 
 static int rd_workgroup(struct dec *d)
 {
-	uint32_t len;
+	uint32_t len = 0;
 	int rc = rd_tuple(d, 3, 3, "workgroup_size", &len);
 	for (uint32_t i = 0; rc == 0 && i < 3; i++) {
 		size_t mark = push_index(d, i);
