@@ -41,7 +41,7 @@
 		"run the Vulkan backend under the Khronos validation layer")                       \
 	X(reference_subgroup_size, "devices", U64, "0", false,                                     \
 		"subgroup width the reference backend simulates; 0 for its default (8)")           \
-	X(batch_max, "devices", U64, "16", true, "most jobs a submit thread takes per wake-up")    \
+	X(batch_max, "devices", U64, "64", true, "most jobs a submit thread takes per wake-up")    \
 	X(spin, "devices", STR, "auto", false,                                                     \
 		"poll for work and completions instead of sleeping while a device is busy: auto "  \
 		"(on GPUs, not on CPU devices), on or off")                                        \
