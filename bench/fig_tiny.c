@@ -2,8 +2,9 @@
  * The tiny warm dispatch (DESIGN.md §10): y[i] = x[i] + 1 over 64 u32, end to end through vyred
  * with libvyre's synchronous vy_dispatch, against the raw Vulkan round trip (submit, then sleep
  * in vkWaitForFences: the anchor DESIGN.md §10 names; also submit and spin on the fence status,
- * the fastest a single program can wait) and against vyred's backend in this process. Each iteration sends fresh input and checks every
- * output element. The sorted samples of the three sides go to latency.dat for the plot.
+ * the fastest a single program can wait) and against vyred's backend in this process. Each
+ * iteration sends fresh input and checks every output element. The sorted samples of the three
+ * sides go to latency.dat for the plot.
  */
 #include <errno.h>
 #include <math.h>
@@ -112,7 +113,7 @@ static int vyred_tiny(struct vy_client *c, struct vy_dispatch_args *args, uint32
 }
 
 static int write_latency(const struct vy_bench_ctx *ctx, uint32_t n, const uint64_t *vy,
-	const uint64_t *ip, const uint64_t *raw, struct vy_err *err)
+	const uint64_t *ip, const uint64_t *raw, const uint64_t *block, struct vy_err *err)
 {
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/latency.dat", ctx->out_dir);
@@ -123,10 +124,11 @@ static int write_latency(const struct vy_bench_ctx *ctx, uint32_t n, const uint6
 	}
 	fprintf(f, "# vybench: tiny dispatch (%u u32, y = x + 1) round trips on %s, sorted\n", N,
 		vy_raw_vk_device_name(ctx->raw));
-	fprintf(f, "# fraction  vyred_us  backend_in_process_us  raw_vulkan_us\n");
+	fprintf(f, "# fraction  vyred_us  backend_in_process_us  raw_vulkan_spin_us  "
+		   "raw_vulkan_fence_wait_us\n");
 	for (uint32_t i = 0; i < n; i++) {
-		fprintf(f, "%.6f %.3f %.3f %.3f\n", (double)(i + 1) / n, (double)vy[i] / 1e3,
-			(double)ip[i] / 1e3, (double)raw[i] / 1e3);
+		fprintf(f, "%.6f %.3f %.3f %.3f %.3f\n", (double)(i + 1) / n, (double)vy[i] / 1e3,
+			(double)ip[i] / 1e3, (double)raw[i] / 1e3, (double)block[i] / 1e3);
 	}
 	if (fclose(f) != 0) {
 		return vy_err_set(err, VY_E_INTERNAL, path, "free some disk space",
@@ -197,7 +199,7 @@ int vy_bench_tiny_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 		rc = measure(ctx, s, err);
 	}
 	if (rc == 0) {
-		rc = write_latency(ctx, iters, s[2], s[1], s[0], err);
+		rc = write_latency(ctx, iters, s[2], s[1], s[0], s[5], err);
 	}
 	if (rc == 0) {
 		struct vy_bench_report *r = ctx->report;
@@ -210,7 +212,8 @@ int vy_bench_tiny_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 			"tiny dispatch p50, vyred", "us", vy50, "raw Vulkan fence wait", block50,
 			VY_BENCH_GOAL_RATIO_AT_MOST, 1.0, "ratio <= 1.0");
 		vy_bench_figure_note(f,
-			"%u dispatches of %u u32 by program id; min %.1f us (raw fence wait %.1f us, "
+			"%u dispatches of %u u32 by program id; min %.1f us (raw fence wait %.1f "
+			"us, "
 			"raw spin %.1f us); the daemon's own part p50 %.1f us",
 			iters, N, us(s[2][0]), us(s[5][0]), us(s[0][0]),
 			us(vy_bench_percentile(s[3], iters, 50)));

@@ -1,6 +1,7 @@
 # The latency distribution of vybench's tiny dispatch (bench/README.md): one cumulative curve
 # per side, read from the latency.dat that vybench writes (columns: fraction, vyred, backend
-# in-process, raw Vulkan; microseconds). bench/run.sh calls it as
+# in-process, raw Vulkan spinning, raw Vulkan sleeping on its fence; microseconds). bench/run.sh
+# calls it as
 #   gnuplot -e "datafile='DIR/latency.dat'; outfile='DIR/latency.png'" bench/plot.gp
 if (!exists("datafile")) datafile = 'latency.dat'
 if (!exists("outfile")) outfile = 'latency.png'
@@ -16,4 +17,5 @@ set grid xtics mxtics ytics
 set key bottom right
 plot datafile using 2:1 with lines linewidth 2 title "vyred through libvyre, end to end", \
      datafile using 3:1 with lines linewidth 2 title "vyred's backend in-process", \
-     datafile using 4:1 with lines linewidth 2 title "raw Vulkan submit + spin"
+     datafile using 4:1 with lines linewidth 2 title "raw Vulkan submit + spin", \
+     datafile using 5:1 with lines linewidth 2 title "raw Vulkan submit + fence wait"
