@@ -313,17 +313,25 @@ static void *submit_thread(void *arg)
 
 /* --- the loop side --------------------------------------------------------------------- */
 
+/* How long the loop keeps polling after a GPU's last job came back: a client that answers a
+ * reply with its next request finds the loop awake. */
+#define LOOP_LINGER_NS 200000u
+
 static void on_idle(uv_idle_t *idle)
 {
-	(void)idle;
+	struct vy_device *d = idle->data;
+	if (d->loop_jobs == 0 && vy_now_ns() >= d->idle_until_ns) {
+		uv_idle_stop(idle);
+	}
 }
 
-/* Count a job leaving the loop's hands; the last one lets the loop sleep again. */
+/* Count a job leaving the loop's hands; after the last one the loop polls a little longer, then
+ * sleeps again. */
 static void loop_job_done(struct vy_device *d)
 {
 	assert(d->loop_jobs > 0);
-	if (--d->loop_jobs == 0 && d->idle_open) {
-		uv_idle_stop(&d->idle);
+	if (--d->loop_jobs == 0) {
+		d->idle_until_ns = vy_now_ns() + LOOP_LINGER_NS;
 	}
 }
 
@@ -578,6 +586,7 @@ static int add_device(struct vy_server *s, struct vy_backend *b, struct vy_err *
 	d->spin = strcmp(spin, "on") == 0 || (strcmp(spin, "auto") == 0 && !d->profile.cpu_device);
 	if (d->spin) {
 		uv_idle_init(&s->loop, &d->idle);
+		d->idle.data = d;
 		d->idle_open = true;
 	}
 	s->n_devices++;
