@@ -72,8 +72,8 @@ int vy_raw_vk_tiny_prepare(struct vy_raw_vk *raw, uint32_t n, struct vy_err *err
  * wait for the fence (spinning on its status, or with `block` sleeping in vkWaitForFences), copy
  * the results into `out`. Needs vy_raw_vk_tiny_prepare.
  */
-int vy_raw_vk_tiny_run(struct vy_raw_vk *raw, const uint32_t *in, uint32_t *out, bool block,
-	struct vy_err *err);
+int vy_raw_vk_tiny_run(
+	struct vy_raw_vk *raw, const uint32_t *in, uint32_t *out, bool block, struct vy_err *err);
 
 /*
  * Make the stream kernel's buffers for `n` f32 elements (a positive multiple of 4), fill x with

@@ -21,7 +21,11 @@
 
 #include "err.h"
 
+/* The build sets it from its sysconfdir, so a daemon installed under /usr/local reads
+ * /usr/local/etc/vyred/vyred.conf. */
+#ifndef VY_CONFIG_DEFAULT_PATH
 #define VY_CONFIG_DEFAULT_PATH "/etc/vyred/vyred.conf"
+#endif
 
 /* X(field, section, type, default, reloadable, help) */
 #define VY_CONFIG_MAP(X)                                                                           \
@@ -74,7 +78,8 @@
 	X(drain_timeout_ms, "limits", U64, "10000", true,                                          \
 		"how long SIGTERM waits for requests in flight")                                   \
 	X(fault_injection, "debug", BOOL, "false", false,                                          \
-		"accept inject_fault from admin peers, to test failure handling; never in production")
+		"accept inject_fault from admin peers, to test failure handling; never in "        \
+		"production")
 
 #define VY__CONF_CTYPE_STR char *
 #define VY__CONF_CTYPE_BOOL bool

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -137,6 +138,13 @@ int main(int argc, char **argv)
 	}
 	/* A client that disconnects must not kill the daemon with SIGPIPE; writes report EPIPE. */
 	signal(SIGPIPE, SIG_IGN);
+	/* Every client holds a descriptor: take all the kernel allows, so that max_clients and not
+	 * a soft limit of 1024 decides how many are served. */
+	struct rlimit files;
+	if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+		files.rlim_cur = files.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &files);
+	}
 	vy_log_setup(VY_LOG_INFO, foreground && isatty(STDERR_FILENO));
 
 	if (check) {

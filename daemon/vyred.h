@@ -81,7 +81,7 @@ struct vy_device {
 	bool async_open;
 	uv_idle_t idle; /* active while the loop polls; loop thread */
 	bool idle_open;
-	uint32_t loop_jobs; /* jobs submitted and not yet completed on the loop; loop thread */
+	uint32_t loop_jobs;     /* jobs submitted and not yet completed on the loop; loop thread */
 	uint64_t idle_until_ns; /* the loop keeps polling until then after the last completion */
 	_Atomic uint64_t submitted; /* jobs ever queued: read by the spinning submit thread */
 	pthread_t thread;
