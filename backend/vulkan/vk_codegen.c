@@ -364,13 +364,20 @@ static void loop(struct vy__vk_gen *g, const struct vy_node *n)
 		return;
 	}
 	g->has_loop = true;
+	uint32_t self = g->node;
 	/* The bound is read once, even when it names a variable that the body assigns. */
 	uint32_t bound = g->next_temp++;
 	vy__vk_line(g, "uint t%u = %s;", bound, to.text);
 	uint32_t id = g->next_var++;
 	char v[128];
 	ident(v, sizeof(v), 'v', id, n->name);
-	vy__vk_line(g, "for (uint %s = %s; %s < t%u; ++%s) {", v, from.text, v, bound, v);
+	/* The variable outlives the loop so that its exit can be checked: a vyre loop has no
+	 * break, so it ends with v >= bound unless the driver cut it short (llvmpipe stops every
+	 * loop after 65,535 iterations). Such a loop traps instead of giving a wrong answer. */
+	vy__vk_line(g, "{");
+	g->indent++;
+	vy__vk_line(g, "uint %s = %s;", v, from.text);
+	vy__vk_line(g, "for (; %s < t%u; ++%s) {", v, bound, v);
 	g->indent++;
 	vy__vk_line(g, "vy_it_lo += 1u;");
 	vy__vk_line(g, "if (vy_it_lo == 0u) {");
@@ -384,6 +391,12 @@ static void loop(struct vy__vk_gen *g, const struct vy_node *n)
 	var_push(g, n->name, id);
 	block(g, &n->body);
 	var_pop_to(g, mark);
+	g->indent--;
+	vy__vk_line(g, "}");
+	char cut[160];
+	snprintf(cut, sizeof(cut), "%s < t%u", v, bound);
+	g->node = self;
+	vy__vk_trap_if(g, cut, VY_TRAP_LOOP_LIMIT);
 	g->indent--;
 	vy__vk_line(g, "}");
 }

@@ -652,6 +652,37 @@ Test(vulkan, traps_and_loop_limits_fail_the_dispatch_with_the_node)
 	done();
 }
 
+Test(vulkan, a_long_loop_counts_right_or_traps_never_stops_short)
+{
+	/* 100,000 iterations in one invocation: more than llvmpipe runs of any loop. The count
+	 * is exact, or the dispatch traps at the loop; it never comes back short. */
+	struct vy_program *p = vy_program_create("long_loop", 1, 1, 1);
+	vy_program_add_buffer(p, "out", 0, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, 1);
+	vy_program_set_entry(p,
+		vy_ir_seq(p, vy_ir_let(p, "acc", vy_ir_u32(p, 0)),
+			vy_ir_loop(p, "k", vy_ir_u32(p, 0), vy_ir_u32(p, 100000),
+				vy_ir_seq(p,
+					vy_ir_assign(p, "acc",
+						vy_ir_binary(p, VY_BIN_ADD, vy_ir_var(p, "acc"),
+							vy_ir_u32(p, 1))),
+					NULL)),
+			vy_ir_store(p, "out", vy_ir_u32(p, 0), vy_ir_var(p, "acc")), NULL));
+	struct vy_outputs outs;
+	vy_outputs_init(&outs);
+	struct vy_err err = {0};
+	int rc = vy_backend_dispatch(be, p, NULL, 0, NULL, &outs, &err);
+	if (rc == 0) {
+		cr_expect_eq(((const uint32_t *)outs.items[0].data)[0], 100000u);
+	} else {
+		cr_expect_eq(rc, VY_E_TRAP, "%s", err.message);
+		cr_expect(strstr(err.message, "loop_limit"), "%s", err.message);
+		cr_expect(strstr(err.at, "entry[1]"), "at %s", err.at);
+	}
+	vy_outputs_finish(&outs);
+	vy_program_destroy(p);
+	done();
+}
+
 Test(vulkan, traps_are_named_by_the_program_as_written)
 {
 	enum { N = 8 };
