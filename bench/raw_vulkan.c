@@ -407,7 +407,8 @@ static int buf_create(
 	return 0;
 }
 
-static int submit_wait(struct vy_raw_vk *raw, VkCommandBuffer cmd, struct vy_err *err)
+/* Both ways of waiting start alike: one command buffer that signals the bench's fence. */
+static int submit_one(struct vy_raw_vk *raw, VkCommandBuffer cmd, struct vy_err *err)
 {
 	VkSubmitInfo si = {
 		.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
@@ -416,6 +417,15 @@ static int submit_wait(struct vy_raw_vk *raw, VkCommandBuffer cmd, struct vy_err
 	};
 	VK_TRY(raw->vk.vkResetFences(raw->dev, 1, &raw->fence));
 	VK_TRY(raw->vk.vkQueueSubmit(raw->queue, 1, &si, raw->fence));
+	return 0;
+}
+
+static int submit_wait(struct vy_raw_vk *raw, VkCommandBuffer cmd, struct vy_err *err)
+{
+	int rc = submit_one(raw, cmd, err);
+	if (rc) {
+		return rc;
+	}
 	VkResult res;
 	while ((res = raw->vk.vkGetFenceStatus(raw->dev, raw->fence)) == VK_NOT_READY) {
 	}
@@ -426,18 +436,15 @@ static int submit_wait(struct vy_raw_vk *raw, VkCommandBuffer cmd, struct vy_err
 /* Submit and sleep in vkWaitForFences: what most Vulkan programs do. */
 static int submit_block(struct vy_raw_vk *raw, VkCommandBuffer cmd, struct vy_err *err)
 {
-	VkSubmitInfo si = {
-		.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-		.commandBufferCount = 1,
-		.pCommandBuffers = &cmd,
-	};
-	VK_TRY(raw->vk.vkResetFences(raw->dev, 1, &raw->fence));
-	VK_TRY(raw->vk.vkQueueSubmit(raw->queue, 1, &si, raw->fence));
+	int rc = submit_one(raw, cmd, err);
+	if (rc) {
+		return rc;
+	}
 	VK_TRY(raw->vk.vkWaitForFences(raw->dev, 1, &raw->fence, VK_TRUE, UINT64_MAX));
 	return 0;
 }
 
-static int once_begin(struct vy_raw_vk *raw, VkCommandBuffer *cmd, struct vy_err *err)
+static int cmd_alloc(struct vy_raw_vk *raw, VkCommandBuffer *cmd, struct vy_err *err)
 {
 	VkCommandBufferAllocateInfo cai = {
 		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
@@ -446,6 +453,15 @@ static int once_begin(struct vy_raw_vk *raw, VkCommandBuffer *cmd, struct vy_err
 		.commandBufferCount = 1,
 	};
 	VK_TRY(raw->vk.vkAllocateCommandBuffers(raw->dev, &cai, cmd));
+	return 0;
+}
+
+static int once_begin(struct vy_raw_vk *raw, VkCommandBuffer *cmd, struct vy_err *err)
+{
+	int rc = cmd_alloc(raw, cmd, err);
+	if (rc) {
+		return rc;
+	}
 	VkCommandBufferBeginInfo cbi = {
 		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
 		.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
@@ -685,14 +701,7 @@ static int kernel_build(struct vy_raw_vk *raw, struct raw_kernel *k, const char 
 		};
 	}
 	raw->vk.vkUpdateDescriptorSets(raw->dev, k->n_bufs, writes, 0, NULL);
-	VkCommandBufferAllocateInfo cai = {
-		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-		.commandPool = raw->cmd_pool,
-		.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-		.commandBufferCount = 1,
-	};
-	VK_TRY(raw->vk.vkAllocateCommandBuffers(raw->dev, &cai, &k->cmd));
-	return 0;
+	return cmd_alloc(raw, &k->cmd, err);
 }
 
 /*
@@ -784,12 +793,13 @@ int vy_raw_vk_tiny_prepare(struct vy_raw_vk *raw, uint32_t n, struct vy_err *err
 	return rc;
 }
 
-int vy_raw_vk_tiny_run(struct vy_raw_vk *raw, const uint32_t *in, uint32_t *out, bool block,
-	struct vy_err *err)
+int vy_raw_vk_tiny_run(
+	struct vy_raw_vk *raw, const uint32_t *in, uint32_t *out, bool block, struct vy_err *err)
 {
 	size_t bytes = (size_t)raw->tiny_n * 4;
 	memcpy(raw->tiny.bufs[0].map, in, bytes);
-	int rc = block ? submit_block(raw, raw->tiny.cmd, err) : submit_wait(raw, raw->tiny.cmd, err);
+	int rc = block ? submit_block(raw, raw->tiny.cmd, err)
+		       : submit_wait(raw, raw->tiny.cmd, err);
 	if (rc == 0) {
 		memcpy(out, raw->tiny.bufs[1].map, bytes);
 	}

@@ -211,6 +211,26 @@ int vy_spec_resolve(const struct vy_prog *p, const struct vy_request_config *c,
 	return 0;
 }
 
+/* A work item the pool cancelled at shutdown never ran: its waiters learn why. */
+static void work_cancelled(int status, int *rc, struct vy_err *err)
+{
+	if (status == UV_ECANCELED) {
+		*rc = vy_err_set(err, VY_E_SHUTTING_DOWN, NULL,
+			"reconnect once the daemon has restarted", "the daemon is shutting down");
+	}
+}
+
+/* The oldest request waiting on an entry, unlinked, or NULL once none is left. */
+static struct vy_req *waiter_pop(struct vy_link *waiters)
+{
+	if (vy_list_empty(waiters)) {
+		return NULL;
+	}
+	struct vy_req *req = VY_CONTAINER_OF(waiters->next, struct vy_req, wait);
+	vy_list_remove(&req->wait);
+	return req;
+}
+
 /* --- program entries ------------------------------------------------------------------- */
 
 static void prog_destroy(struct vy_prog *p)
@@ -332,19 +352,14 @@ static void prog_after(uv_work_t *work, int status)
 	struct vy_prog *p = VY_CONTAINER_OF(work, struct vy_prog, work);
 	struct vy_server *s = p->srv;
 	s->works--;
-	if (status == UV_ECANCELED) {
-		p->rc = vy_err_set(&p->err, VY_E_SHUTTING_DOWN, NULL,
-			"reconnect once the daemon has restarted", "the daemon is shutting down");
-	}
+	work_cancelled(status, &p->rc, &p->err);
 	if (p->rc == 0) {
 		p->state = VY_ENTRY_READY;
 		s->progs.disk_writes += p->disk_written;
 	} else if (p->in_table) {
 		prog_remove(&s->progs, p);
 	}
-	while (!vy_list_empty(&p->waiters)) {
-		struct vy_req *req = VY_CONTAINER_OF(p->waiters.next, struct vy_req, wait);
-		vy_list_remove(&req->wait);
+	for (struct vy_req *req; (req = waiter_pop(&p->waiters));) {
 		vy_ops_on_prog(req, p->rc, &p->err, &p->errs);
 	}
 	trim_progs(s);
@@ -540,10 +555,7 @@ static void pipe_after(uv_work_t *work, int status)
 	struct vy_server *s = p->srv;
 	struct vy_pcache *c = &s->pipes;
 	s->works--;
-	if (status == UV_ECANCELED) {
-		p->rc = vy_err_set(&p->err, VY_E_SHUTTING_DOWN, NULL,
-			"reconnect once the daemon has restarted", "the daemon is shutting down");
-	}
+	work_cancelled(status, &p->rc, &p->err);
 	if (p->rc == 0) {
 		p->state = VY_ENTRY_READY;
 		vy_hist_add(&c->compile_ns, p->compile_ns);
@@ -551,9 +563,7 @@ static void pipe_after(uv_work_t *work, int status)
 	} else if (p->in_table) {
 		pipe_remove(c, p);
 	}
-	while (!vy_list_empty(&p->waiters)) {
-		struct vy_req *req = VY_CONTAINER_OF(p->waiters.next, struct vy_req, wait);
-		vy_list_remove(&req->wait);
+	for (struct vy_req *req; (req = waiter_pop(&p->waiters));) {
 		if (p->rc == 0) {
 			p->refs++;
 			req->pipe = p;

@@ -146,14 +146,23 @@ static void on_cork_written(uv_write_t *wr, int status)
 	after_write(c, status);
 }
 
-/* Forget the corked replies of a connection that is going away. */
-static void cork_drop(struct vy_conn *c)
+/* Take the connection off the corked list; false when it held no corked replies. */
+static bool cork_unlink(struct vy_conn *c)
 {
 	if (!c->corked) {
-		return;
+		return false;
 	}
 	vy_list_remove(&c->cork_link);
 	c->corked = false;
+	return true;
+}
+
+/* Forget the corked replies of a connection that is going away. */
+static void cork_drop(struct vy_conn *c)
+{
+	if (!cork_unlink(c)) {
+		return;
+	}
 	c->out_pending -= c->cork_bytes;
 	c->cork_bytes = 0;
 	msgpack_sbuffer_destroy(&c->cork);
@@ -162,11 +171,9 @@ static void cork_drop(struct vy_conn *c)
 
 static void cork_flush(struct vy_conn *c)
 {
-	if (!c->corked) {
+	if (!cork_unlink(c)) {
 		return;
 	}
-	vy_list_remove(&c->cork_link);
-	c->corked = false;
 	struct cork_write *w = malloc(sizeof(*w));
 	if (!w) {
 		fprintf(stderr, "vyred: out of memory writing replies\n");
@@ -229,7 +236,8 @@ static bool cork_take(struct vy_reply *rp)
 	return true;
 }
 
-struct vy_reply *vy_reply_begin(struct vy_req *req, uint32_t nfields)
+/* A reply under construction: its frame header is reserved, the body is packed next. */
+static struct vy_reply *reply_new(struct vy_req *req)
 {
 	struct vy_reply *rp = calloc(1, sizeof(*rp));
 	if (!rp) {
@@ -241,6 +249,12 @@ struct vy_reply *vy_reply_begin(struct vy_req *req, uint32_t nfields)
 	msgpack_sbuffer_init(&rp->sb);
 	msgpack_packer_init(&rp->pk, &rp->sb, msgpack_sbuffer_write);
 	vy_frame_begin(&rp->sb);
+	return rp;
+}
+
+struct vy_reply *vy_reply_begin(struct vy_req *req, uint32_t nfields)
+{
+	struct vy_reply *rp = reply_new(req);
 	vy_response_pack_ok(&rp->pk, req->r.id, nfields);
 	return rp;
 }
@@ -351,16 +365,7 @@ void vy_reply_send(struct vy_reply *rp)
 
 void vy_reply_error(struct vy_req *req, const struct vy_err *err, const struct vy_err_list *errs)
 {
-	struct vy_reply *rp = calloc(1, sizeof(*rp));
-	if (!rp) {
-		fprintf(stderr, "vyred: out of memory for a reply\n");
-		abort();
-	}
-	rp->conn = req->conn;
-	rp->req = req;
-	msgpack_sbuffer_init(&rp->sb);
-	msgpack_packer_init(&rp->pk, &rp->sb, msgpack_sbuffer_write);
-	vy_frame_begin(&rp->sb);
+	struct vy_reply *rp = reply_new(req);
 	vy_response_pack_error(&rp->pk, req->r.id, err, errs);
 	vy_log(VY_LOG_DEBUG, "client %" PRIu64 " request %" PRIu64 ": %s: %s", req->conn->id,
 		req->r.id, vy_err_name(err->code), err->message);

@@ -148,17 +148,30 @@ static int hold_residents(struct vy_req *req, struct vy_device **dev, struct vy_
 	return 0;
 }
 
+/*
+ * A cache entry came back for a request: a request whose client left is dropped and a failed
+ * entry is answered, so both callbacks go on only with a live request and a usable entry.
+ */
+static bool settled_early(
+	struct vy_req *req, int rc, const struct vy_err *err, const struct vy_err_list *errs)
+{
+	if (!vy_conn_alive(req->conn)) {
+		vy_req_drop(req);
+		return true;
+	}
+	if (rc) {
+		vy_reply_error(req, err, errs && errs->len > 1 ? errs : NULL);
+		return true;
+	}
+	return false;
+}
+
 void vy_ops_on_prog(
 	struct vy_req *req, int rc, const struct vy_err *err, const struct vy_err_list *errs)
 {
 	struct vy_conn *c = req->conn;
 	struct vy_server *s = c->srv;
-	if (!vy_conn_alive(c)) {
-		vy_req_drop(req);
-		return;
-	}
-	if (rc) {
-		vy_reply_error(req, err, errs && errs->len > 1 ? errs : NULL);
+	if (settled_early(req, rc, err, errs)) {
 		return;
 	}
 	struct vy_err e = {0};
@@ -409,12 +422,7 @@ static void start_dispatch(struct vy_req *req)
 void vy_ops_on_pipe(
 	struct vy_req *req, int rc, const struct vy_err *err, const struct vy_err_list *errs)
 {
-	if (!vy_conn_alive(req->conn)) {
-		vy_req_drop(req);
-		return;
-	}
-	if (rc) {
-		vy_reply_error(req, err, errs && errs->len > 1 ? errs : NULL);
+	if (settled_early(req, rc, err, errs)) {
 		return;
 	}
 	if (req->r.op == VY_OP_COMPILE) {
@@ -455,6 +463,15 @@ static void reply_dispatch(struct vy_req *req)
 
 /* --- resident buffers ------------------------------------------------------------------ */
 
+/* Every way an alloc can end well answers alike; attached says the name already existed. */
+static void reply_alloc(struct vy_req *req, uint64_t handle, bool attached)
+{
+	struct vy_reply *rp = vy_reply_begin(req, 2);
+	vy_pack_kv_u64(&rp->pk, "handle", handle);
+	vy_pack_kv_bool(&rp->pk, "attached", attached);
+	vy_reply_send(rp);
+}
+
 static void op_alloc(struct vy_req *req)
 {
 	struct vy_conn *c = req->conn;
@@ -470,10 +487,7 @@ static void op_alloc(struct vy_req *req)
 			return;
 		}
 		if (named) {
-			struct vy_reply *rp = vy_reply_begin(req, 2);
-			vy_pack_kv_u64(&rp->pk, "handle", named->handle);
-			vy_pack_kv_bool(&rp->pk, "attached", true);
-			vy_reply_send(rp);
+			reply_alloc(req, named->handle, true);
 			return;
 		}
 	}
@@ -512,28 +526,31 @@ static void alloc_done(struct vy_req *req)
 		/* Another connection created the name while this alloc ran: attach to it. */
 		vy_backend_resident_free(req->dev->backend, j->res, NULL);
 		vy_resident_unreserve(s, c->uid, req->reserved);
-		struct vy_reply *rp = vy_reply_begin(req, 2);
-		vy_pack_kv_u64(&rp->pk, "handle", named->handle);
-		vy_pack_kv_bool(&rp->pk, "attached", true);
-		vy_reply_send(rp);
+		reply_alloc(req, named->handle, true);
 		return;
 	}
 	struct vy_resident *res = vy_resident_add(s, c, req->dev, &j->res, req->r.size, name);
 	req->reserved = 0;
-	struct vy_reply *rp = vy_reply_begin(req, 2);
-	vy_pack_kv_u64(&rp->pk, "handle", res->handle);
-	vy_pack_kv_bool(&rp->pk, "attached", false);
-	vy_reply_send(rp);
+	reply_alloc(req, res->handle, false);
+}
+
+/* Look up the buffer a request names; a miss is answered here, so callers just return. */
+static struct vy_resident *request_resident(struct vy_req *req)
+{
+	struct vy_conn *c = req->conn;
+	struct vy_err err = {0};
+	struct vy_resident *res = vy_resident_get(c->srv, c, req->r.handle, &err);
+	if (!res) {
+		vy_reply_error(req, &err, NULL);
+	}
+	return res;
 }
 
 static void op_upload(struct vy_req *req)
 {
-	struct vy_conn *c = req->conn;
 	const struct vy_request *r = &req->r;
-	struct vy_err err = {0};
-	struct vy_resident *res = vy_resident_get(c->srv, c, r->handle, &err);
+	struct vy_resident *res = request_resident(req);
 	if (!res) {
-		vy_reply_error(req, &err, NULL);
 		return;
 	}
 	if (r->offset > res->size || r->data_len > res->size - r->offset) {
@@ -558,12 +575,9 @@ static void op_upload(struct vy_req *req)
 
 static void op_download(struct vy_req *req)
 {
-	struct vy_conn *c = req->conn;
 	const struct vy_request *r = &req->r;
-	struct vy_err err = {0};
-	struct vy_resident *res = vy_resident_get(c->srv, c, r->handle, &err);
+	struct vy_resident *res = request_resident(req);
 	if (!res) {
-		vy_reply_error(req, &err, NULL);
 		return;
 	}
 	if (r->offset > res->size) {

@@ -38,7 +38,11 @@ uint32_t vy__ref_f32_mul(uint32_t a, uint32_t b)
 	return ref_bits(ref_f32(a) * ref_f32(b));
 }
 
-uint32_t vy__ref_f32_min(uint32_t a, uint32_t b)
+/*
+ * min and max differ only in which side of an ordered pair wins and which zero wins a tie:
+ * a NaN operand loses to a number, and -0 is below +0.
+ */
+static uint32_t min_or_max(uint32_t a, uint32_t b, bool max)
 {
 	if (is_nan(a)) {
 		return b;
@@ -48,33 +52,21 @@ uint32_t vy__ref_f32_min(uint32_t a, uint32_t b)
 	}
 	float fa = ref_f32(a);
 	float fb = ref_f32(b);
-	if (fa < fb) {
-		return a;
+	if (fa != fb) {
+		return (fa < fb) != max ? a : b;
 	}
-	if (fb < fa) {
-		return b;
-	}
-	/* Equal: only the zeros differ in bits, and the negative one is the smaller. */
-	return a | (b & REF_F32_SIGN);
+	/* Equal: only the zeros differ in bits. */
+	return max ? a & (b | ~REF_F32_SIGN) : a | (b & REF_F32_SIGN);
+}
+
+uint32_t vy__ref_f32_min(uint32_t a, uint32_t b)
+{
+	return min_or_max(a, b, false);
 }
 
 uint32_t vy__ref_f32_max(uint32_t a, uint32_t b)
 {
-	if (is_nan(a)) {
-		return b;
-	}
-	if (is_nan(b)) {
-		return a;
-	}
-	float fa = ref_f32(a);
-	float fb = ref_f32(b);
-	if (fa > fb) {
-		return a;
-	}
-	if (fb > fa) {
-		return b;
-	}
-	return a & (b | ~REF_F32_SIGN);
+	return min_or_max(a, b, true);
 }
 
 void vy__ref_f32_binary(enum vy_binop op, const struct ref_lanes *lanes, const uint32_t *a,

@@ -282,6 +282,14 @@ static int run_host(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 	return rc;
 }
 
+/* The kernel of a program on a backend still able to run it; the caller holds b->life. */
+static int usable_kernel(struct vy__vk_backend *b, const struct vy_program *program,
+	struct vy__vk_kernel **k, struct vy_err *err)
+{
+	int rc = usable(b, err);
+	return rc ? rc : vy__vk_kernel_get(b, program, k, err);
+}
+
 static int dispatch_common(struct vy_backend *base, const struct vy_program *program,
 	const struct vy_bytes *inputs, size_t n_inputs, const struct vy_dispatch_config *config,
 	struct vy_outputs *outputs, struct vy_timing *timing, struct vy_err *err)
@@ -289,10 +297,7 @@ static int dispatch_common(struct vy_backend *base, const struct vy_program *pro
 	struct vy__vk_backend *b = vy__vk_from(base);
 	pthread_rwlock_rdlock(&b->life);
 	struct vy__vk_kernel *k = NULL;
-	int rc = usable(b, err);
-	if (rc == 0) {
-		rc = vy__vk_kernel_get(b, program, &k, err);
-	}
+	int rc = usable_kernel(b, program, &k, err);
 	if (rc == 0) {
 		rc = run_host(b, k, inputs, n_inputs, config, outputs, timing, err);
 	}
@@ -328,10 +333,7 @@ static int vk_dispatch_async(struct vy_backend *base, const struct vy_program *p
 	p->b = b;
 	pthread_rwlock_rdlock(&b->life);
 	struct vy__vk_kernel *k = NULL;
-	int rc = usable(b, err);
-	if (rc == 0) {
-		rc = vy__vk_kernel_get(b, program, &k, err);
-	}
+	int rc = usable_kernel(b, program, &k, err);
 	struct vy__vk_request req = {
 		.inputs = inputs,
 		.n_inputs = n_inputs,
@@ -427,10 +429,7 @@ static int vk_compile_native(struct vy_backend *base, const struct vy_program *p
 	struct vy__vk_backend *b = vy__vk_from(base);
 	pthread_rwlock_rdlock(&b->life);
 	struct vy__vk_kernel *k = NULL;
-	int rc = usable(b, err);
-	if (rc == 0) {
-		rc = vy__vk_kernel_get(b, program, &k, err);
-	}
+	int rc = usable_kernel(b, program, &k, err);
 	if (rc == 0) {
 		/* Make the pipelines of the config's spec values and workgroup size now, so that
 		 * the first dispatch compiles nothing. */
@@ -684,35 +683,9 @@ static int range_check(
 	return 0;
 }
 
-static int vk_resident_upload(struct vy_backend *base, const struct vy_resource *res, size_t offset,
-	struct vy_bytes data, struct vy_err *err)
-{
-	struct vy__vk_backend *b = vy__vk_from(base);
-	pthread_rwlock_rdlock(&b->life);
-	struct vy__vk_resident *r = NULL;
-	int rc = usable(b, err);
-	if (rc == 0) {
-		rc = res_get(b, res->id, &r, err);
-	}
-	if (rc == 0) {
-		rc = range_check(r, offset, data.len, err);
-	}
-	if (rc == 0 && data.len > 0) {
-		if (r->slice.map && b->dev.unified) {
-			memcpy(r->slice.map + offset, data.data, data.len);
-		} else {
-			rc = staged_copy(b, &r->slice, offset, data.data, NULL, data.len, err);
-		}
-	}
-	if (r) {
-		vy__vk_resident_release(r);
-	}
-	pthread_rwlock_unlock(&b->life);
-	return vy__vk_note(b, rc);
-}
-
-static int vk_resident_download(struct vy_backend *base, const struct vy_resource *res,
-	size_t offset, uint8_t *dst, size_t len, struct vy_err *err)
+/* Upload (src set) or download (dst set) between host memory and a resident buffer. */
+static int resident_copy(struct vy_backend *base, const struct vy_resource *res, size_t offset,
+	const uint8_t *src, uint8_t *dst, size_t len, struct vy_err *err)
 {
 	struct vy__vk_backend *b = vy__vk_from(base);
 	pthread_rwlock_rdlock(&b->life);
@@ -726,9 +699,13 @@ static int vk_resident_download(struct vy_backend *base, const struct vy_resourc
 	}
 	if (rc == 0 && len > 0) {
 		if (r->slice.map && b->dev.unified) {
-			memcpy(dst, r->slice.map + offset, len);
+			if (src) {
+				memcpy(r->slice.map + offset, src, len);
+			} else {
+				memcpy(dst, r->slice.map + offset, len);
+			}
 		} else {
-			rc = staged_copy(b, &r->slice, offset, NULL, dst, len, err);
+			rc = staged_copy(b, &r->slice, offset, src, dst, len, err);
 		}
 	}
 	if (r) {
@@ -736,6 +713,18 @@ static int vk_resident_download(struct vy_backend *base, const struct vy_resourc
 	}
 	pthread_rwlock_unlock(&b->life);
 	return vy__vk_note(b, rc);
+}
+
+static int vk_resident_upload(struct vy_backend *base, const struct vy_resource *res, size_t offset,
+	struct vy_bytes data, struct vy_err *err)
+{
+	return resident_copy(base, res, offset, data.data, NULL, data.len, err);
+}
+
+static int vk_resident_download(struct vy_backend *base, const struct vy_resource *res,
+	size_t offset, uint8_t *dst, size_t len, struct vy_err *err)
+{
+	return resident_copy(base, res, offset, NULL, dst, len, err);
 }
 
 static int vk_resident_free(struct vy_backend *base, struct vy_resource res, struct vy_err *err)

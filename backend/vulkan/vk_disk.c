@@ -150,11 +150,16 @@ static bool header_ok(const struct vy_vk_disk *disk, const uint8_t *h, enum vy_v
 	       memcmp(h + 48, key ? key : zero, 16) == 0 && get64(h + 64) == payload;
 }
 
-static bool read_all(int fd, uint8_t *buf, size_t len)
+/*
+ * Read into `in`, or write from `out`, until len bytes have moved: short transfers and EINTR
+ * are retried, an error or end of file fails.
+ */
+static bool move_all(int fd, uint8_t *in, const uint8_t *out, size_t len)
 {
 	size_t done = 0;
 	while (done < len) {
-		ssize_t n = read(fd, buf + done, len - done);
+		ssize_t n =
+			in ? read(fd, in + done, len - done) : write(fd, out + done, len - done);
 		if (n < 0 && errno == EINTR) {
 			continue;
 		}
@@ -164,6 +169,11 @@ static bool read_all(int fd, uint8_t *buf, size_t len)
 		done += (size_t)n;
 	}
 	return true;
+}
+
+static bool read_all(int fd, uint8_t *buf, size_t len)
+{
+	return move_all(fd, buf, NULL, len);
 }
 
 bool vy__vk_disk_read(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const uint8_t key[16],
@@ -218,18 +228,7 @@ bool vy__vk_disk_read(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const 
 
 static bool write_all(int fd, const uint8_t *buf, size_t len)
 {
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = write(fd, buf + done, len - done);
-		if (n < 0 && errno == EINTR) {
-			continue;
-		}
-		if (n <= 0) {
-			return false;
-		}
-		done += (size_t)n;
-	}
-	return true;
+	return move_all(fd, NULL, buf, len);
 }
 
 static void sync_dir(const char *path)

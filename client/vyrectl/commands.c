@@ -177,7 +177,9 @@ static void status_print(const struct vy_value *hello, const struct vy_value *st
 		map_sum(vy_value_get(st, "requests.by_error")));
 }
 
-int ctl_cmd_status(struct ctl *ctl, int argc, char **argv)
+/* The read-only commands share one shape: no options, one request, its answer printed. */
+static int fetch_and_show(struct ctl *ctl, int argc, char **argv, const char *op,
+	void (*show)(const struct ctl *ctl, struct vy_client *c, struct vy_reply *r))
 {
 	int rc = no_options(ctl, argc, argv, 0);
 	if (rc) {
@@ -185,18 +187,28 @@ int ctl_cmd_status(struct ctl *ctl, int argc, char **argv)
 	}
 	struct vy_client *c;
 	struct vy_reply *r;
-	rc = ctl_fetch(ctl, "stats", &c, &r);
+	rc = ctl_fetch(ctl, op, &c, &r);
 	if (rc) {
 		return rc;
 	}
+	show(ctl, c, r);
+	vy_reply_destroy(r);
+	vy_client_close(c);
+	return CTL_EXIT_OK;
+}
+
+static void status_show(const struct ctl *ctl, struct vy_client *c, struct vy_reply *r)
+{
 	if (ctl->json) {
 		ctl_json_print(status_json(vy_client_hello(c), vy_reply_value(r)));
 	} else {
 		status_print(vy_client_hello(c), vy_reply_value(r));
 	}
-	vy_reply_destroy(r);
-	vy_client_close(c);
-	return CTL_EXIT_OK;
+}
+
+int ctl_cmd_status(struct ctl *ctl, int argc, char **argv)
+{
+	return fetch_and_show(ctl, argc, argv, "stats", status_show);
 }
 
 /* --- stats ------------------------------------------------------------------------------ */
@@ -449,18 +461,8 @@ static void device_print(const struct vy_value *d)
 	}
 }
 
-int ctl_cmd_devices(struct ctl *ctl, int argc, char **argv)
+static void devices_show(const struct ctl *ctl, struct vy_client *c, struct vy_reply *r)
 {
-	int rc = no_options(ctl, argc, argv, 0);
-	if (rc) {
-		return rc;
-	}
-	struct vy_client *c;
-	struct vy_reply *r;
-	rc = ctl_fetch(ctl, "stats", &c, &r);
-	if (rc) {
-		return rc;
-	}
 	const struct vy_value *dv = vy_reply_get(r, "devices");
 	if (ctl->json) {
 		ctl_json_print(ctl_json_of(dv));
@@ -472,47 +474,31 @@ int ctl_cmd_devices(struct ctl *ctl, int argc, char **argv)
 			device_print(vy_value_item(dv, i));
 		}
 	}
-	vy_reply_destroy(r);
-	vy_client_close(c);
-	return CTL_EXIT_OK;
+}
+
+int ctl_cmd_devices(struct ctl *ctl, int argc, char **argv)
+{
+	return fetch_and_show(ctl, argc, argv, "stats", devices_show);
 }
 
 /* --- clients, buffers ------------------------------------------------------------------- */
 
-int ctl_cmd_clients(struct ctl *ctl, int argc, char **argv)
+static void clients_show(const struct ctl *ctl, struct vy_client *c, struct vy_reply *r)
 {
-	int rc = no_options(ctl, argc, argv, 0);
-	if (rc) {
-		return rc;
-	}
-	struct vy_client *c;
-	struct vy_reply *r;
-	rc = ctl_fetch(ctl, "clients", &c, &r);
-	if (rc) {
-		return rc;
-	}
 	if (ctl->json) {
 		ctl_json_print(ctl_json_of(vy_reply_get(r, "clients")));
 	} else {
 		client_rows(vy_reply_get(r, "clients"));
 	}
-	vy_reply_destroy(r);
-	vy_client_close(c);
-	return CTL_EXIT_OK;
 }
 
-int ctl_cmd_buffers(struct ctl *ctl, int argc, char **argv)
+int ctl_cmd_clients(struct ctl *ctl, int argc, char **argv)
 {
-	int rc = no_options(ctl, argc, argv, 0);
-	if (rc) {
-		return rc;
-	}
-	struct vy_client *c;
-	struct vy_reply *r;
-	rc = ctl_fetch(ctl, "buffers", &c, &r);
-	if (rc) {
-		return rc;
-	}
+	return fetch_and_show(ctl, argc, argv, "clients", clients_show);
+}
+
+static void buffers_show(const struct ctl *ctl, struct vy_client *c, struct vy_reply *r)
+{
 	const struct vy_value *list = vy_reply_get(r, "buffers");
 	if (ctl->json) {
 		ctl_json_print(ctl_json_of(list));
@@ -543,9 +529,11 @@ int ctl_cmd_buffers(struct ctl *ctl, int argc, char **argv)
 		ctl_table_print(&t, stdout);
 		ctl_table_finish(&t);
 	}
-	vy_reply_destroy(r);
-	vy_client_close(c);
-	return CTL_EXIT_OK;
+}
+
+int ctl_cmd_buffers(struct ctl *ctl, int argc, char **argv)
+{
+	return fetch_and_show(ctl, argc, argv, "buffers", buffers_show);
 }
 
 /* --- cache ------------------------------------------------------------------------------ */

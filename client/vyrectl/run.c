@@ -440,6 +440,16 @@ static int open_program(const struct ctl *ctl, const char *text, size_t len,
 	return rc;
 }
 
+/* Both program commands take one program file after their options, and its layout. */
+static int load_program_arg(
+	struct ctl *ctl, int argc, char **argv, struct ctl_layout *lay, char **text, size_t *len)
+{
+	if (!ctl_want_args(ctl, argc, argv, 1)) {
+		return CTL_EXIT_USAGE;
+	}
+	return ctl_layout_load(ctl, argv[optind], lay, text, len);
+}
+
 int ctl_cmd_run(struct ctl *ctl, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -503,13 +513,10 @@ int ctl_cmd_run(struct ctl *ctl, int argc, char **argv)
 		}
 		}
 	}
-	if (!ctl_want_args(ctl, argc, argv, 1)) {
-		return CTL_EXIT_USAGE;
-	}
 	char *text;
 	size_t len;
 	struct ctl_layout lay;
-	int rc = ctl_layout_load(ctl, argv[optind], &lay, &text, &len);
+	int rc = load_program_arg(ctl, argc, argv, &lay, &text, &len);
 	if (rc) {
 		return rc;
 	}
@@ -588,13 +595,10 @@ int ctl_cmd_compile(struct ctl *ctl, int argc, char **argv)
 			return rc;
 		}
 	}
-	if (!ctl_want_args(ctl, argc, argv, 1)) {
-		return CTL_EXIT_USAGE;
-	}
 	char *text;
 	size_t len;
 	struct ctl_layout lay;
-	int rc = ctl_layout_load(ctl, argv[optind], &lay, &text, &len);
+	int rc = load_program_arg(ctl, argc, argv, &lay, &text, &len);
 	if (rc) {
 		return rc;
 	}

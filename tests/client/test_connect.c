@@ -271,6 +271,29 @@ Test(errors, name_codes_and_clear)
 
 /* --- against a fake daemon --- */
 
+/* Start op on the client and take its request off the fake daemon's socket. */
+static uint64_t call_seen(struct lv_fake *f, struct vy_client *c, const char *op)
+{
+	struct vy_error err;
+	uint64_t id = 0;
+	lv_ok(vy_call_start(c, op, NULL, NULL, &id, &err), &err);
+	lv_fake_request(f, NULL, 0);
+	return id;
+}
+
+/* A failed reply to request id, up to its "error" key: the caller packs the error map. */
+static void begin_failure(msgpack_sbuffer *sb, msgpack_packer *pk, uint64_t id)
+{
+	msgpack_sbuffer_init(sb);
+	msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
+	msgpack_pack_map(pk, 3);
+	msgpack_pack_str_with_body(pk, "id", 2);
+	msgpack_pack_uint64(pk, id);
+	msgpack_pack_str_with_body(pk, "ok", 2);
+	msgpack_pack_false(pk);
+	msgpack_pack_str_with_body(pk, "error", 5);
+}
+
 Test(fake, waits_with_a_timeout_and_matches_replies_by_id)
 {
 	struct lv_fake f;
@@ -336,20 +359,11 @@ Test(fake, surfaces_an_unknown_error_code_unchanged)
 	lv_fake_start(&f);
 	struct vy_client *c = lv_fake_connect(&f);
 	struct vy_error err;
-	uint64_t id = 0;
-	lv_ok(vy_call_start(c, "stats", NULL, NULL, &id, &err), &err);
-	lv_fake_request(&f, NULL, 0);
+	uint64_t id = call_seen(&f, c, "stats");
 
 	msgpack_sbuffer sb;
-	msgpack_sbuffer_init(&sb);
 	msgpack_packer pk;
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 3);
-	msgpack_pack_str_with_body(&pk, "id", 2);
-	msgpack_pack_uint64(&pk, id);
-	msgpack_pack_str_with_body(&pk, "ok", 2);
-	msgpack_pack_false(&pk);
-	msgpack_pack_str_with_body(&pk, "error", 5);
+	begin_failure(&sb, &pk, id);
 	msgpack_pack_map(&pk, 7);
 	msgpack_pack_str_with_body(&pk, "code", 4);
 	msgpack_pack_str_with_body(&pk, "NEWER_CODE", 10);
@@ -398,9 +412,7 @@ Test(fake, a_malformed_reply_ends_the_connection)
 	lv_fake_start(&f);
 	struct vy_client *c = lv_fake_connect(&f);
 	struct vy_error err;
-	uint64_t id = 0;
-	lv_ok(vy_call_start(c, "ping", NULL, NULL, &id, &err), &err);
-	lv_fake_request(&f, NULL, 0);
+	uint64_t id = call_seen(&f, c, "ping");
 	/* One frame of 3 bytes that is an array, not a response map. */
 	static const uint8_t junk[] = {0, 0, 0, 3, 0x92, 0x01, 0x02};
 	lv_fake_send_raw(&f, junk, sizeof(junk));
@@ -421,19 +433,10 @@ Test(fake, reports_the_last_words_of_a_daemon_that_hangs_up)
 	lv_fake_start(&f);
 	struct vy_client *c = lv_fake_connect(&f);
 	struct vy_error err;
-	uint64_t id = 0;
-	lv_ok(vy_call_start(c, "ping", NULL, NULL, &id, &err), &err);
-	lv_fake_request(&f, NULL, 0);
+	uint64_t id = call_seen(&f, c, "ping");
 	msgpack_sbuffer sb;
-	msgpack_sbuffer_init(&sb);
 	msgpack_packer pk;
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 3);
-	msgpack_pack_str_with_body(&pk, "id", 2);
-	msgpack_pack_uint64(&pk, 0);
-	msgpack_pack_str_with_body(&pk, "ok", 2);
-	msgpack_pack_false(&pk);
-	msgpack_pack_str_with_body(&pk, "error", 5);
+	begin_failure(&sb, &pk, 0);
 	msgpack_pack_map(&pk, 2);
 	msgpack_pack_str_with_body(&pk, "code", 4);
 	msgpack_pack_str_with_body(&pk, "BAD_FRAME", 9);

@@ -17,6 +17,19 @@ TestSuite(faults, .timeout = 120);
 
 static const char fault_config[] = "[debug]\nfault_injection = true\n";
 
+/* Every fault test starts its own daemon, so that an injected fault cannot reach another test. */
+static void faulty_open(struct vyd *d, struct tc *c)
+{
+	t_start(d, fault_config);
+	tc_open(c, d->sock, "faults");
+}
+
+static void faulty_close(struct vyd *d, struct tc *c)
+{
+	tc_close(c);
+	t_stop(d);
+}
+
 static bool on_vulkan(void)
 {
 	return vyd_backend() == NULL;
@@ -41,7 +54,8 @@ static bool inject_ok(struct tc *c, const char *fault)
 	if (on_vulkan()) {
 		cr_assert_eq(code, 0, "inject_fault %s: %s", fault, r.r.error.message);
 	} else {
-		cr_assert_eq(code, VY_E_UNSUPPORTED_FEATURE, "inject_fault on the reference: %d", code);
+		cr_assert_eq(
+			code, VY_E_UNSUPPORTED_FEATURE, "inject_fault on the reference: %d", code);
 		cr_expect_neq(r.r.error.fix[0], '\0');
 	}
 	tc_reply_free(&r);
@@ -87,23 +101,20 @@ Test(faults, inject_fault_is_refused_unless_the_daemon_enables_it)
 Test(faults, an_unknown_fault_is_a_bad_request)
 {
 	struct vyd d;
-	t_start(&d, fault_config);
 	struct tc c;
-	tc_open(&c, d.sock, "faults");
+	faulty_open(&d, &c);
 	struct tc_reply r;
 	cr_expect_eq(inject(&c, "meteor", &r), VY_E_BAD_REQUEST);
 	cr_expect(strstr(r.r.error.message, "meteor") != NULL);
 	tc_reply_free(&r);
-	tc_close(&c);
-	t_stop(&d);
+	faulty_close(&d, &c);
 }
 
 Test(faults, a_failed_compile_is_reported_and_the_next_one_succeeds)
 {
 	struct vyd d;
-	t_start(&d, fault_config);
 	struct tc c;
-	tc_open(&c, d.sock, "faults");
+	faulty_open(&d, &c);
 	if (inject_ok(&c, "compile")) {
 		char name[64];
 		t_unique(name, sizeof(name), "compile-fault");
@@ -116,16 +127,14 @@ Test(faults, a_failed_compile_is_reported_and_the_next_one_succeeds)
 		tc_reply_free(&r);
 		vy_program_destroy(p);
 	}
-	tc_close(&c);
-	t_stop(&d);
+	faulty_close(&d, &c);
 }
 
 Test(faults, a_failed_dispatch_is_reported_and_the_next_one_succeeds)
 {
 	struct vyd d;
-	t_start(&d, fault_config);
 	struct tc c;
-	tc_open(&c, d.sock, "faults");
+	faulty_open(&d, &c);
 	struct vy_program *p = tc_program_renamed("vector_add", "dispatch-fault");
 	struct tc_reply r;
 	cr_assert_eq(dispatch_checked(&c, p, &r), 0);
@@ -138,8 +147,7 @@ Test(faults, a_failed_dispatch_is_reported_and_the_next_one_succeeds)
 		tc_reply_free(&r);
 	}
 	vy_program_destroy(p);
-	tc_close(&c);
-	t_stop(&d);
+	faulty_close(&d, &c);
 }
 
 static int alloc(struct tc *c, uint64_t size, struct tc_reply *r, uint64_t *handle)
@@ -159,9 +167,8 @@ static int alloc(struct tc *c, uint64_t size, struct tc_reply *r, uint64_t *hand
 Test(faults, exhausted_device_memory_is_out_of_memory_and_passes)
 {
 	struct vyd d;
-	t_start(&d, fault_config);
 	struct tc c;
-	tc_open(&c, d.sock, "faults");
+	faulty_open(&d, &c);
 	if (inject_ok(&c, "out_of_memory")) {
 		struct tc_reply r;
 		uint64_t h;
@@ -177,8 +184,7 @@ Test(faults, exhausted_device_memory_is_out_of_memory_and_passes)
 			"the failed allocation holds nothing: %" PRIu64 " buffers", buffers);
 		tc_reply_free(&st);
 	}
-	tc_close(&c);
-	t_stop(&d);
+	faulty_close(&d, &c);
 }
 
 Test(faults, a_lost_device_fails_its_request_recovers_and_keeps_serving)

@@ -426,6 +426,16 @@ static uint64_t alloc(struct tc *cl, uint64_t size, const char *name, struct tc_
 	return h;
 }
 
+/* Send a request whose reply only matters for its error code. */
+static int call_code(struct tc *cl, struct tc_msg *m)
+{
+	struct tc_reply r;
+	cr_assert_eq(tc_call(cl, m, &r), 0);
+	int code = tc_code(&r);
+	tc_reply_free(&r);
+	return code;
+}
+
 static int upload(struct tc *cl, uint64_t h, uint64_t offset, const void *data, size_t len)
 {
 	struct tc_msg m;
@@ -437,11 +447,7 @@ static int upload(struct tc *cl, uint64_t h, uint64_t offset, const void *data, 
 	vy_pack_cstr(&m.pk, "data");
 	msgpack_pack_bin(&m.pk, len);
 	msgpack_pack_bin_body(&m.pk, data, len);
-	struct tc_reply r;
-	cr_assert_eq(tc_call(cl, &m, &r), 0);
-	int code = tc_code(&r);
-	tc_reply_free(&r);
-	return code;
+	return call_code(cl, &m);
 }
 
 /* download into buf; returns the error code, the length read in *len. */
@@ -480,11 +486,7 @@ static int free_handle(struct tc *cl, uint64_t h)
 	tc_begin(cl, &m, VY_OP_FREE, 1);
 	vy_pack_cstr(&m.pk, "handle");
 	msgpack_pack_uint64(&m.pk, h);
-	struct tc_reply r;
-	cr_assert_eq(tc_call(cl, &m, &r), 0);
-	int code = tc_code(&r);
-	tc_reply_free(&r);
-	return code;
+	return call_code(cl, &m);
 }
 
 Test(ops, resident_buffers_round_trip)
@@ -523,6 +525,23 @@ Test(ops, quota_limits_resident_bytes)
 	tc_reply_free(&r);
 }
 
+/* The program and its three inputs: the first sent inline, the other two as resident handles. */
+static void pack_resident_inputs(struct tc_msg *m, const struct vy_program *p,
+	const struct t_inputs *in, uint64_t second, uint64_t third)
+{
+	t_pack_program(&m->pk, p);
+	vy_pack_cstr(&m->pk, "inputs");
+	msgpack_pack_array(&m->pk, 3);
+	msgpack_pack_bin(&m->pk, in->in[0].len);
+	msgpack_pack_bin_body(&m->pk, in->in[0].data, in->in[0].len);
+	const uint64_t handles[] = {second, third};
+	for (size_t i = 0; i < 2; i++) {
+		msgpack_pack_map(&m->pk, 1);
+		vy_pack_cstr(&m->pk, "resident");
+		msgpack_pack_uint64(&m->pk, handles[i]);
+	}
+}
+
 Test(ops, resident_dispatch_chains_on_the_device)
 {
 	struct vy_program *p = tc_program("saxpy");
@@ -542,17 +561,7 @@ Test(ops, resident_dispatch_chains_on_the_device)
 	/* y stays intact when its output comes back in the reply. */
 	struct tc_msg m;
 	tc_begin(&c, &m, VY_OP_DISPATCH, 2);
-	t_pack_program(&m.pk, p);
-	vy_pack_cstr(&m.pk, "inputs");
-	msgpack_pack_array(&m.pk, 3);
-	msgpack_pack_bin(&m.pk, in.in[0].len);
-	msgpack_pack_bin_body(&m.pk, in.in[0].data, in.in[0].len);
-	msgpack_pack_map(&m.pk, 1);
-	vy_pack_cstr(&m.pk, "resident");
-	msgpack_pack_uint64(&m.pk, x);
-	msgpack_pack_map(&m.pk, 1);
-	vy_pack_cstr(&m.pk, "resident");
-	msgpack_pack_uint64(&m.pk, y);
+	pack_resident_inputs(&m, p, &in, x, y);
 	cr_assert_eq(tc_call(&c, &m, &r), 0);
 	cr_assert(r.r.ok, "%s", r.r.error.message);
 	cr_expect(t_outputs_equal(&r, &want));
@@ -564,17 +573,7 @@ Test(ops, resident_dispatch_chains_on_the_device)
 
 	/* With outputs_to, the output goes to y and the reply holds nil. */
 	tc_begin(&c, &m, VY_OP_DISPATCH, 3);
-	t_pack_program(&m.pk, p);
-	vy_pack_cstr(&m.pk, "inputs");
-	msgpack_pack_array(&m.pk, 3);
-	msgpack_pack_bin(&m.pk, in.in[0].len);
-	msgpack_pack_bin_body(&m.pk, in.in[0].data, in.in[0].len);
-	msgpack_pack_map(&m.pk, 1);
-	vy_pack_cstr(&m.pk, "resident");
-	msgpack_pack_uint64(&m.pk, x);
-	msgpack_pack_map(&m.pk, 1);
-	vy_pack_cstr(&m.pk, "resident");
-	msgpack_pack_uint64(&m.pk, y);
+	pack_resident_inputs(&m, p, &in, x, y);
 	vy_pack_cstr(&m.pk, "outputs_to");
 	msgpack_pack_array(&m.pk, 1);
 	msgpack_pack_uint64(&m.pk, y);
@@ -592,17 +591,7 @@ Test(ops, resident_dispatch_chains_on_the_device)
 
 	/* A handle that does not exist is NOT_FOUND, naming the input. */
 	tc_begin(&c, &m, VY_OP_DISPATCH, 2);
-	t_pack_program(&m.pk, p);
-	vy_pack_cstr(&m.pk, "inputs");
-	msgpack_pack_array(&m.pk, 3);
-	msgpack_pack_bin(&m.pk, in.in[0].len);
-	msgpack_pack_bin_body(&m.pk, in.in[0].data, in.in[0].len);
-	msgpack_pack_map(&m.pk, 1);
-	vy_pack_cstr(&m.pk, "resident");
-	msgpack_pack_uint64(&m.pk, 42);
-	msgpack_pack_map(&m.pk, 1);
-	vy_pack_cstr(&m.pk, "resident");
-	msgpack_pack_uint64(&m.pk, y);
+	pack_resident_inputs(&m, p, &in, 42, y);
 	cr_assert_eq(tc_call(&c, &m, &r), 0);
 	cr_expect_eq(tc_code(&r), VY_E_NOT_FOUND);
 	cr_expect(strstr(r.r.error.at, "inputs[1]"), "at: %s", r.r.error.at);

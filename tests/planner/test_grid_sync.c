@@ -19,6 +19,18 @@ static void set_wrapped_entry(struct vy_program *p, struct vy_block top)
 	vy_program_set_entry(p, vy_ir_seq(p, vy_ir_region(p, "main", top), NULL));
 }
 
+/* Both entry forms must split alike: the bare block, and the block inside a region. */
+static void split_entry(
+	struct vy_program *p, struct vy_block top, bool wrapped, struct vy_grid_sync_split *split)
+{
+	if (wrapped) {
+		set_wrapped_entry(p, top);
+	} else {
+		vy_program_set_entry(p, top);
+	}
+	vy_grid_sync_split(p, split);
+}
+
 /* The seed's test program: one read_write u32 buffer of 4 elements, wrapped entry. */
 static struct vy_program *seed_program(uint32_t wx, struct vy_block (*top)(struct vy_program *))
 {
@@ -234,13 +246,8 @@ Test(grid_sync, empty_segments_are_kept)
 		struct vy_node *r = vy_ir_return(p);
 		struct vy_block top =
 			vy_ir_seq(p, grid_sync(p), grid_sync(p), r, grid_sync(p), NULL);
-		if (wrapped) {
-			set_wrapped_entry(p, top);
-		} else {
-			vy_program_set_entry(p, top);
-		}
 		struct vy_grid_sync_split split;
-		vy_grid_sync_split(p, &split);
+		split_entry(p, top, wrapped, &split);
 		cr_assert_eq(split.len, 4, "wrapped=%d", wrapped);
 		const uint32_t want[] = {0, 0, 1, 0};
 		for (uint32_t i = 0; i < 4; i++) {
@@ -682,13 +689,8 @@ Test(grid_sync, segment_errors_are_located_in_the_whole_program)
 		vy_program_add_buffer(p, "buf", 0, VY_ACCESS_READ_WRITE, VY_TYPE_U32, 4);
 		struct vy_block top = vy_ir_seq(p, vy_ir_return(p), grid_sync(p), vy_ir_return(p),
 			vy_ir_return(p), grid_sync(p), vy_ir_return(p), NULL);
-		if (wrapped) {
-			set_wrapped_entry(p, top);
-		} else {
-			vy_program_set_entry(p, top);
-		}
 		struct vy_grid_sync_split split;
-		vy_grid_sync_split(p, &split);
+		split_entry(p, top, wrapped, &split);
 		cr_assert_eq(split.len, 3);
 		struct vy_err err;
 		vy_err_set(&err, VY_E_TRAP,

@@ -912,15 +912,33 @@ static void decode_deep(const void *data, size_t len, bool json, struct deep_job
 	run_on_small_stack(decode_job, job);
 }
 
+/* A program whose only statement is a let of v: the caller packs the deep value next. */
+static void begin_deep_let(msgpack_sbuffer *sb, msgpack_packer *pk)
+{
+	init_packer(sb, pk);
+	pack_program_head(pk);
+	msgpack_pack_array(pk, 3);
+	pack_str(pk, "let");
+	pack_str(pk, "v");
+}
+
+/* An entry of DEEP blocks, each the only statement of the one around it, ending in a return. */
+static void pack_deep_blocks(msgpack_packer *pk)
+{
+	for (int i = 0; i < DEEP; i++) {
+		msgpack_pack_array(pk, 2);
+		pack_str(pk, "block");
+		msgpack_pack_array(pk, 1);
+	}
+	msgpack_pack_array(pk, 1);
+	pack_str(pk, "return");
+}
+
 Test(hostile, expression_nested_ten_thousand_deep_names_the_limit)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
-	init_packer(&sb, &pk);
-	pack_program_head(&pk);
-	msgpack_pack_array(&pk, 3);
-	pack_str(&pk, "let");
-	pack_str(&pk, "v");
+	begin_deep_let(&sb, &pk);
 	for (int i = 0; i < DEEP; i++) {
 		msgpack_pack_array(&pk, 2);
 		pack_str(&pk, "neg");
@@ -940,11 +958,7 @@ Test(hostile, bare_arrays_nested_ten_thousand_deep_as_an_expression_fail)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
-	init_packer(&sb, &pk);
-	pack_program_head(&pk);
-	msgpack_pack_array(&pk, 3);
-	pack_str(&pk, "let");
-	pack_str(&pk, "v");
+	begin_deep_let(&sb, &pk);
 	for (int i = 0; i < DEEP; i++) {
 		msgpack_pack_array(&pk, 1);
 	}
@@ -962,13 +976,7 @@ Test(hostile, blocks_nested_ten_thousand_deep_name_the_limit)
 	msgpack_packer pk;
 	init_packer(&sb, &pk);
 	pack_program_head(&pk);
-	for (int i = 0; i < DEEP; i++) {
-		msgpack_pack_array(&pk, 2);
-		pack_str(&pk, "block");
-		msgpack_pack_array(&pk, 1);
-	}
-	msgpack_pack_array(&pk, 1);
-	pack_str(&pk, "return");
+	pack_deep_blocks(&pk);
 	struct deep_job job;
 	decode_deep(sb.data, sb.size, false, &job);
 	cr_assert_eq(job.rc, VY_E_INVALID_PROGRAM);
@@ -1071,13 +1079,7 @@ Test(hostile, deep_program_inside_a_request_is_invalid)
 	vy_request_pack_head(&pk, 9, VY_OP_COMPILE, 1);
 	pack_str(&pk, "program");
 	pack_program_head(&pk);
-	for (int i = 0; i < DEEP; i++) {
-		msgpack_pack_array(&pk, 2);
-		pack_str(&pk, "block");
-		msgpack_pack_array(&pk, 1);
-	}
-	msgpack_pack_array(&pk, 1);
-	pack_str(&pk, "return");
+	pack_deep_blocks(&pk);
 	struct deep_job job = {.data = sb.data, .len = sb.size};
 	run_on_small_stack(request_job, &job);
 	cr_assert_eq(job.rc, VY_E_INVALID_PROGRAM);

@@ -200,22 +200,51 @@ Test(host_import, inputs_in_an_import_are_copied_by_the_device_and_match_the_pla
 	done();
 }
 
+/* Import the pages and view three inputs of n words at off, each also named by a ref. */
+static uint64_t import_three(uint8_t *mem, size_t pages, const size_t off[3], size_t n,
+	struct vy_bytes in[3], struct vy_host_ref refs[3])
+{
+	uint64_t id = import_ok(be, mem, pages * 4096);
+	views(mem, off, n, in);
+	for (int i = 0; i < 3; i++) {
+		refs[i] = (struct vy_host_ref){id, off[i]};
+	}
+	return id;
+}
+
+/* The answer read through the views alone, which every import path must reproduce. */
+static void expect_from_views(const struct vy_program *p, const struct vy_bytes in[3],
+	struct vy_outputs *want, struct vy_outputs *got)
+{
+	vy_outputs_init(want);
+	vy_outputs_init(got);
+	struct vy_err err = {0};
+	cr_assert_eq(vy_backend_dispatch(be, p, in, 3, NULL, want, &err), 0, "%s", err.message);
+}
+
+static void finish_compared(uint8_t *mem, size_t pages, struct vy_outputs *want,
+	struct vy_outputs *got, struct vy_program *p)
+{
+	munmap(mem, pages * 4096);
+	vy_outputs_finish(want);
+	vy_outputs_finish(got);
+	vy_program_destroy(p);
+	done();
+}
+
 Test(host_import, compiled_and_async_dispatches_read_imports_too)
 {
 	enum { PAGES = 16, N = 2048 };
 	struct vy_program *p = add_three();
 	uint8_t *mem = pages(PAGES, 3);
-	uint64_t id = import_ok(be, mem, PAGES * 4096);
 	const size_t off[3] = {0, 8192, 20000};
 	struct vy_bytes in[3];
-	views(mem, off, N, in);
-	struct vy_host_ref refs[3] = {{id, off[0]}, {id, off[1]}, {id, off[2]}};
+	struct vy_host_ref refs[3];
+	uint64_t id = import_three(mem, PAGES, off, N, in, refs);
 	struct vy_dispatch_config cfg = {.imports = refs};
 	struct vy_outputs want, got;
-	vy_outputs_init(&want);
-	vy_outputs_init(&got);
+	expect_from_views(p, in, &want, &got);
 	struct vy_err err = {0};
-	cr_assert_eq(vy_backend_dispatch(be, p, in, 3, NULL, &want, &err), 0, "%s", err.message);
 
 	struct vy_vulkan_stats before = stats_of(be);
 	struct vy_pipeline *pl;
@@ -234,11 +263,7 @@ Test(host_import, compiled_and_async_dispatches_read_imports_too)
 
 	vy_pipeline_destroy(pl);
 	vy_backend_host_release(be, id);
-	munmap(mem, PAGES * 4096);
-	vy_outputs_finish(&want);
-	vy_outputs_finish(&got);
-	vy_program_destroy(p);
-	done();
+	finish_compared(mem, PAGES, &want, &got, p);
 }
 
 Test(host_import, refs_that_do_not_fit_the_import_fall_back_to_the_views)
@@ -305,17 +330,14 @@ Test(host_import, release_waits_for_the_work_reading_the_import_and_forgets_the_
 	enum { PAGES = 32, N = 8192 };
 	struct vy_program *p = add_three();
 	uint8_t *mem = pages(PAGES, 5);
-	uint64_t id = import_ok(be, mem, PAGES * 4096);
 	const size_t off[3] = {0, 32768, 65536};
 	struct vy_bytes in[3];
-	views(mem, off, N, in);
-	struct vy_host_ref refs[3] = {{id, off[0]}, {id, off[1]}, {id, off[2]}};
+	struct vy_host_ref refs[3];
+	uint64_t id = import_three(mem, PAGES, off, N, in, refs);
 	struct vy_dispatch_config cfg = {.imports = refs};
 	struct vy_outputs want, got;
-	vy_outputs_init(&want);
-	vy_outputs_init(&got);
+	expect_from_views(p, in, &want, &got);
 	struct vy_err err = {0};
-	cr_assert_eq(vy_backend_dispatch(be, p, in, 3, NULL, &want, &err), 0, "%s", err.message);
 
 	/* Queued, not yet submitted: the release submits it and waits before returning. */
 	struct vy_pending *pend;
@@ -346,11 +368,7 @@ Test(host_import, release_waits_for_the_work_reading_the_import_and_forgets_the_
 	cr_expect_eq(stats_of(be).host_imports, 0);
 	cr_expect_lt(stats_of(be).bytes_in_use, in_use, "the abandoned job was reclaimed");
 
-	munmap(mem, PAGES * 4096);
-	vy_outputs_finish(&want);
-	vy_outputs_finish(&got);
-	vy_program_destroy(p);
-	done();
+	finish_compared(mem, PAGES, &want, &got, p);
 }
 
 Test(host_import, a_lost_device_drops_every_import)
@@ -358,11 +376,10 @@ Test(host_import, a_lost_device_drops_every_import)
 	enum { PAGES = 8, N = 512 };
 	struct vy_program *p = add_three();
 	uint8_t *mem = pages(PAGES, 13);
-	uint64_t id = import_ok(be, mem, PAGES * 4096);
 	const size_t off[3] = {0, 4096, 8192};
 	struct vy_bytes in[3];
-	views(mem, off, N, in);
-	struct vy_host_ref refs[3] = {{id, off[0]}, {id, off[1]}, {id, off[2]}};
+	struct vy_host_ref refs[3];
+	uint64_t id = import_three(mem, PAGES, off, N, in, refs);
 	dispatch_same(be, p, in, refs);
 
 	vy__vk_simulate_device_lost(be);
@@ -403,11 +420,10 @@ Test(host_import, a_shared_memfd_mapping_imports_as_the_daemon_maps_it)
 	uint8_t *mem = mmap(NULL, PAGES * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	cr_assert_neq(mem, MAP_FAILED);
 	close(fd);
-	uint64_t id = import_ok(be, mem, PAGES * 4096);
 	const size_t off[3] = {0, 4096, 8192};
 	struct vy_bytes in[3];
-	views(mem, off, N, in);
-	struct vy_host_ref refs[3] = {{id, off[0]}, {id, off[1]}, {id, off[2]}};
+	struct vy_host_ref refs[3];
+	uint64_t id = import_three(mem, PAGES, off, N, in, refs);
 	struct vy_vulkan_stats before = stats_of(be);
 	dispatch_same(be, p, in, refs);
 	cr_expect_eq(stats_of(be).host_import_inputs - before.host_import_inputs, 3);

@@ -658,15 +658,15 @@ Test(vulkan, a_long_loop_counts_right_or_traps_never_stops_short)
 	 * is exact, or the dispatch traps at the loop; it never comes back short. */
 	struct vy_program *p = vy_program_create("long_loop", 1, 1, 1);
 	vy_program_add_buffer(p, "out", 0, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, 1);
-	vy_program_set_entry(p,
-		vy_ir_seq(p, vy_ir_let(p, "acc", vy_ir_u32(p, 0)),
-			vy_ir_loop(p, "k", vy_ir_u32(p, 0), vy_ir_u32(p, 100000),
-				vy_ir_seq(p,
-					vy_ir_assign(p, "acc",
-						vy_ir_binary(p, VY_BIN_ADD, vy_ir_var(p, "acc"),
-							vy_ir_u32(p, 1))),
-					NULL)),
-			vy_ir_store(p, "out", vy_ir_u32(p, 0), vy_ir_var(p, "acc")), NULL));
+	vy_program_set_entry(
+		p, vy_ir_seq(p, vy_ir_let(p, "acc", vy_ir_u32(p, 0)),
+			   vy_ir_loop(p, "k", vy_ir_u32(p, 0), vy_ir_u32(p, 100000),
+				   vy_ir_seq(p,
+					   vy_ir_assign(p, "acc",
+						   vy_ir_binary(p, VY_BIN_ADD, vy_ir_var(p, "acc"),
+							   vy_ir_u32(p, 1))),
+					   NULL)),
+			   vy_ir_store(p, "out", vy_ir_u32(p, 0), vy_ir_var(p, "acc")), NULL));
 	struct vy_outputs outs;
 	vy_outputs_init(&outs);
 	struct vy_err err = {0};
