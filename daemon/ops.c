@@ -601,6 +601,21 @@ static void op_download(struct vy_req *req)
 			"%" PRIu64 " bytes do not fit one reply frame", len);
 		return;
 	}
+	/* A download's reply is allocated when it is accepted: count it with the unsent replies,
+	 * so that a client that asks without reading meets backpressure before the daemon holds
+	 * its downloads in memory. One may always run when nothing else is held. */
+	struct vy_conn *c = req->conn;
+	uint64_t held = c->out_pending + c->preparing;
+	if (held > 0 && held + len > c->srv->cfg.write_high_water) {
+		c->busy++;
+		fail(req, VY_E_BUSY, NULL,
+			"read the replies of earlier requests before asking for more",
+			"%" PRIu64
+			" reply bytes are waiting to be read or prepared on this connection; "
+			"this download would pass write_high_water (%" PRIu64 ")",
+			held, c->srv->cfg.write_high_water);
+		return;
+	}
 	struct vy_job *j = &req->job;
 	j->out = malloc(len ? (size_t)len : 1);
 	if (!j->out) {
@@ -616,6 +631,8 @@ static void op_download(struct vy_req *req)
 	j->res = res->res;
 	j->offset = (size_t)r->offset;
 	j->len = (size_t)len;
+	req->preparing = len;
+	c->preparing += len;
 	vy_device_submit(j);
 }
 
@@ -638,6 +655,8 @@ void vy_ops_on_job(struct vy_job *job)
 	struct vy_req *req = job->req;
 	struct vy_conn *c = req->conn;
 	struct vy_server *s = c->srv;
+	c->preparing -= req->preparing;
+	req->preparing = 0;
 	if (job->t_start) {
 		uint64_t wait = job->t_start - job->t_enqueue;
 		vy_hist_add(&c->wait, wait);

@@ -342,6 +342,7 @@ struct vy_conn {
 	uint32_t in_flight;
 	uint32_t writes;
 	uint64_t out_pending; /* reply bytes handed to uv_write (or corked) and not yet written */
+	uint64_t preparing;   /* reply bytes of downloads accepted and not yet answered */
 	/* Small replies of the current loop callback, written together when it ends (one write
 	 * call for many replies, and one wake-up of the client). */
 	msgpack_sbuffer cork;
@@ -383,6 +384,7 @@ struct vy_req {
 	uint32_t n_shm;
 	struct vy_shm *shm[VY_MAX_INPUTS]; /* references */
 	uint64_t reserved;                 /* quota reserved by an alloc */
+	uint64_t preparing;                /* this download's share of conn->preparing */
 	struct vy_job job;
 };
 
