@@ -78,9 +78,13 @@ static void emit(enum vy_log_level level, const char *prefix, const char *fmt, v
 	if (n > sizeof(line) - 2) {
 		n = sizeof(line) - 2;
 	}
-	/* A message must not split into lines that journald would read without a priority. */
+	/* Messages carry what clients sent (names, labels, fields). A newline would start a line
+	 * that journald reads with a priority the client chose, and other control characters
+	 * (carriage returns, terminal escapes) would rewrite what an operator sees: every one
+	 * becomes a space. */
 	for (size_t i = 0; i < n; i++) {
-		if (line[i] == '\n') {
+		unsigned char ch = (unsigned char)line[i];
+		if (ch < 0x20 || ch == 0x7f) {
 			line[i] = ' ';
 		}
 	}
