@@ -119,8 +119,8 @@ Test(hostile_programs, enormous_grids_are_refused_or_timed_out)
 	cr_expect_str_eq(r.r.error.at, "config.grid");
 	tc_reply_free(&r);
 	if (s.vulkan) {
-		/* The device runs an abandoned dispatch to its end: open finding 3 of
-		 * docs/security.md. */
+		/* The device runs an abandoned dispatch to its end: the open finding on abandoned
+		 * dispatches in docs/security.md §5. */
 		vy_program_destroy(p);
 		rel_scene_close(&s);
 		cr_skip_test("a dispatch abandoned at its timeout still holds a Vulkan device");

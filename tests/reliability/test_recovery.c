@@ -236,7 +236,7 @@ Test(faults, a_full_cache_folder_degrades_to_memory_and_recovers)
 	/* Space comes back: the next new program is written, without a restart. */
 	char filler[160];
 	snprintf(filler, sizeof(filler), "%s/filler", dir);
-	cr_assert_eq(unlink(filler), 0);
+	cr_assert_eq(unlink(filler), 0, "unlink %s: %s", filler, strerror(errno));
 	struct vy_program *p = numbered("after-full", 0);
 	cr_expect_eq(dispatch_checked(&c, p, NULL, NULL, 0), 0);
 	cr_expect_eq(rel_stat(&c, "program_cache.disk_writes"), 1);
