@@ -74,7 +74,8 @@
 	X(write_low_water, "limits", SIZE, "16M", true,                                            \
 		"unsent reply bytes below which reading resumes")                                  \
 	X(stall_timeout_ms, "limits", U64, "60000", true,                                          \
-		"a connection stuck in the middle of a frame this long is closed; 0 never")        \
+		"a frame not complete this long after its first byte closes the connection; 0 "    \
+		"never")                                                                           \
 	X(drain_timeout_ms, "limits", U64, "10000", true,                                          \
 		"how long SIGTERM waits for requests in flight")                                   \
 	X(fault_injection, "debug", BOOL, "false", false,                                          \

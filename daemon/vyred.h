@@ -341,15 +341,17 @@ struct vy_conn {
 	struct vy_frame_reader reader;
 	uint32_t in_flight;
 	uint32_t writes;
-	uint64_t out_pending; /* reply bytes handed to uv_write (or corked) and not yet written */
-	uint64_t preparing;   /* reply bytes of downloads accepted and not yet answered */
+	/* Reply bytes handed to uv_write (or corked) and not yet written, with the bookkeeping
+	 * each pending reply holds. */
+	uint64_t out_pending;
+	uint64_t preparing; /* reply bytes of downloads accepted and not yet answered */
 	/* Small replies of the current loop callback, written together when it ends (one write
 	 * call for many replies, and one wake-up of the client). */
 	msgpack_sbuffer cork;
 	uint64_t cork_bytes;
 	bool corked; /* in srv->corked */
 	struct vy_link cork_link;
-	uint64_t progress_ns; /* last time a byte arrived */
+	uint64_t progress_ns; /* when the frame in progress began to arrive, or reading resumed */
 	struct vy_cqueue queues[VY_MAX_DEVICES];
 	struct vy_link residents; /* unnamed resident buffers it owns */
 	struct vy_link shms;
