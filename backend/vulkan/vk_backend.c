@@ -1133,6 +1133,7 @@ bool vy_vulkan_stats(struct vy_backend *base, struct vy_vulkan_stats *out)
 		pthread_mutex_lock(&b->exec.lock);
 		out->submits = b->exec.submits;
 		out->jobs = b->exec.jobs;
+		out->stopped = b->exec.stopped;
 		pthread_mutex_unlock(&b->exec.lock);
 		vy__vk_memory_usage(&b->mem, &out->bytes_in_use, &out->bytes_held);
 	}

@@ -288,6 +288,12 @@ struct vy__vk_job {
 	uint32_t n_outputs;
 	uint32_t output_buf[VY_IR_MAX_BUFFERS]; /* output i -> bufs index */
 	struct vy_launch launch;                /* the whole program's, for every segment */
+	/* A launch of many workgroups runs as n_parts indirect dispatches of `part_step` units
+	 * along axis `part_axis` each, so that a stopped job skips the parts not yet started. */
+	uint32_t n_parts; /* 0: one direct dispatch */
+	uint32_t part_axis;
+	uint32_t part_step;
+	struct vy_vk_slice parts; /* the indirect arguments, owned by the context */
 };
 
 /*

@@ -268,6 +268,7 @@ static void plan_bindings(const struct vy_program *p, struct vy_vk_shader_layout
 	layout->n_bindings = n;
 	layout->trap_binding = n;
 	layout->trap_bytes = VY_VK_TRAP_BYTES;
+	layout->stop_binding = n + 1;
 	layout->push_constant_bytes = (uint32_t)sizeof(struct vy_vk_push);
 }
 
@@ -387,6 +388,10 @@ static void loop(struct vy__vk_gen *g, const struct vy_node *n)
 		"vy_it_hi > vy_pc.loop_limit_hi || "
 		"(vy_it_hi == vy_pc.loop_limit_hi && vy_it_lo > vy_pc.loop_limit_lo)",
 		VY_TRAP_LOOP_LIMIT);
+	vy__vk_line(
+		g, "if ((vy_it_lo & %uu) == 0u && vy_stop.word != 0u) {", VY_VK_STOP_PERIOD - 1);
+	vy__vk_line(g, "\treturn;");
+	vy__vk_line(g, "}");
 	uint32_t mark = g->n_vars;
 	var_push(g, n->name, id);
 	block(g, &n->body);
@@ -561,6 +566,11 @@ static void emit_interface(struct vy__vk_gen *g, struct vy__vk_str *out)
 		"\tuint count;\n"
 		"} vy_trap;\n",
 		layout->trap_binding);
+	vy__vk_str_addf(out,
+		"layout(std430, set = 0, binding = %u) volatile readonly buffer VyStop {\n"
+		"\tuint word;\n"
+		"} vy_stop;\n",
+		layout->stop_binding);
 	vy__vk_str_add(out, "layout(push_constant, std430) uniform VyPush {\n"
 			    "\tuint lwg_x;\n"
 			    "\tuint lwg_y;\n"
@@ -570,6 +580,9 @@ static void emit_interface(struct vy__vk_gen *g, struct vy__vk_str *out)
 			    "\tuint loop_limit_lo;\n"
 			    "\tuint loop_limit_hi;\n"
 			    "\tuint empty_bindings;\n"
+			    "\tuint base_x;\n"
+			    "\tuint base_y;\n"
+			    "\tuint base_z;\n"
 			    "} vy_pc;\n");
 	for (uint32_t i = 0; i < p->n_buffers; i++) {
 		const struct vy_buffer *b = &p->buffers[i];
@@ -589,22 +602,26 @@ static void emit_interface(struct vy__vk_gen *g, struct vy__vk_str *out)
 static void emit_prologue(struct vy__vk_gen *g, struct vy__vk_str *out)
 {
 	const struct vy_program *p = g->p;
-	vy__vk_str_add(out, "\tuvec3 vy_wg = gl_WorkGroupID;\n"
+	vy__vk_str_add(out, "\tuvec3 vy_wg = gl_WorkGroupID + "
+			    "uvec3(vy_pc.base_x, vy_pc.base_y, vy_pc.base_z);\n"
 			    "\tif (vy_pc.lwg_y == 1u && vy_pc.lwg_z == 1u) {\n"
 			    "\t\tuint vy_hi;\n"
 			    "\t\tuint vy_lo;\n"
-			    "\t\tumulExtended(gl_WorkGroupID.z, vy_pc.dispatch_y, vy_hi, vy_lo);\n"
+			    "\t\tumulExtended(vy_wg.z, vy_pc.dispatch_y, vy_hi, vy_lo);\n"
 			    "\t\tbool vy_over = vy_hi != 0u;\n"
-			    "\t\tuint vy_lin = vy_lo + gl_WorkGroupID.y;\n"
+			    "\t\tuint vy_lin = vy_lo + vy_wg.y;\n"
 			    "\t\tvy_over = vy_over || vy_lin < vy_lo;\n"
 			    "\t\tumulExtended(vy_lin, vy_pc.dispatch_x, vy_hi, vy_lo);\n"
 			    "\t\tvy_over = vy_over || vy_hi != 0u;\n"
-			    "\t\tvy_lin = vy_lo + gl_WorkGroupID.x;\n"
+			    "\t\tvy_lin = vy_lo + vy_wg.x;\n"
 			    "\t\tvy_over = vy_over || vy_lin < vy_lo;\n"
 			    "\t\tif (vy_over || vy_lin >= vy_pc.lwg_x) {\n"
 			    "\t\t\treturn;\n"
 			    "\t\t}\n"
 			    "\t\tvy_wg = uvec3(vy_lin, 0u, 0u);\n"
+			    "\t}\n"
+			    "\tif (vy_stop.word != 0u) {\n"
+			    "\t\treturn;\n"
 			    "\t}\n"
 			    "\tuvec3 vy_gid = vy_wg * gl_WorkGroupSize + gl_LocalInvocationID;\n");
 	char id[128];

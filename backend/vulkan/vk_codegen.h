@@ -15,7 +15,12 @@
  *                          word 0 is ~vy_trap_key(node, kind) of the lowest trap site raised
  *                          (atomicMax of the complement, so 0 means no trap), word 1 counts the
  *                          invocations that trapped. vy_vk_trap_decode reads it.
- *   push constants         struct vy_vk_push, 32 bytes.
+ *   set 0, stop_binding    the stop word, 4 bytes the host may write while the dispatch runs:
+ *                          every invocation reads it on entry and every VY_VK_STOP_PERIOD loop
+ *                          iterations, and returns at once when it is not 0. The runtime sets it
+ *                          for a dispatch nobody waits for any more (a timeout), whose results
+ *                          are then undefined.
+ *   push constants         struct vy_vk_push, 44 bytes.
  *   spec constant 0..2     the workgroup size (local_size_{x,y,z}_id).
  *   spec constant 3..      one per distinct `spec` name, sorted by name (strcmp), each a 32-bit
  *                          word: u32 as is, i32 as two's complement, f32 as its bits, bool as
@@ -82,6 +87,7 @@ struct vy_vk_shader_layout {
 	struct vy_vk_binding bindings[VY_IR_MAX_BUFFERS];
 	uint32_t trap_binding;        /* the hidden sidecar storage buffer (= n_bindings) */
 	uint32_t trap_bytes;          /* its size */
+	uint32_t stop_binding;        /* the hidden stop word (= n_bindings + 1) */
 	uint32_t push_constant_bytes; /* sizeof(struct vy_vk_push) */
 	uint32_t n_spec;
 	struct vy_vk_spec spec[VY_VK_MAX_SPEC]; /* constant ids 3.. (0..2 are the workgroup size) */
@@ -101,7 +107,13 @@ struct vy_vk_push {
 	 * dummy range), so the shader takes its length as 0 whatever .length() says.
 	 */
 	uint32_t empty_bindings;
+	/* Added to gl_WorkGroupID: a launch split into several dispatches (DESIGN.md §7.5) runs
+	 * each part with the workgroup ids it would have had in one dispatch. */
+	uint32_t base[3];
 };
+
+/* Loop iterations of one invocation between two reads of the stop word (a power of two). */
+#define VY_VK_STOP_PERIOD 1024u
 
 /* Size of the trap sidecar: the trap key word and the trap count word. */
 #define VY_VK_TRAP_BYTES 8u

@@ -224,7 +224,7 @@ static int choose_memory(struct vy_vk_device *d, struct vy_err *err)
 		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
 		.size = 256,
 		.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-			 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+			 VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
 		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
 	};
 	VY_VK(d->vk.vkCreateBuffer(d->dev, &info, NULL, &probe));
@@ -246,6 +246,7 @@ static int choose_memory(struct vy_vk_device *d, struct vy_err *err)
 		d->type_device = best != VY_VK_NO_TYPE ? best : shared;
 		d->type_upload = d->type_device;
 		d->type_readback = d->type_device;
+		d->type_control = d->type_device;
 	} else {
 		VkMemoryPropertyFlags dev_want[] = {dl, dl, 0};
 		VkMemoryPropertyFlags dev_avoid[] = {hv, 0, 0};
@@ -256,9 +257,14 @@ static int choose_memory(struct vy_vk_device *d, struct vy_err *err)
 		VkMemoryPropertyFlags rb_want[] = {hv | hc | cached, hv | cached, hv | hc};
 		VkMemoryPropertyFlags rb_avoid[] = {0, 0, 0};
 		d->type_readback = first_type(&d->mem, req.memoryTypeBits, rb_want, rb_avoid, 3);
+		/* Words the host writes while a shader polls them: device memory the host can map
+		 * keeps the shader's reads on the device. */
+		VkMemoryPropertyFlags ctl_want[] = {dl | hv | hc, hv | hc};
+		VkMemoryPropertyFlags ctl_avoid[] = {0, 0};
+		d->type_control = first_type(&d->mem, req.memoryTypeBits, ctl_want, ctl_avoid, 2);
 	}
 	if (d->type_device == VY_VK_NO_TYPE || d->type_upload == VY_VK_NO_TYPE ||
-		d->type_readback == VY_VK_NO_TYPE) {
+		d->type_readback == VY_VK_NO_TYPE || d->type_control == VY_VK_NO_TYPE) {
 		return vy_err_set(err, VY_E_UNSUPPORTED_FEATURE, NULL,
 			"use another device (config.device) or update its driver",
 			"device %u offers no memory types usable for storage buffers and staging",

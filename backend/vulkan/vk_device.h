@@ -76,7 +76,8 @@ struct vy_vk_device {
 	uint32_t type_device;
 	uint32_t type_upload;
 	uint32_t type_readback;
-	bool device_mappable; /* type_device is host-visible and coherent */
+	uint32_t type_control; /* host-written words that shaders poll */
+	bool device_mappable;  /* type_device is host-visible and coherent */
 	bool readback_coherent;
 	VkDeviceSize max_allocation;
 	VkDeviceSize max_storage_range;

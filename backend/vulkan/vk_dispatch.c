@@ -209,6 +209,61 @@ static int prepare_buffers(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 		true, true, &job->bufs[job->sidecar], err);
 }
 
+/*
+ * Split a launch of more than exec.part_min workgroups into at most about PART_COUNT parts along
+ * its outermost axis of more than one workgroup. Each part is an indirect dispatch whose
+ * arguments the host empties when the job is abandoned: the shaders' stop word ends the
+ * workgroups that run, and the parts not started then launch none (DESIGN.md §7.5).
+ */
+#define PART_COUNT 65536u
+
+static int split_launch(struct vy_vk_exec *x, struct vy__vk_job *job, struct vy_err *err)
+{
+	const uint32_t *w = job->launch.workgroups;
+	uint64_t total = (uint64_t)w[0] * w[1] * w[2];
+	job->n_parts = 0;
+	if (total <= x->part_min) {
+		return 0;
+	}
+	uint32_t axis = w[2] > 1 ? 2 : w[1] > 1 ? 1 : 0;
+	uint64_t unit = axis == 2 ? (uint64_t)w[0] * w[1] : axis == 1 ? w[0] : 1;
+	uint64_t want = total / PART_COUNT > x->part_min ? total / PART_COUNT : x->part_min;
+	uint64_t step = want / unit > 1 ? want / unit : 1;
+	uint32_t n = (uint32_t)((w[axis] + step - 1) / step);
+	uint32_t *args = NULL;
+	int rc = vy__vk_ctx_parts(x, job->ctx, n, &job->parts, &args, err);
+	if (rc) {
+		return rc;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t first = (uint64_t)i * step;
+		memcpy(&args[3 * i], w, 3 * sizeof(uint32_t));
+		args[3 * i + axis] = (uint32_t)(w[axis] - first < step ? w[axis] - first : step);
+	}
+	job->n_parts = n;
+	job->part_axis = axis;
+	job->part_step = (uint32_t)step;
+	return 0;
+}
+
+static void record_launch(struct vy_vk_device *d, VkCommandBuffer cmd, VkPipelineLayout layout,
+	struct vy__vk_job *job)
+{
+	const struct vy_launch *la = &job->launch;
+	if (job->n_parts == 0) {
+		d->vk.vkCmdDispatch(cmd, la->workgroups[0], la->workgroups[1], la->workgroups[2]);
+		return;
+	}
+	uint32_t base[3] = {0, 0, 0};
+	for (uint32_t i = 0; i < job->n_parts; i++) {
+		base[job->part_axis] = i * job->part_step;
+		d->vk.vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT,
+			offsetof(struct vy_vk_push, base), sizeof(base), base);
+		d->vk.vkCmdDispatchIndirect(cmd, job->parts.buffer,
+			job->parts.offset + (VkDeviceSize)i * 3 * sizeof(uint32_t));
+	}
+}
+
 static void compute_barrier(struct vy_vk_device *d, VkCommandBuffer cmd)
 {
 	VkMemoryBarrier mb = {
@@ -278,6 +333,9 @@ static int record_job(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, str
 		infos[n++] = (VkDescriptorBufferInfo){side->dev.buffer,
 			side->dev.offset + (VkDeviceSize)s * job->sidecar_stride,
 			seg->layout.trap_bytes};
+		bindings[n] = seg->layout.stop_binding;
+		infos[n++] = (VkDescriptorBufferInfo){
+			ctx->stop.buffer, ctx->stop.offset, sizeof(uint32_t)};
 		int rc = vy__vk_xfer_bind(x, ctx, cmd, seg->vk_layout, n, bindings, infos, err);
 		if (rc) {
 			return rc;
@@ -292,7 +350,7 @@ static int record_job(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, str
 		};
 		d->vk.vkCmdPushConstants(cmd, seg->vk_layout->pipeline_layout,
 			VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
-		d->vk.vkCmdDispatch(cmd, la->workgroups[0], la->workgroups[1], la->workgroups[2]);
+		record_launch(d, cmd, seg->vk_layout->pipeline_layout, job);
 	}
 	vy__vk_ctx_stamp(x, ctx, 1);
 	struct vy_vk_xfer out[VY_IR_MAX_BUFFERS + 1];
@@ -343,6 +401,9 @@ int vy__vk_job_start(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 	}
 	vy__vk_ctx_hold(job->ctx, vy__vk_kernel_release, k);
 	rc = prepare_buffers(b, k, bind, req, job, err);
+	if (rc == 0) {
+		rc = split_launch(&b->exec, job, err);
+	}
 	uint64_t limit = req->config->max_loop_iterations ? req->config->max_loop_iterations
 							  : VY_DISPATCH_DEFAULT_MAX_LOOP_ITERATIONS;
 	struct record_arg ra = {b, job, limit};

@@ -13,7 +13,9 @@
  *
  * Life of a context: acquire -> attach slices and fill staging (no lock held) -> submit (records
  * under the queue lock) -> wait -> read results -> release. A waiter that gives up (timeout)
- * abandons the context instead: it is released once the device is done with it.
+ * abandons the context instead: it is released once the device is done with it. Abandoning
+ * also sets the context's stop word, which the dispatch's shaders poll on entry and in their
+ * loops, so that the device is soon done with a job nobody waits for any more.
  *
  * Ownership: struct vy_vk_exec is embedded in the backend (init/finish). Contexts belong to it;
  * a caller holds one from acquire to release or abandon.
@@ -62,6 +64,12 @@ struct vy_vk_ctx {
 	size_t n_holds;
 	size_t cap_holds;
 	struct vy_vk_ctx *next; /* free list or abandoned list */
+	/* One word the dispatch's shaders poll: 0 while the job is wanted, 1 once abandoned. */
+	struct vy_vk_slice stop;
+	/* The indirect arguments of a launch split into parts (vy__vk_ctx_parts), or NULL:
+	 * abandoning the context empties the parts the device has not started. */
+	uint32_t *parts;
+	uint32_t n_parts;
 };
 
 struct vy_vk_exec {
@@ -83,6 +91,7 @@ struct vy_vk_exec {
 	uint32_t batch_limit;
 	uint32_t spin_ns;      /* busy-wait before sleeping */
 	uint64_t direct_limit; /* buffers up to this size bind host-visible memory directly */
+	uint64_t part_min;     /* launches of more workgroups run in parts a stopped job skips */
 	bool lost;
 	/* Zero-filled stand-in for empty buffers where null descriptors are missing. */
 	struct vy_vk_slice dummy;
@@ -91,6 +100,7 @@ struct vy_vk_exec {
 	bool gate_closed;
 	uint64_t submits; /* vkQueueSubmit calls, for tests and stats */
 	uint64_t jobs;    /* jobs submitted */
+	uint64_t stopped; /* unfinished jobs told to stop when abandoned */
 };
 
 int vy__vk_exec_init(struct vy_vk_exec *x, struct vy_vk_device *dev, struct vy_vk_memory *mem,
@@ -145,11 +155,21 @@ int vy__vk_ctx_wait(
 /* GPU time between the context's timestamps, or UINT64_MAX when not measured. */
 uint64_t vy__vk_ctx_device_ns(struct vy_vk_exec *x, struct vy_vk_ctx *ctx);
 
+/*
+ * Indirect dispatch arguments for a launch split into `n` parts, three workgroup counts each,
+ * in a host-written slice the context owns (from VY_VK_POOL_CONTROL). The caller fills *map
+ * before the submission; abandoning the context sets every part's x count to 0. One set per
+ * context. Errors: OUT_OF_MEMORY.
+ */
+int vy__vk_ctx_parts(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint32_t n,
+	struct vy_vk_slice *out, uint32_t **map, struct vy_err *err);
+
 /* Give the context back: its slices return to their pools and its holds are released. The job
  * must be done or never submitted. */
 void vy__vk_ctx_release(struct vy_vk_exec *x, struct vy_vk_ctx *ctx);
 
-/* Give the context back while its job may still run: released once the job is done. */
+/* Give the context back while its job may still run: its stop word is set, and it is released
+ * once the job is done. */
 void vy__vk_ctx_abandon(struct vy_vk_exec *x, struct vy_vk_ctx *ctx);
 
 /* Submit whatever waits in the batch. Errors: DEVICE_LOST and other submit failures. */

@@ -308,6 +308,13 @@ static int build_segment(struct vy__vk_backend *b, struct vy__vk_kernel *k, uint
 		.read_only = false,
 		.element_size = 4,
 	};
+	shape.slots[shape.n_slots++] = (struct vy_layout_slot){
+		.group = 0,
+		.binding = seg->layout.stop_binding,
+		.class = VY_LAYOUT_STORAGE,
+		.read_only = true,
+		.element_size = 4,
+	};
 	rc = vy__vk_layout_get(&b->pipes, &shape, &seg->vk_layout, err);
 	if (seg->layout.subgroup_features) {
 		seg->subgroup_size = b->dev.subgroup_size;

@@ -58,6 +58,8 @@ void vy__vk_memory_init(struct vy_vk_memory *m, struct vy_vk_device *dev)
 	m->pools[VY_VK_POOL_UPLOAD].mapped = true;
 	m->pools[VY_VK_POOL_READBACK].type = dev->type_readback;
 	m->pools[VY_VK_POOL_READBACK].mapped = true;
+	m->pools[VY_VK_POOL_CONTROL].type = dev->type_control;
+	m->pools[VY_VK_POOL_CONTROL].mapped = true;
 	uint64_t heap = dev->mem.memoryHeaps[dev->mem.memoryTypes[dev->type_device].heapIndex].size;
 	m->cache_budget = heap / 8 < (UINT64_C(1) << 30) ? heap / 8 : (UINT64_C(1) << 30);
 }
@@ -153,7 +155,7 @@ static int chunk_create(struct vy_vk_memory *m, struct vy_vk_pool *p, VkDeviceSi
 		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
 		.size = size,
 		.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-			 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+			 VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
 		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
 	};
 	VY_VK(d->vk.vkCreateBuffer(d->dev, &info, NULL, &c->buffer));

@@ -31,6 +31,7 @@ enum vy_vk_pool_kind {
 	VY_VK_POOL_DEVICE,   /* shader buffers; host-mapped too on unified-memory devices */
 	VY_VK_POOL_UPLOAD,   /* host-visible, coherent */
 	VY_VK_POOL_READBACK, /* host-visible, cached where the device has it */
+	VY_VK_POOL_CONTROL,  /* host-visible, coherent, device-local where the device has it */
 	VY_VK_POOL_COUNT
 };
 

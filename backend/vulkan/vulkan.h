@@ -94,6 +94,7 @@ struct vy_vulkan_stats {
 	bool pipeline_cache_from_disk; /* the VkPipelineCache was seeded from disk at open */
 	uint64_t submits;              /* vkQueueSubmit calls */
 	uint64_t jobs;                 /* jobs submitted (several per submit when batched) */
+	uint64_t stopped;              /* unfinished jobs told to stop when abandoned (timeouts) */
 	uint64_t bytes_in_use;         /* device and staging bytes handed out */
 	uint64_t bytes_held;           /* device and staging bytes allocated from Vulkan */
 	uint64_t resident_buffers;

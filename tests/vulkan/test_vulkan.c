@@ -633,22 +633,111 @@ Test(vulkan, traps_and_loop_limits_fail_the_dispatch_with_the_node)
 
 	/* A dispatch that outlives its timeout ends with TIMEOUT; its buffers come back once the
 	 * device is done with it, and the backend goes on serving. */
-	struct vy_vulkan_stats before, after;
-	cr_assert_eq(vy_backend_flush(be, &err), 0, "%s", err.message);
-	vy_vulkan_stats(be, &before);
-	cr_assert_eq(vy__vk_hold_submissions(be, true, &err), 0, "%s", err.message);
+	struct vy_vulkan_stats before = {0}, after;
 	cfg.timeout_ms = 20;
-	cr_assert_eq(vy_backend_dispatch(be, p, NULL, 0, &cfg, &outs, &err), VY_E_TIMEOUT, "%s",
-		err.message);
-	cr_assert(strstr(err.message, "20 ms"), "%s", err.message);
-	cr_assert_eq(vy__vk_hold_submissions(be, false, &err), 0, "%s", err.message);
-	cr_assert_eq(vy_backend_dispatch(be, p, NULL, 0, &cfg, &outs, &err), VY_E_TRAP);
-	cr_assert_eq(vy_backend_flush(be, &err), 0, "%s", err.message);
+	/* Twice: the first round creates the second execution context (and its stop word) that
+	 * the second round reuses. */
+	for (int round = 0; round < 2; round++) {
+		cr_assert_eq(vy_backend_flush(be, &err), 0, "%s", err.message);
+		if (round == 1) {
+			vy_vulkan_stats(be, &before);
+		}
+		cr_assert_eq(vy__vk_hold_submissions(be, true, &err), 0, "%s", err.message);
+		cr_assert_eq(vy_backend_dispatch(be, p, NULL, 0, &cfg, &outs, &err), VY_E_TIMEOUT,
+			"%s", err.message);
+		cr_assert(strstr(err.message, "20 ms"), "%s", err.message);
+		cr_assert_eq(vy__vk_hold_submissions(be, false, &err), 0, "%s", err.message);
+		cr_assert_eq(vy_backend_dispatch(be, p, NULL, 0, &cfg, &outs, &err), VY_E_TRAP);
+		cr_assert_eq(vy_backend_flush(be, &err), 0, "%s", err.message);
+	}
 	vy_vulkan_stats(be, &after);
 	cr_assert_eq(
 		after.bytes_in_use, before.bytes_in_use, "the abandoned job's buffers are back");
 	vy_outputs_finish(&outs);
 	vy_program_destroy(p);
+	done();
+}
+
+/* A dispatch past its timeout; then a small one must get the device back well before the work
+ * the first one asked for could have run (hours on lavapipe, minutes on a GPU). */
+static void times_out_then_device_serves(
+	const struct vy_program *p, const struct vy_dispatch_config *cfg)
+{
+	struct vy_err err = {0};
+	struct vy_outputs outs;
+	vy_outputs_init(&outs);
+	struct vy_vulkan_stats before, after;
+	vy_vulkan_stats(be, &before);
+	cr_assert_eq(vy_backend_dispatch(be, p, NULL, 0, cfg, &outs, &err), VY_E_TIMEOUT, "%s",
+		err.message);
+	vy_vulkan_stats(be, &after);
+	cr_expect_eq(after.stopped - before.stopped, 1, "the abandoned job was told to stop");
+
+	struct vy_program *add = vector_add(64);
+	float a[64], b[64];
+	for (int i = 0; i < 64; i++) {
+		a[i] = (float)i;
+		b[i] = 0.5f;
+	}
+	struct vy_bytes in[2] = {{(uint8_t *)a, sizeof(a)}, {(uint8_t *)b, sizeof(b)}};
+	struct vy_dispatch_config quick = {.timeout_ms = 30000};
+	dispatch_ok(be, add, in, 2, &quick, &outs);
+	for (int i = 0; i < 64; i++) {
+		cr_expect_eq(((const float *)outs.items[0].data)[i], (float)i + 0.5f);
+	}
+	cr_assert_eq(vy_backend_flush(be, &err), 0, "%s", err.message);
+	vy_outputs_finish(&outs);
+	vy_program_destroy(add);
+}
+
+Test(vulkan, a_dispatch_abandoned_at_its_timeout_stops_on_the_device)
+{
+	/* 2^32 workgroups, launched in parts: the workgroups that run read the stop word on
+	 * entry, and the parts not started launch none once it is set. */
+	struct vy_program *wide = vy_program_create("wide", 64, 1, 1);
+	vy_program_add_buffer(wide, "out", 0, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, 64);
+	vy_program_set_entry(wide,
+		vy_ir_seq(wide, vy_ir_store(wide, "out", vy_ir_lid(wide, 0), vy_ir_gid(wide, 0)),
+			NULL));
+	struct vy_dispatch_config cfg = {.grid = {65535, 65535, 1}, .timeout_ms = 200};
+	times_out_then_device_serves(wide, &cfg);
+	vy_program_destroy(wide);
+	done();
+}
+
+Test(vulkan, a_loop_abandoned_at_its_timeout_stops_on_the_device)
+{
+	struct vy_device_profile prof;
+	vy_backend_device_profile(be, &prof);
+	if (prof.cpu_device) {
+		/* llvmpipe ends long loops itself (docs/semantics.md §7): no invocation of a
+		 * lavapipe dispatch runs long enough for its stop check to show. */
+		done();
+		cr_skip_test("a CPU device does not run one invocation long");
+	}
+	/* One workgroup in three nested loops of 60,000 iterations each, 2 x 10^14 in all: the
+	 * loops read the stop word. */
+	struct vy_program *deep = vy_program_create("deep", 64, 1, 1);
+	vy_program_add_buffer(deep, "out", 0, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, 64);
+	struct vy_node *loop = vy_ir_loop(deep, "i", vy_ir_u32(deep, 0), vy_ir_u32(deep, 60000),
+		vy_ir_seq(deep,
+			vy_ir_assign(deep, "acc",
+				vy_ir_binary(deep, VY_BIN_ADD, vy_ir_var(deep, "acc"),
+					vy_ir_var(deep, "i"))),
+			NULL));
+	static const char *const outer[] = {"j", "k"};
+	for (int d = 0; d < 2; d++) {
+		loop = vy_ir_loop(deep, outer[d], vy_ir_u32(deep, 0), vy_ir_u32(deep, 60000),
+			vy_ir_seq(deep, loop, NULL));
+	}
+	vy_program_set_entry(
+		deep, vy_ir_seq(deep, vy_ir_let(deep, "acc", vy_ir_u32(deep, 0)), loop,
+			      vy_ir_store(deep, "out", vy_ir_lid(deep, 0), vy_ir_var(deep, "acc")),
+			      NULL));
+	struct vy_dispatch_config loops = {
+		.grid = {1, 1, 1}, .timeout_ms = 200, .max_loop_iterations = UINT64_MAX};
+	times_out_then_device_serves(deep, &loops);
+	vy_program_destroy(deep);
 	done();
 }
 
