@@ -21,9 +21,9 @@
  * and the barriers around it. */
 #define DIRECT_LIMIT ((uint64_t)64 << 10)
 /* Workgroups beyond which a dispatch is launched in parts (vk_dispatch.c): on lavapipe 4096
- * empty workgroups take about 3 ms, on a GPU 65,536 take microseconds. */
+ * empty workgroups take about 3 ms, on a GPU a million take well under a millisecond. */
 #define PART_MIN_CPU ((uint64_t)1 << 12)
-#define PART_MIN_GPU ((uint64_t)1 << 16)
+#define PART_MIN_GPU ((uint64_t)1 << 20)
 
 static uint64_t now_ns(void)
 {
