@@ -583,6 +583,7 @@ static void emit_interface(struct vy__vk_gen *g, struct vy__vk_str *out)
 			    "\tuint base_x;\n"
 			    "\tuint base_y;\n"
 			    "\tuint base_z;\n"
+			    "\tuint stop_on_entry;\n"
 			    "} vy_pc;\n");
 	for (uint32_t i = 0; i < p->n_buffers; i++) {
 		const struct vy_buffer *b = &p->buffers[i];
@@ -620,7 +621,7 @@ static void emit_prologue(struct vy__vk_gen *g, struct vy__vk_str *out)
 			    "\t\t}\n"
 			    "\t\tvy_wg = uvec3(vy_lin, 0u, 0u);\n"
 			    "\t}\n"
-			    "\tif (vy_stop.word != 0u) {\n"
+			    "\tif (vy_pc.stop_on_entry != 0u && vy_stop.word != 0u) {\n"
 			    "\t\treturn;\n"
 			    "\t}\n"
 			    "\tuvec3 vy_gid = vy_wg * gl_WorkGroupSize + gl_LocalInvocationID;\n");

@@ -16,11 +16,11 @@
  *                          (atomicMax of the complement, so 0 means no trap), word 1 counts the
  *                          invocations that trapped. vy_vk_trap_decode reads it.
  *   set 0, stop_binding    the stop word, 4 bytes the host may write while the dispatch runs:
- *                          every invocation reads it on entry and every VY_VK_STOP_PERIOD loop
- *                          iterations, and returns at once when it is not 0. The runtime sets it
- *                          for a dispatch nobody waits for any more (a timeout), whose results
- *                          are then undefined.
- *   push constants         struct vy_vk_push, 44 bytes.
+ *                          every invocation reads it every VY_VK_STOP_PERIOD loop iterations, and
+ *                          on entry when vy_vk_push.stop_on_entry is set, and returns at once when
+ *                          it is not 0. The runtime sets it for a dispatch nobody waits for any
+ *                          more (a timeout), whose results are then undefined.
+ *   push constants         struct vy_vk_push, 48 bytes.
  *   spec constant 0..2     the workgroup size (local_size_{x,y,z}_id).
  *   spec constant 3..      one per distinct `spec` name, sorted by name (strcmp), each a 32-bit
  *                          word: u32 as is, i32 as two's complement, f32 as its bits, bool as
@@ -110,6 +110,8 @@ struct vy_vk_push {
 	/* Added to gl_WorkGroupID: a launch split into several dispatches (DESIGN.md §7.5) runs
 	 * each part with the workgroup ids it would have had in one dispatch. */
 	uint32_t base[3];
+	/* Not 0: every invocation reads the stop word on entry (a launch split into parts). */
+	uint32_t stop_on_entry;
 };
 
 /* Loop iterations of one invocation between two reads of the stop word (a power of two). */

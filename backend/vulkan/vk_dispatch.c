@@ -212,8 +212,10 @@ static int prepare_buffers(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 /*
  * Split a launch of more than exec.part_min workgroups into at most about PART_COUNT parts along
  * its outermost axis of more than one workgroup. Each part is an indirect dispatch whose
- * arguments the host empties when the job is abandoned: the shaders' stop word ends the
- * workgroups that run, and the parts not started then launch none (DESIGN.md §7.5).
+ * arguments the host empties when the job is abandoned: the stop word, which the shaders of a
+ * split launch also read on entry, ends the workgroups that run, and the parts not started then
+ * launch none (DESIGN.md §7.5). A launch too small to split reads it only in its loops: without
+ * them, its invocations' work is bounded by the program's size.
  */
 #define PART_COUNT 65536u
 
@@ -347,6 +349,7 @@ static int record_job(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, str
 			.loop_limit_lo = (uint32_t)ra->loop_limit,
 			.loop_limit_hi = (uint32_t)(ra->loop_limit >> 32),
 			.empty_bindings = empty,
+			.stop_on_entry = job->n_parts > 0,
 		};
 		d->vk.vkCmdPushConstants(cmd, seg->vk_layout->pipeline_layout,
 			VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
