@@ -65,6 +65,9 @@
 		"resident buffer bytes one user may hold; beyond it: QUOTA_EXCEEDED")              \
 	X(max_clients, "limits", U64, "4096", true, "connections held at once")                    \
 	X(max_shm_regions, "limits", U64, "64", true, "shared memory regions per connection")      \
+	X(shm_quota, "limits", SIZE, "64G", true,                                                  \
+		"shared memory bytes one user may have attached at once; beyond it: "              \
+		"QUOTA_EXCEEDED")                                                                  \
 	X(max_loop_iterations, "limits", U64, "16777216", true,                                    \
 		"cap on the loop iterations of one invocation (config.max_loop_iterations)")       \
 	X(dispatch_timeout_ms, "limits", U64, "30000", true,                                       \

@@ -83,7 +83,7 @@ static void op_hello(struct vy_req *req)
 	vy_pack_cstr(pk, "devices");
 	vy_devices_pack(s, pk, true);
 	vy_pack_cstr(pk, "limits");
-	msgpack_pack_map(pk, 8);
+	msgpack_pack_map(pk, 9);
 	vy_pack_kv_u64(pk, "max_frame", s->cfg.max_frame);
 	vy_pack_kv_u64(pk, "max_inflight", s->cfg.max_inflight);
 	vy_pack_kv_u64(pk, "resident_quota", s->cfg.resident_quota);
@@ -91,6 +91,7 @@ static void op_hello(struct vy_req *req)
 	vy_pack_kv_u64(pk, "max_loop_iterations", s->cfg.max_loop_iterations);
 	vy_pack_kv_u64(pk, "dispatch_timeout_ms", s->cfg.dispatch_timeout_ms);
 	vy_pack_kv_u64(pk, "max_shm_regions", s->cfg.max_shm_regions);
+	vy_pack_kv_u64(pk, "shm_quota", s->cfg.shm_quota);
 	vy_pack_kv_u64(pk, "max_download", MAX_DOWNLOAD);
 	vy_reply_send(rp);
 }

@@ -85,7 +85,7 @@ static struct vy_uid_usage *usage_of(struct vy_resident_table *t, uid_t uid, boo
 			abort();
 		}
 	}
-	t->usage[t->n_usage] = (struct vy_uid_usage){uid, 0};
+	t->usage[t->n_usage] = (struct vy_uid_usage){.uid = uid};
 	return &t->usage[t->n_usage++];
 }
 
@@ -429,6 +429,18 @@ int vy_shm_attach(struct vy_conn *c, int fd, uint64_t size, uint64_t *id, struct
 		rc = vy_err_set(err, VY_E_BAD_REQUEST, "size", "announce a smaller region",
 			"a region of %" PRIu64 " bytes cannot be mapped", size);
 	}
+	struct vy_server *s = c->srv;
+	struct vy_uid_usage *u = usage_of(&s->res, c->uid, true);
+	uint64_t quota = s->cfg.shm_quota;
+	if (rc == 0 && (size > quota || u->shm_bytes > quota - size)) {
+		rc = vy_err_set(err, VY_E_QUOTA_EXCEEDED, "size",
+			"detach regions you no longer need, attach a smaller one, or ask the "
+			"operator "
+			"to raise shm_quota",
+			"user %u has %" PRIu64 " bytes of shared memory attached; %" PRIu64
+			" more would pass the quota of %" PRIu64,
+			(unsigned)c->uid, u->shm_bytes, size, quota);
+	}
 	void *map = MAP_FAILED;
 	bool writable = false;
 	if (rc == 0) {
@@ -455,9 +467,11 @@ int vy_shm_attach(struct vy_conn *c, int fd, uint64_t size, uint64_t *id, struct
 	m->id = vy_random_u64();
 	m->srv = c->srv;
 	m->conn = c;
+	m->uid = c->uid;
 	m->map = map;
 	m->size = (size_t)size;
 	m->refs = 1;
+	u->shm_bytes += size;
 	m->attached = true;
 	m->importable = writable;
 	vy_list_insert_tail(&c->shms, &m->link);
@@ -492,6 +506,10 @@ void vy_shm_unref(struct vy_shm *m)
 		vy_backend_host_release(m->srv->devices[i].backend, m->imports[i].id);
 	}
 	munmap((void *)m->map, m->size);
+	struct vy_uid_usage *u = usage_of(&m->srv->res, m->uid, false);
+	if (u) {
+		u->shm_bytes -= m->size < u->shm_bytes ? m->size : u->shm_bytes;
+	}
 	free(m);
 }
 

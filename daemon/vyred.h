@@ -276,7 +276,8 @@ struct vy_resident {
 
 struct vy_uid_usage {
 	uid_t uid;
-	uint64_t bytes; /* allocated and reserved */
+	uint64_t bytes;     /* allocated and reserved */
+	uint64_t shm_bytes; /* shared memory regions mapped (attached, or still read by work) */
 };
 
 struct vy_resident_table {
@@ -304,6 +305,7 @@ struct vy_shm {
 	struct vy_link link; /* in the connection's list */
 	struct vy_server *srv;
 	struct vy_conn *conn;
+	uid_t uid;          /* whose shm_quota the mapping counts against */
 	const uint8_t *map; /* MAP_SHARED; the daemon only reads it */
 	size_t size;
 	uint32_t refs;

@@ -1,6 +1,6 @@
 /*
  * Limits and whole-daemon behaviour that needs a daemon of its own: BUSY beyond max_inflight,
- * the stall timeout, max_clients, the shm region limit, cache_clear, several devices with
+ * the stall timeout, max_clients, the shm region limit and quota, cache_clear, several devices with
  * config.device and least-loaded routing, and the drain on SIGTERM (SHUTTING_DOWN).
  */
 #include <criterion/criterion.h>
@@ -99,31 +99,87 @@ Test(limits, connections_beyond_max_clients_are_refused)
 	t_stop(&d);
 }
 
+/* Attach a sealed, sparse memfd of `size` bytes; the reply's code, and its region in *region. */
+static int attach_sparse(struct tc *c, uint64_t size, uint64_t *region)
+{
+	int fd = memfd_create("vyred-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	cr_assert_eq(ftruncate(fd, (off_t)size), 0);
+	cr_assert_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+	struct tc_msg m;
+	tc_begin(c, &m, VY_OP_SHM_ATTACH, 1);
+	vy_pack_cstr(&m.pk, "size");
+	msgpack_pack_uint64(&m.pk, size);
+	cr_assert_eq(tc_send(c, &m, fd), 0);
+	close(fd);
+	struct tc_reply r;
+	cr_assert_eq(tc_recv(c, &r, 30000), 0);
+	int code = tc_code(&r);
+	*region = 0;
+	if (code == 0) {
+		tc_u64(&r, "region", region);
+	} else {
+		cr_expect_str_eq(r.r.error.at, "size");
+		cr_expect(strstr(r.r.error.fix,
+				  code == VY_E_QUOTA_EXCEEDED &&
+						  strstr(r.r.error.message, "shared memory")
+					  ? "shm_quota"
+					  : "max_shm_regions"),
+			"fix: %s", r.r.error.fix);
+	}
+	tc_reply_free(&r);
+	return code;
+}
+
 Test(limits, shm_regions_per_connection_are_bounded)
 {
 	struct vyd d;
 	t_start(&d, "[limits]\nmax_shm_regions = 1\n");
 	struct tc c;
 	tc_open(&c, d.sock, "regions");
-	int codes[2];
-	for (int i = 0; i < 2; i++) {
-		int fd = memfd_create("vyred-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-		cr_assert_eq(ftruncate(fd, 4096), 0);
-		cr_assert_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
-		struct tc_msg m;
-		tc_begin(&c, &m, VY_OP_SHM_ATTACH, 1);
-		vy_pack_cstr(&m.pk, "size");
-		msgpack_pack_uint64(&m.pk, 4096);
-		cr_assert_eq(tc_send(&c, &m, fd), 0);
-		close(fd);
-		struct tc_reply r;
-		cr_assert_eq(tc_recv(&c, &r, 30000), 0);
-		codes[i] = tc_code(&r);
-		tc_reply_free(&r);
-	}
-	cr_expect_eq(codes[0], 0);
-	cr_expect_eq(codes[1], VY_E_QUOTA_EXCEEDED);
+	uint64_t region;
+	cr_expect_eq(attach_sparse(&c, 4096, &region), 0);
+	cr_expect_eq(attach_sparse(&c, 4096, &region), VY_E_QUOTA_EXCEEDED);
 	tc_close(&c);
+	t_stop(&d);
+}
+
+Test(limits, shm_bytes_per_user_are_bounded)
+{
+	struct vyd d;
+	t_start(&d, "[limits]\nshm_quota = 1G\n");
+	struct tc a, b;
+	tc_open(&a, d.sock, "quota-a");
+	tc_open(&b, d.sock, "quota-b");
+	/* Sparse regions: the quota counts what is mapped, not what is touched. */
+	uint64_t first, second, third;
+	cr_expect_eq(attach_sparse(&a, 512u << 20, &first), 0);
+	cr_expect_eq(attach_sparse(&a, 256u << 20, &second), 0);
+	/* The same user on another connection shares the quota. */
+	cr_expect_eq(attach_sparse(&b, 512u << 20, &third), VY_E_QUOTA_EXCEEDED);
+	cr_expect_eq(attach_sparse(&b, (uint64_t)1 << 40, &third), VY_E_QUOTA_EXCEEDED);
+	cr_expect_eq(attach_sparse(&b, 256u << 20, &third), 0);
+	cr_expect_eq(attach_sparse(&b, 4096, &third), VY_E_QUOTA_EXCEEDED);
+	/* Detaching gives the bytes back, and so does a connection that closes. */
+	struct tc_msg m;
+	tc_begin(&a, &m, VY_OP_SHM_DETACH, 1);
+	vy_pack_cstr(&m.pk, "region");
+	msgpack_pack_uint64(&m.pk, first);
+	struct tc_reply r;
+	cr_assert_eq(tc_call(&a, &m, &r), 0);
+	cr_expect(r.r.ok, "%s", r.r.error.message);
+	tc_reply_free(&r);
+	cr_expect_eq(attach_sparse(&b, 512u << 20, &third), 0);
+	tc_close(&a);
+	/* The daemon learns of the close on its own time. */
+	int code = VY_E_QUOTA_EXCEEDED;
+	for (int i = 0; i < 250 && code == VY_E_QUOTA_EXCEEDED; i++) {
+		code = attach_sparse(&b, 256u << 20, &third);
+		if (code) {
+			usleep(20000);
+		}
+	}
+	cr_expect_eq(code, 0, "a closed connection's regions no longer count");
+	tc_close(&b);
 	t_stop(&d);
 }
 
