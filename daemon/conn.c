@@ -20,7 +20,8 @@
  * cancels its queued jobs and frees its unnamed resident buffers and shared memory regions.
  *
  * Backpressure: the memory of replies handed to libuv and not yet written (their bytes and their
- * bookkeeping) is counted per connection; above write_high_water the connection is no longer
+ * bookkeeping), plus the reply bytes of downloads and dispatches accepted and not yet answered,
+ * is counted per connection; above write_high_water the connection is no longer
  * read, below write_low_water reading resumes. A client that never reads its replies thus stops
  * being served instead of growing the daemon's memory, and the limit on requests in flight bounds
  * what it can queue before that. The check runs between reads, so one read (VY_READ_CHUNK bytes
@@ -405,10 +406,18 @@ static void start_reading(struct vy_conn *c);
 static void update_flow(struct vy_conn *c)
 {
 	struct vy_server *s = c->srv;
-	if (c->in_read_cb || c->state != VY_CONN_OPEN) {
+	if (c->in_read_cb) {
 		return;
 	}
-	if (!c->paused && c->out_pending > s->cfg.write_high_water) {
+	if (vy_conn_alive(c)) {
+		vy_ops_resume_deferred(c);
+	}
+	if (c->state != VY_CONN_OPEN) {
+		return;
+	}
+	/* Replies being prepared count too: their bytes are on their way (ops.c). */
+	uint64_t held = c->out_pending + c->preparing;
+	if (!c->paused && held > s->cfg.write_high_water) {
 		c->paused = true;
 		s->stats.backpressure_pauses++;
 		if (c->reading) {
@@ -416,9 +425,10 @@ static void update_flow(struct vy_conn *c)
 			c->reading = false;
 		}
 		vy_log(VY_LOG_DEBUG,
-			"client %" PRIu64 ": %" PRIu64 " reply bytes unread, reading paused", c->id,
-			c->out_pending);
-	} else if (c->paused && c->out_pending <= s->cfg.write_low_water) {
+			"client %" PRIu64 ": %" PRIu64 " reply bytes unread or in preparation, "
+			"reading paused",
+			c->id, held);
+	} else if (c->paused && held <= s->cfg.write_low_water) {
 		c->paused = false;
 		start_reading(c);
 	}
@@ -641,6 +651,12 @@ static void conn_close(struct vy_conn *c, const char *why)
 		(int)c->pid, (unsigned)c->uid, c->name[0] ? ", " : "", c->name, why ? ": " : "",
 		why ? why : "", c->in_flight);
 	cork_drop(c);
+	while (!vy_list_empty(&c->deferred)) {
+		struct vy_req *req = VY_CONTAINER_OF(c->deferred.next, struct vy_req, wait);
+		vy_list_remove(&req->wait);
+		req_settle(req, 0);
+		req_free(req);
+	}
 	vy_device_cancel_conn(s, c);
 	vy_resident_conn_closed(s, c);
 	vy_shm_conn_closed(c);
@@ -664,6 +680,7 @@ void vy_conn_on_connection(uv_stream_t *listener, int status)
 	c->state = VY_CONN_OPEN;
 	vy_list_init(&c->link);
 	vy_list_init(&c->residents);
+	vy_list_init(&c->deferred);
 	vy_list_init(&c->shms);
 	msgpack_sbuffer_init(&c->cork);
 	for (uint32_t i = 0; i < VY_MAX_DEVICES; i++) {

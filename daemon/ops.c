@@ -265,6 +265,65 @@ static int input_bytes(struct vy_req *req, uint32_t i, bool import, struct vy_er
 }
 
 /* Bind every non-workgroup buffer of a resident dispatch (see the top of this file). */
+/*
+ * The reply bytes a request will produce (a download's data, a dispatch's outputs) count with
+ * the connection's unsent replies from the moment it goes to a device, so that a client that
+ * asks without reading meets backpressure before the daemon holds the results in memory.
+ */
+static void hold_reply(struct vy_req *req, uint64_t len)
+{
+	req->preparing = len;
+	req->conn->preparing += len;
+}
+
+/* Whether `len` more reply bytes stay within write_high_water; one request always fits when
+ * nothing else is held. */
+static bool reply_fits(const struct vy_conn *c, uint64_t len)
+{
+	uint64_t held = c->out_pending + c->preparing;
+	return held == 0 || held + len <= c->srv->cfg.write_high_water;
+}
+
+/* A download that does not fit is answered BUSY: its bytes are allocated at once. */
+static bool download_fits(struct vy_req *req, uint64_t len)
+{
+	struct vy_conn *c = req->conn;
+	if (!reply_fits(c, len)) {
+		c->busy++;
+		fail(req, VY_E_BUSY, NULL,
+			"read the replies of earlier requests before asking for more",
+			"%" PRIu64
+			" reply bytes are waiting to be read or prepared on this connection; "
+			"this download would pass write_high_water (%" PRIu64 ")",
+			c->out_pending + c->preparing, c->srv->cfg.write_high_water);
+		return false;
+	}
+	return true;
+}
+
+/* The bytes of the outputs a dispatch returns in its reply (not those sent to resident
+ * buffers): a declared length, or the length of the input the buffer takes. */
+static uint64_t reply_output_bytes(const struct vy_req *req)
+{
+	const struct vy_binding_plan *plan = req->prog->plan;
+	const struct vy_job *j = &req->job;
+	uint64_t total = 0;
+	for (uint32_t k = 0; k < plan->n_bindings; k++) {
+		const struct vy_binding *b = &plan->bindings[k];
+		uint32_t out = b->output_index;
+		if (out == VY_BINDING_NONE || (req->r.has_outputs_to && req->r.outputs_to[out])) {
+			continue;
+		}
+		uint32_t in = b->input_index;
+		if (b->has_static_len) {
+			total += b->static_byte_len;
+		} else if (in != VY_BINDING_NONE) {
+			total += req->in_res[in] ? req->in_res[in]->size : j->inputs[in].len;
+		}
+	}
+	return total;
+}
+
 static int build_resident(struct vy_req *req, struct vy_err *err)
 {
 	const struct vy_binding_plan *plan = req->prog->plan;
@@ -417,7 +476,31 @@ static void start_dispatch(struct vy_req *req)
 			return;
 		}
 	}
+	/* A dispatch that does not fit waits, in order, until the client reads its replies. */
+	req->reply_bytes = reply_output_bytes(req);
+	if (!vy_list_empty(&c->deferred) || !reply_fits(c, req->reply_bytes)) {
+		vy_log(VY_LOG_DEBUG,
+			"client %" PRIu64 ": request %" PRIu64 " waits until %" PRIu64
+			" reply bytes are read",
+			c->id, r->id, c->out_pending + c->preparing);
+		vy_list_insert_tail(&c->deferred, &req->wait);
+		return;
+	}
+	hold_reply(req, req->reply_bytes);
 	vy_device_submit(j);
+}
+
+void vy_ops_resume_deferred(struct vy_conn *c)
+{
+	while (!vy_list_empty(&c->deferred)) {
+		struct vy_req *req = VY_CONTAINER_OF(c->deferred.next, struct vy_req, wait);
+		if (!reply_fits(c, req->reply_bytes)) {
+			return;
+		}
+		vy_list_remove(&req->wait);
+		hold_reply(req, req->reply_bytes);
+		vy_device_submit(&req->job);
+	}
 }
 
 void vy_ops_on_pipe(
@@ -602,19 +685,7 @@ static void op_download(struct vy_req *req)
 			"%" PRIu64 " bytes do not fit one reply frame", len);
 		return;
 	}
-	/* A download's reply is allocated when it is accepted: count it with the unsent replies,
-	 * so that a client that asks without reading meets backpressure before the daemon holds
-	 * its downloads in memory. One may always run when nothing else is held. */
-	struct vy_conn *c = req->conn;
-	uint64_t held = c->out_pending + c->preparing;
-	if (held > 0 && held + len > c->srv->cfg.write_high_water) {
-		c->busy++;
-		fail(req, VY_E_BUSY, NULL,
-			"read the replies of earlier requests before asking for more",
-			"%" PRIu64
-			" reply bytes are waiting to be read or prepared on this connection; "
-			"this download would pass write_high_water (%" PRIu64 ")",
-			held, c->srv->cfg.write_high_water);
+	if (!download_fits(req, len)) {
 		return;
 	}
 	struct vy_job *j = &req->job;
@@ -632,8 +703,7 @@ static void op_download(struct vy_req *req)
 	j->res = res->res;
 	j->offset = (size_t)r->offset;
 	j->len = (size_t)len;
-	req->preparing = len;
-	c->preparing += len;
+	hold_reply(req, len);
 	vy_device_submit(j);
 }
 

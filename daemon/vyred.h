@@ -346,7 +346,7 @@ struct vy_conn {
 	/* Reply bytes handed to uv_write (or corked) and not yet written, with the bookkeeping
 	 * each pending reply holds. */
 	uint64_t out_pending;
-	uint64_t preparing; /* reply bytes of downloads accepted and not yet answered */
+	uint64_t preparing; /* reply bytes of downloads and dispatches accepted, not answered */
 	/* Small replies of the current loop callback, written together when it ends (one write
 	 * call for many replies, and one wake-up of the client). */
 	msgpack_sbuffer cork;
@@ -356,6 +356,9 @@ struct vy_conn {
 	uint64_t progress_ns; /* when the frame in progress began to arrive, or reading resumed */
 	struct vy_cqueue queues[VY_MAX_DEVICES];
 	struct vy_link residents; /* unnamed resident buffers it owns */
+	/* Dispatches ready to run, waiting (by vy_req.wait) while the connection holds
+	 * write_high_water of replies; in arrival order. */
+	struct vy_link deferred;
 	struct vy_link shms;
 	uint32_t n_shms;
 	uint64_t connected_ns;
@@ -388,7 +391,8 @@ struct vy_req {
 	uint32_t n_shm;
 	struct vy_shm *shm[VY_MAX_INPUTS]; /* references */
 	uint64_t reserved;                 /* quota reserved by an alloc */
-	uint64_t preparing;                /* this download's share of conn->preparing */
+	uint64_t preparing;                /* its share of conn->preparing */
+	uint64_t reply_bytes;              /* a dispatch's outputs sent in the reply */
 	struct vy_job job;
 };
 
@@ -548,6 +552,8 @@ void vy_ops_on_prog(
 void vy_ops_on_pipe(
 	struct vy_req *req, int rc, const struct vy_err *err, const struct vy_err_list *errs);
 void vy_ops_on_job(struct vy_job *job);
+/* Start the connection's deferred dispatches that its replies now leave room for. */
+void vy_ops_resume_deferred(struct vy_conn *c);
 
 /* cache.c */
 void vy_caches_init(struct vy_server *s);

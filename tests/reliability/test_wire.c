@@ -909,17 +909,51 @@ Test(hostile_clients, admin_operations_from_another_user_are_denied)
 	rel_scene_close(&s);
 }
 
+/*
+ * Send `all` (n requests) in one write and read nothing for 3 s: the daemon may grow by less
+ * than `most_mib`. Then every request gets its one answer, ok or (where `busy_ok`) BUSY.
+ */
+static void unread_requests_stay_bounded(
+	struct rel_scene *s, struct tc *c, msgpack_sbuffer *all, int n, long most_mib, bool busy_ok)
+{
+	long before = rel_rss_kib(s->d.pid);
+	cr_assert_eq(tc_send_raw(c, all->data, all->size), 0);
+	long peak = before;
+	for (int i = 0; i < 30; i++) {
+		usleep(100000);
+		long now = rel_rss_kib(s->d.pid);
+		peak = now > peak ? now : peak;
+	}
+	long grown = peak - before;
+	cr_log_info("%d requests unread: the daemon grew by %ld MiB", n, grown / 1024);
+	cr_expect_lt(grown, most_mib * 1024,
+		"a client that does not read made the daemon hold %ld MiB (write_high_water 4M)",
+		grown / 1024);
+	int answered = 0;
+	while (answered < n) {
+		struct tc_reply r;
+		if (tc_recv(c, &r, 60000) != 0) {
+			break;
+		}
+		cr_expect(r.r.ok || (busy_ok && tc_code(&r) == VY_E_BUSY), "%s", r.r.error.message);
+		answered++;
+		tc_reply_free(&r);
+	}
+	cr_expect_eq(answered, n);
+}
+
+static const char greedy_config[] =
+	"[limits]\nwrite_high_water = 4M\nwrite_low_water = 1M\nresident_quota = 24M\n";
+
 Test(hostile_clients, replies_in_preparation_are_bounded_by_backpressure)
 {
 	struct rel_scene s;
 	rel_lean_asan();
-	rel_scene_open(&s,
-		"[limits]\nwrite_high_water = 4M\nwrite_low_water = 1M\nresident_quota = 24M\n", 4);
+	rel_scene_open(&s, greedy_config, 4);
 	struct tc c;
 	tc_open(&c, s.d.sock, "greedy");
 	uint64_t h = 0;
 	cr_assert_eq(rel_alloc(&c, 16u << 20, NULL, &h), 0);
-	long before = rel_rss_kib(s.d.pid);
 	/* 48 downloads of 16 MiB in one write, and no read: 768 MiB if nothing holds them back. */
 	msgpack_sbuffer all;
 	msgpack_sbuffer_init(&all);
@@ -932,30 +966,79 @@ Test(hostile_clients, replies_in_preparation_are_bounded_by_backpressure)
 		msgpack_sbuffer_write(&all, m.sb.data, m.sb.size);
 		msgpack_sbuffer_destroy(&m.sb);
 	}
-	cr_assert_eq(tc_send_raw(&c, all.data, all.size), 0);
+	unread_requests_stay_bounded(&s, &c, &all, 48, 160, true);
 	msgpack_sbuffer_destroy(&all);
-	long peak = before;
-	for (int i = 0; i < 30; i++) {
-		usleep(100000);
-		long now = rel_rss_kib(s.d.pid);
-		peak = now > peak ? now : peak;
+	tc_close(&c);
+	rel_scene_close(&s);
+}
+
+/* The program, the whole of shared region `region` (`len` bytes) as its one input, and one
+ * workgroup: the program writes one element, the reply carries them all. */
+static void pack_touch(
+	msgpack_packer *pk, const struct vy_program *p, uint64_t region, uint64_t len)
+{
+	t_pack_program(pk, p);
+	vy_pack_cstr(pk, "config");
+	msgpack_pack_map(pk, 1);
+	vy_pack_cstr(pk, "grid");
+	msgpack_pack_array(pk, 3);
+	for (int k = 0; k < 3; k++) {
+		msgpack_pack_uint32(pk, 1);
 	}
-	long grown = peak - before;
-	cr_expect_lt(grown, 160 * 1024,
-		"a client that does not read made the daemon hold %ld MiB (write_high_water 4M)",
-		grown / 1024);
-	/* Reading again: every request gets its one answer. */
-	int answered = 0;
-	while (answered < 48) {
-		struct tc_reply r;
-		if (tc_recv(&c, &r, 60000) != 0) {
-			break;
-		}
-		cr_expect(r.r.ok || tc_code(&r) == VY_E_BUSY, "%s", r.r.error.message);
-		answered++;
-		tc_reply_free(&r);
+	vy_pack_cstr(pk, "inputs");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 1);
+	vy_pack_cstr(pk, "shm");
+	msgpack_pack_array(pk, 3);
+	msgpack_pack_uint64(pk, region);
+	msgpack_pack_uint64(pk, 0);
+	msgpack_pack_uint64(pk, len);
+}
+
+Test(hostile_clients, dispatch_outputs_in_preparation_are_bounded_by_backpressure)
+{
+	struct rel_scene s;
+	rel_lean_asan();
+	rel_scene_open(&s, greedy_config, 4);
+	struct tc c;
+	tc_open(&c, s.d.sock, "greedy");
+	/* One shared region of 4 MiB; a read_write buffer takes it and comes back whole. */
+	enum { BYTES = 4 << 20 };
+	int fd = memfd_create("rel", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	cr_assert_eq(ftruncate(fd, BYTES), 0);
+	cr_assert_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+	struct tc_reply r;
+	cr_assert_eq(attach_fd(&c, fd, BYTES, &r), 0, "%s", r.r.error.message);
+	close(fd);
+	uint64_t region = 0;
+	cr_assert(tc_u64(&r, "region", &region));
+	tc_reply_free(&r);
+	struct vy_program *p = vy_program_create("touch", 1, 1, 1);
+	vy_program_add_buffer(p, "data", 0, VY_ACCESS_READ_WRITE, VY_TYPE_U32, 0);
+	vy_program_set_entry(
+		p, vy_ir_seq(p, vy_ir_store(p, "data", vy_ir_u32(p, 0), vy_ir_u32(p, 7)), NULL));
+	/* Once while reading: the pipeline is built (and the device's memory warm) before the
+	 * daemon's size is taken. */
+	struct tc_msg m;
+	tc_begin(&c, &m, VY_OP_DISPATCH, 3);
+	pack_touch(&m.pk, p, region, BYTES);
+	cr_assert_eq(tc_call(&c, &m, &r), 0);
+	cr_assert(r.r.ok, "%s", r.r.error.message);
+	tc_reply_free(&r);
+	/* 48 dispatches with 4 MiB of outputs each, in one write of small frames, and no read:
+	 * 192 MiB of replies, and as much again of device buffers, if nothing holds them back. */
+	msgpack_sbuffer all;
+	msgpack_sbuffer_init(&all);
+	for (int i = 0; i < 48; i++) {
+		tc_begin(&c, &m, VY_OP_DISPATCH, 3);
+		pack_touch(&m.pk, p, region, BYTES);
+		vy_frame_end(&m.sb, 0);
+		msgpack_sbuffer_write(&all, m.sb.data, m.sb.size);
+		msgpack_sbuffer_destroy(&m.sb);
 	}
-	cr_expect_eq(answered, 48);
+	unread_requests_stay_bounded(&s, &c, &all, 48, 160, false);
+	msgpack_sbuffer_destroy(&all);
+	vy_program_destroy(p);
 	tc_close(&c);
 	rel_scene_close(&s);
 }
