@@ -942,16 +942,20 @@ static void unread_requests_stay_bounded(
 	cr_expect_eq(answered, n);
 }
 
-static const char greedy_config[] =
-	"[limits]\nwrite_high_water = 4M\nwrite_low_water = 1M\nresident_quota = 24M\n";
+/* A scene with small reply marks, lean ASan, and the connection of a client that will not read. */
+static void open_greedy(struct rel_scene *s, struct tc *c)
+{
+	rel_lean_asan();
+	rel_scene_open(s,
+		"[limits]\nwrite_high_water = 4M\nwrite_low_water = 1M\nresident_quota = 24M\n", 4);
+	tc_open(c, s->d.sock, "greedy");
+}
 
 Test(hostile_clients, replies_in_preparation_are_bounded_by_backpressure)
 {
 	struct rel_scene s;
-	rel_lean_asan();
-	rel_scene_open(&s, greedy_config, 4);
 	struct tc c;
-	tc_open(&c, s.d.sock, "greedy");
+	open_greedy(&s, &c);
 	uint64_t h = 0;
 	cr_assert_eq(rel_alloc(&c, 16u << 20, NULL, &h), 0);
 	/* 48 downloads of 16 MiB in one write, and no read: 768 MiB if nothing holds them back. */
@@ -998,10 +1002,8 @@ static void pack_touch(
 Test(hostile_clients, dispatch_outputs_in_preparation_are_bounded_by_backpressure)
 {
 	struct rel_scene s;
-	rel_lean_asan();
-	rel_scene_open(&s, greedy_config, 4);
 	struct tc c;
-	tc_open(&c, s.d.sock, "greedy");
+	open_greedy(&s, &c);
 	/* One shared region of 4 MiB; a read_write buffer takes it and comes back whole. */
 	enum { BYTES = 4 << 20 };
 	int fd = memfd_create("rel", MFD_CLOEXEC | MFD_ALLOW_SEALING);
