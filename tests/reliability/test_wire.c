@@ -1039,8 +1039,14 @@ Test(hostile_clients, dispatch_outputs_in_preparation_are_bounded_by_backpressur
 		msgpack_sbuffer_destroy(&m.sb);
 	}
 	unread_requests_stay_bounded(&s, &c, &all, 48, 160, false);
+	/* Again, and the client vanishes with its dispatches held back: they are dropped, and the
+	 * region goes with the connection once the one that ran is done. */
+	cr_assert_eq(tc_send_raw(&c, all.data, all.size), 0);
 	msgpack_sbuffer_destroy(&all);
-	vy_program_destroy(p);
+	usleep(200000);
 	tc_close(&c);
+	cr_expect_eq(rel_wait_stat(&s.c, "resident.shm_regions", 0, 10000), 0,
+		"the vanished client's region is detached");
+	vy_program_destroy(p);
 	rel_scene_close(&s);
 }
