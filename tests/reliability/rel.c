@@ -288,16 +288,79 @@ static int round_once(struct rel_member *m)
 	return 0;
 }
 
+/*
+ * The crowds' threads stop between rounds while another thread forks: a thread caught inside
+ * malloc at fork() would leave the allocator's lock held in the child for ever.
+ */
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static bool gate_closed;
+static int gate_members; /* crowd threads in their rounds' loop */
+static int gate_parked;  /* of them, waiting at the gate */
+
+static void gate_enter(void)
+{
+	pthread_mutex_lock(&gate_lock);
+	gate_members++;
+	pthread_mutex_unlock(&gate_lock);
+}
+
+static void gate_leave(void)
+{
+	pthread_mutex_lock(&gate_lock);
+	gate_members--;
+	pthread_cond_broadcast(&gate_cond);
+	pthread_mutex_unlock(&gate_lock);
+}
+
+/* Between two rounds: wait while the gate is closed. */
+static void gate_pass(void)
+{
+	pthread_mutex_lock(&gate_lock);
+	if (gate_closed) {
+		gate_parked++;
+		pthread_cond_broadcast(&gate_cond);
+		while (gate_closed) {
+			pthread_cond_wait(&gate_cond, &gate_lock);
+		}
+		gate_parked--;
+	}
+	pthread_mutex_unlock(&gate_lock);
+}
+
+/* Close the gate and wait until every crowd thread waits at it. */
+static void gate_close(void)
+{
+	pthread_mutex_lock(&gate_lock);
+	gate_closed = true;
+	while (gate_parked < gate_members) {
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	}
+	pthread_mutex_unlock(&gate_lock);
+}
+
+static void gate_open(void)
+{
+	pthread_mutex_lock(&gate_lock);
+	gate_closed = false;
+	pthread_cond_broadcast(&gate_cond);
+	pthread_mutex_unlock(&gate_lock);
+}
+
 static void *run_member(void *arg)
 {
 	struct rel_member *m = arg;
+	gate_enter();
 	while (!atomic_load(&m->crowd->stop)) {
 		round_once(m);
 		if (m->failures > 4) {
+			gate_leave();
 			return NULL;
 		}
 		usleep(2000);
+		gate_pass();
 	}
+	gate_leave();
 	/* The attack is over: one more round must pass cleanly (a few tries let a client whose
 	 * buffer went with a lost device allocate a new one). */
 	for (int attempt = 0; attempt < 3 && !m->final_round_ok; attempt++) {
@@ -597,7 +660,11 @@ int rel_as_nobody(int (*fn)(void *), void *arg)
 		cr_skip_test("needs root to run a client as another user");
 	}
 	fflush(NULL);
+	gate_close();
 	pid_t pid = fork();
+	if (pid != 0) {
+		gate_open();
+	}
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0) {

@@ -121,7 +121,9 @@ bool rel_on_vulkan(struct tc *c);
 /*
  * Run `fn(arg)` in a child process as nobody (uid and gid 65534) and return what it returns (0
  * when its checks passed, otherwise the number of the check that failed, which the child also
- * prints), or -1 when the child could not change user. Skips the test unless run as root.
+ * prints), or -1 when the child could not change user. Skips the test unless run as root. The
+ * crowds' threads wait between rounds while the child is forked, so that none holds a lock
+ * (the allocator's) that the child will need.
  */
 int rel_as_nobody(int (*fn)(void *), void *arg);
 
