@@ -191,12 +191,15 @@ static void run_batch(struct vy_device *d, struct vy_job **batch, uint32_t n)
 	}
 	bool lost = vy_backend_device_lost(d->backend);
 	uint64_t dispatched = 0;
+	uint64_t timed_out = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		dispatched += is_dispatch(batch[i]);
+		timed_out += batch[i]->rc == VY_E_TIMEOUT;
 		lost = lost || batch[i]->rc == VY_E_DEVICE_LOST;
 	}
 	pthread_mutex_lock(&d->lock);
 	d->dispatches += dispatched;
+	d->timeouts += timed_out;
 	pthread_mutex_unlock(&d->lock);
 	if (!lost) {
 		return;
@@ -826,7 +829,7 @@ void vy_devices_pack(struct vy_server *s, msgpack_packer *pk, bool brief)
 				used += p.heaps[h].used_bytes;
 			}
 		}
-		msgpack_pack_map(pk, brief ? 15 : 24);
+		msgpack_pack_map(pk, brief ? 15 : 25);
 		pack_u64(pk, "index", d->index);
 		vy_pack_cstr(pk, "backend");
 		vy_pack_cstr(pk, d->backend->id);
@@ -865,6 +868,7 @@ void vy_devices_pack(struct vy_server *s, msgpack_packer *pk, bool brief)
 		uint64_t jobs = d->jobs_done;
 		uint32_t largest = d->largest_batch;
 		uint64_t lost = d->lost_count;
+		uint64_t timeouts = d->timeouts;
 		uint32_t depth = d->depth;
 		uint32_t running = d->running;
 		pthread_mutex_unlock(&d->lock);
@@ -876,6 +880,7 @@ void vy_devices_pack(struct vy_server *s, msgpack_packer *pk, bool brief)
 		pack_u64(pk, "queue_depth", depth);
 		pack_u64(pk, "running", running);
 		pack_u64(pk, "lost", lost);
+		pack_u64(pk, "timeouts", timeouts);
 		struct vy_pipeline_cache_stats pc = {0};
 		bool has = vy_backend_pipeline_cache_stats(d->backend, &pc);
 		vy_pack_cstr(pk, "backend_cache");

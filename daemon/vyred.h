@@ -104,6 +104,7 @@ struct vy_device {
 	uint64_t jobs_done;
 	uint32_t largest_batch;
 	uint64_t lost_count;
+	uint64_t timeouts; /* dispatches ended by their timeout (and stopped on the device) */
 };
 
 enum vy_job_kind {

@@ -448,10 +448,11 @@ static void device_print(const struct vy_value *d)
 		yes_no(d, "float.sqrt_exact"),
 		ctl_bool(d, "float.keeps_subnormals") ? "kept" : "flushed");
 	printf("  work        %" PRIu64 " dispatches in %" PRIu64 " batches (largest %" PRIu64
-	       "), busy %s, queue %" PRIu64 ", running %" PRIu64 ", lost %" PRIu64 "\n",
+	       "), busy %s, queue %" PRIu64 ", running %" PRIu64 ", timed out %" PRIu64
+	       ", lost %" PRIu64 "\n",
 		ctl_u64(d, "dispatches"), ctl_u64(d, "batches"), ctl_u64(d, "largest_batch"),
 		ctl_fmt_ns(ctl_u64(d, "busy_ns"), b), ctl_u64(d, "queue_depth"),
-		ctl_u64(d, "running"), ctl_u64(d, "lost"));
+		ctl_u64(d, "running"), ctl_u64(d, "timeouts"), ctl_u64(d, "lost"));
 	const struct vy_value *bc = vy_value_get(d, "backend_cache");
 	if (vy_value_kind(bc) == VY_KIND_MAP) {
 		printf("  pipelines   %" PRIu64 " in the backend's cache (%s), %" PRIu64

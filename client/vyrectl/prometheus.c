@@ -118,6 +118,8 @@ static const struct rule rules[] = {
 	G("devices.*.queue_depth", "device_queue_depth", "Jobs waiting for the device."),
 	G("devices.*.running", "device_running_jobs", "Jobs running on the device."),
 	C("devices.*.lost", "device_lost_total", "Times the device was lost and recreated."),
+	C("devices.*.timeouts", "device_timeouts_total",
+		"Dispatches ended by their timeout and stopped on the device."),
 	G("devices.*.backend_cache.entries", "device_backend_cache_entries",
 		"Pipelines in the backend's own cache."),
 	G("devices.*.backend_cache.bytes", "device_backend_cache_bytes",

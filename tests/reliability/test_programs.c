@@ -128,6 +128,11 @@ Test(hostile_programs, enormous_grids_are_refused_or_timed_out)
 	cr_expect_lt(
 		rel_now_ms() - t0, 15000, "the timeout of 1500 ms took %ld ms", rel_now_ms() - t0);
 	tc_reply_free(&r);
+	cr_assert_eq(t_simple(&s.c, VY_OP_STATS, &r), 0);
+	uint64_t timeouts = 0;
+	cr_expect(tc_row_u64(&r, "devices", "index", 0, "timeouts", &timeouts) && timeouts == 1,
+		"devices[0].timeouts is %lu", (unsigned long)timeouts);
+	tc_reply_free(&r);
 	/* The device is free again: a small dispatch on the same connection is answered. */
 	static const uint32_t one[3] = {1, 1, 1};
 	rel_dispatch_grid(&s.c, p, one, 0, &r);
