@@ -278,6 +278,24 @@ int tc_outputs(const struct tc_reply *r, const uint8_t **data, size_t *lens, boo
 	return (int)o.len;
 }
 
+bool tc_outputs_equal(const struct tc_reply *r, const struct vy_outputs *want)
+{
+	const uint8_t *data[VY_IR_MAX_BUFFERS];
+	size_t lens[VY_IR_MAX_BUFFERS];
+	bool nil[VY_IR_MAX_BUFFERS];
+	int n = tc_outputs(r, data, lens, nil, VY_IR_MAX_BUFFERS);
+	if (n != (int)want->len) {
+		return false;
+	}
+	for (int i = 0; i < n; i++) {
+		if (lens[i] != want->items[i].len ||
+			(lens[i] && memcmp(data[i], want->items[i].data, lens[i]) != 0)) {
+			return false;
+		}
+	}
+	return true;
+}
+
 int tc_array_len(const struct tc_reply *r, const char *path)
 {
 	struct vy_mp_reader rd;

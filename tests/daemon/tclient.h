@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend.h"
 #include "envelope.h"
 #include "frame.h"
 #include "ir.h"
@@ -68,6 +69,8 @@ bool tc_field(const struct tc_reply *r, const char *path, struct vy_mp_reader *r
 /* The outputs of a dispatch reply: up to `cap` views into the frame (nil: data NULL, len 0,
  * nil[i] true). Returns the count, or -1. */
 int tc_outputs(const struct tc_reply *r, const uint8_t **data, size_t *lens, bool *nil, size_t cap);
+/* Whether the reply's outputs are exactly `want`: as many, each of the same bytes. */
+bool tc_outputs_equal(const struct tc_reply *r, const struct vy_outputs *want);
 /* In an array of maps at `path`, the u64 field `key` of the element whose `match` field equals
  * `value`. */
 bool tc_row_u64(const struct tc_reply *r, const char *path, const char *match, uint64_t value,

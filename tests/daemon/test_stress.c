@@ -105,24 +105,6 @@ static void send_one(struct worker *w, int j, uint64_t *ids, int *slot_of)
 	}
 }
 
-static bool same_outputs(const struct tc_reply *r, const struct vy_outputs *want)
-{
-	const uint8_t *data[VY_IR_MAX_BUFFERS];
-	size_t lens[VY_IR_MAX_BUFFERS];
-	bool nil[VY_IR_MAX_BUFFERS];
-	int n = tc_outputs(r, data, lens, nil, VY_IR_MAX_BUFFERS);
-	if (n != (int)want->len) {
-		return false;
-	}
-	for (int i = 0; i < n; i++) {
-		if (lens[i] != want->items[i].len ||
-			(lens[i] && memcmp(data[i], want->items[i].data, lens[i]) != 0)) {
-			return false;
-		}
-	}
-	return true;
-}
-
 static void *run_worker(void *arg)
 {
 	struct worker *w = arg;
@@ -153,7 +135,7 @@ static void *run_worker(void *arg)
 		} else {
 			answered[j] = true;
 			int slot = slot_of[j];
-			if (!same_outputs(&r, &variants[slot / SETS].want[slot % SETS])) {
+			if (!tc_outputs_equal(&r, &variants[slot / SETS].want[slot % SETS])) {
 				atomic_fetch_add(&mismatches, 1);
 				note(w, "outputs differ from the reference");
 			}

@@ -197,24 +197,6 @@ static bool tolerated(const struct rel_crowd *cr, int code)
 	return false;
 }
 
-static bool same_outputs(const struct tc_reply *r, const struct vy_outputs *want)
-{
-	const uint8_t *data[VY_IR_MAX_BUFFERS];
-	size_t lens[VY_IR_MAX_BUFFERS];
-	bool nil[VY_IR_MAX_BUFFERS];
-	int n = tc_outputs(r, data, lens, nil, VY_IR_MAX_BUFFERS);
-	if (n != (int)want->len) {
-		return false;
-	}
-	for (int i = 0; i < n; i++) {
-		if (lens[i] != want->items[i].len ||
-			(lens[i] && memcmp(data[i], want->items[i].data, lens[i]) != 0)) {
-			return false;
-		}
-	}
-	return true;
-}
-
 /* 0: the round was correct; 1: an error the crowd tolerates; -1: a failure (described). */
 static int judge(struct rel_member *m, int code, const char *what, const char *message)
 {
@@ -245,7 +227,7 @@ static int round_once(struct rel_member *m)
 	int code = rel_dispatch(
 		&m->c, cr->program, (uint32_t)cr->in[set].n, NULL, cr->in[set].in, 0, NULL, &r);
 	int verdict = judge(m, code, "dispatch", code < -1000 ? r.r.error.message : NULL);
-	if (verdict == 0 && !same_outputs(&r, &cr->want[set])) {
+	if (verdict == 0 && !tc_outputs_equal(&r, &cr->want[set])) {
 		verdict = judge(m, VY_E_INTERNAL, "dispatch", "outputs differ from the reference");
 	}
 	tc_reply_free(&r);
