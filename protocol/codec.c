@@ -77,15 +77,10 @@ static size_t push_field(struct dec *d, const char *name)
 static size_t push_index(struct dec *d, uint32_t i)
 {
 	size_t mark = d->plen;
-	char digits[12];
-	size_t n = sizeof(digits);
-	digits[--n] = ']';
-	do {
-		digits[--n] = (char)('0' + i % 10);
-		i /= 10;
-	} while (i);
-	digits[--n] = '[';
-	append(d, digits + n, sizeof(digits) - n);
+	char room[VY_PATH_INDEX_ROOM];
+	size_t len;
+	const char *text = vy_path_index(i, room, &len);
+	append(d, text, len);
 	return mark;
 }
 

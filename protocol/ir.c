@@ -479,3 +479,16 @@ uint32_t vy_block_count_nodes(const struct vy_block *block)
 	}
 	return n;
 }
+
+const char *vy_path_index(uint32_t i, char *room, size_t *len)
+{
+	size_t n = VY_PATH_INDEX_ROOM;
+	room[--n] = ']';
+	do {
+		room[--n] = (char)('0' + i % 10);
+		i /= 10;
+	} while (i);
+	room[--n] = '[';
+	*len = VY_PATH_INDEX_ROOM - n;
+	return room + n;
+}

@@ -353,4 +353,13 @@ struct vy_program *vy_program_clone(const struct vy_program *src);
 /* Count of nodes in a block, recursively, for decoded or validated programs (see clone). */
 uint32_t vy_block_count_nodes(const struct vy_block *block);
 
+/* Room for the longest path index, "[4294967295]". */
+#define VY_PATH_INDEX_ROOM 12
+
+/*
+ * The index part of a node path ("[3]" in "entry[3].body[0]"), written at the end of `room`
+ * (VY_PATH_INDEX_ROOM bytes, not NUL-terminated): returns its first byte, its length in *len.
+ */
+const char *vy_path_index(uint32_t i, char *room, size_t *len);
+
 #endif

@@ -304,16 +304,11 @@ static size_t path_push(struct state *st, const char *a, const char *b)
 static size_t path_push_index(struct state *st, const char *name, uint32_t i)
 {
 	size_t mark = st->plen;
-	char digits[16];
-	size_t n = sizeof(digits);
-	digits[--n] = ']';
-	do {
-		digits[--n] = (char)('0' + i % 10);
-		i /= 10;
-	} while (i);
-	digits[--n] = '[';
+	char room[VY_PATH_INDEX_ROOM];
+	size_t len;
+	const char *text = vy_path_index(i, room, &len);
 	path_append(st, name, strlen(name));
-	path_append(st, digits + n, sizeof(digits) - n);
+	path_append(st, text, len);
 	return mark;
 }
 

@@ -361,3 +361,16 @@ Test(codec, clone_is_deep_and_encodes_identically)
 	msgpack_sbuffer_destroy(&b);
 	vy_program_destroy(c);
 }
+
+Test(codec, path_indices_are_written_whole_from_zero_to_the_largest)
+{
+	char room[VY_PATH_INDEX_ROOM];
+	size_t len = 0;
+	const char *text = vy_path_index(0, room, &len);
+	cr_expect_eq(len, 3);
+	cr_expect_eq(memcmp(text, "[0]", 3), 0);
+	text = vy_path_index(UINT32_MAX, room, &len);
+	cr_expect_eq(len, VY_PATH_INDEX_ROOM);
+	cr_expect_eq(memcmp(text, "[4294967295]", len), 0);
+	cr_expect_eq(text, room, "the largest index fills the room exactly");
+}
