@@ -287,7 +287,7 @@ bool tc_outputs_equal(const struct tc_reply *r, const struct vy_outputs *want)
 	if (n != (int)want->len) {
 		return false;
 	}
-	for (int i = 0; i < n; i++) {
+	for (size_t i = 0; i < want->len; i++) {
 		if (lens[i] != want->items[i].len ||
 			(lens[i] && memcmp(data[i], want->items[i].data, lens[i]) != 0)) {
 			return false;

@@ -77,24 +77,6 @@ static bool fail(struct soaker *w, const char *what, int code, const struct tc_r
 	return false;
 }
 
-static bool outputs_are(const struct tc_reply *r, const struct vy_outputs *want, size_t first)
-{
-	const uint8_t *data[VY_IR_MAX_BUFFERS];
-	size_t lens[VY_IR_MAX_BUFFERS];
-	bool nil[VY_IR_MAX_BUFFERS];
-	int n = tc_outputs(r, data, lens, nil, VY_IR_MAX_BUFFERS);
-	if (n != (int)want->len) {
-		return false;
-	}
-	for (size_t i = first; i < want->len; i++) {
-		if (lens[i] != want->items[i].len ||
-			memcmp(data[i], want->items[i].data, lens[i])) {
-			return false;
-		}
-	}
-	return true;
-}
-
 static bool op_dispatch(struct soaker *w, bool by_id)
 {
 	int set = (int)(next_rand(&w->seed) % REL_SETS);
@@ -111,7 +93,7 @@ static bool op_dispatch(struct soaker *w, bool by_id)
 	memset(&r, 0, sizeof(r));
 	int code = tc_call(&w->c, &m, &r);
 	code = code ? code : tc_code(&r);
-	bool ok = code == 0 && outputs_are(&r, &fx.vadd_want[set], 0);
+	bool ok = code == 0 && tc_outputs_equal(&r, &fx.vadd_want[set]);
 	if (!ok) {
 		fail(w, by_id ? "dispatch by id" : "dispatch", code, &r);
 	}
@@ -192,7 +174,7 @@ static bool op_shm(struct soaker *w)
 	pack_shm(&m.pk, region, in->in[0].len, in->in[1].len);
 	code = tc_call(&w->c, &m, &r);
 	code = code ? code : tc_code(&r);
-	bool ok = code == 0 && outputs_are(&r, &fx.vadd_want[0], 0);
+	bool ok = code == 0 && tc_outputs_equal(&r, &fx.vadd_want[0]);
 	tc_reply_free(&r);
 	tc_begin(&w->c, &m, VY_OP_SHM_DETACH, 1);
 	vy_pack_cstr(&m.pk, "region");
