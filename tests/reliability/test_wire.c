@@ -230,6 +230,31 @@ static void set_length(uint8_t *frame, uint32_t len)
 	frame[3] = (uint8_t)len;
 }
 
+/*
+ * Send the first `sent` bytes of the two pings in `two` (`total` bytes) with the first frame's
+ * length set to `length`, half-closing the stream when `shut`; expect `replies` answers (each
+ * BAD_FRAME) before the daemon closes the connection.
+ */
+static void send_lying(struct rel_scene *s, const char *name, const uint8_t *two, size_t total,
+	uint32_t length, size_t sent, bool shut, int replies)
+{
+	struct tc c;
+	tc_open(&c, s->d.sock, name);
+	uint8_t buf[128];
+	memcpy(buf, two, total);
+	set_length(buf, length);
+	cr_assert_eq(tc_send_raw(&c, buf, sent), 0);
+	if (shut) {
+		shutdown(c.fd, SHUT_WR);
+	}
+	int codes[4];
+	cr_expect_eq(replies_until_closed(&c, codes, 4, 20000), replies, "%s", name);
+	for (int i = 0; i < replies; i++) {
+		cr_expect_eq(codes[i], VY_E_BAD_FRAME, "%s", name);
+	}
+	tc_close(&c);
+}
+
 Test(hostile_clients, lying_lengths_are_caught)
 {
 	struct rel_scene s;
@@ -238,36 +263,13 @@ Test(hostile_clients, lying_lengths_are_caught)
 	uint8_t two[128];
 	size_t one = ping_frame(41, two, 64);
 	size_t total = one + ping_frame(42, two + one, 64);
-	int codes[4];
 
 	/* Shorter than the map: the payload is a truncated map. */
-	struct tc c;
-	tc_open(&c, s.d.sock, "short");
-	uint8_t buf[128];
-	memcpy(buf, two, total);
-	set_length(buf, (uint32_t)(one - 4 - 3));
-	cr_assert_eq(tc_send_raw(&c, buf, total), 0);
-	cr_expect_eq(replies_until_closed(&c, codes, 4, 20000), 1);
-	cr_expect_eq(codes[0], VY_E_BAD_FRAME);
-	tc_close(&c);
-
+	send_lying(&s, "short", two, total, (uint32_t)(one - 4 - 3), total, false, 1);
 	/* Longer than the map: it swallows the next frame, which becomes trailing bytes. */
-	tc_open(&c, s.d.sock, "long");
-	memcpy(buf, two, total);
-	set_length(buf, (uint32_t)(total - 4));
-	cr_assert_eq(tc_send_raw(&c, buf, total), 0);
-	cr_expect_eq(replies_until_closed(&c, codes, 4, 20000), 1);
-	cr_expect_eq(codes[0], VY_E_BAD_FRAME);
-	tc_close(&c);
-
+	send_lying(&s, "long", two, total, (uint32_t)(total - 4), total, false, 1);
 	/* Longer than what is ever sent: no reply, the connection ends with the stream. */
-	tc_open(&c, s.d.sock, "never");
-	memcpy(buf, two, one);
-	set_length(buf, 1000);
-	cr_assert_eq(tc_send_raw(&c, buf, one), 0);
-	shutdown(c.fd, SHUT_WR);
-	cr_expect_eq(replies_until_closed(&c, codes, 4, 20000), 0);
-	tc_close(&c);
+	send_lying(&s, "never", two, total, 1000, one, true, 0);
 	expect_released(&s, baseline);
 	rel_scene_close(&s);
 }
