@@ -636,7 +636,7 @@ bool rel_on_vulkan(struct tc *c)
 
 /* --- another user --------------------------------------------------------------------- */
 
-int rel_as_nobody(int (*fn)(void *), void *arg)
+pid_t rel_spawn_as_user(uid_t uid, gid_t gid, int (*fn)(void *), void *arg)
 {
 	if (getuid() != 0) {
 		cr_skip_test("needs root to run a client as another user");
@@ -649,14 +649,19 @@ int rel_as_nobody(int (*fn)(void *), void *arg)
 	}
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0) {
-			fprintf(stderr, "cannot become nobody: %s\n", strerror(errno));
+		if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0) {
+			fprintf(stderr, "cannot become uid %u: %s\n", (unsigned)uid, strerror(errno));
 			_exit(255);
 		}
 		int rc = fn(arg);
 		fflush(NULL);
 		_exit(rc & 0xff);
 	}
+	return pid;
+}
+
+int rel_reap(pid_t pid)
+{
 	int status = 0;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
 	}
@@ -665,4 +670,14 @@ int rel_as_nobody(int (*fn)(void *), void *arg)
 	}
 	int rc = WEXITSTATUS(status);
 	return rc == 255 ? -1 : rc;
+}
+
+int rel_as_user(uid_t uid, gid_t gid, int (*fn)(void *), void *arg)
+{
+	return rel_reap(rel_spawn_as_user(uid, gid, fn, arg));
+}
+
+int rel_as_nobody(int (*fn)(void *), void *arg)
+{
+	return rel_as_user(65534, 65534, fn, arg);
 }

@@ -126,6 +126,14 @@ bool rel_on_vulkan(struct tc *c);
  * (the allocator's) that the child will need.
  */
 int rel_as_nobody(int (*fn)(void *), void *arg);
+/* As rel_as_nobody, as the user `uid` and group `gid` (no supplementary groups); the user need
+ * not exist in /etc/passwd, since the daemon knows its peers by SO_PEERCRED alone. */
+int rel_as_user(uid_t uid, gid_t gid, int (*fn)(void *), void *arg);
+/* Start `fn(arg)` in a child running as `uid`/`gid` and return at once with its pid (the test
+ * goes on beside it, as another user's victim); rel_reap waits for it and returns what
+ * rel_as_user would. Skips the test unless run as root. */
+pid_t rel_spawn_as_user(uid_t uid, gid_t gid, int (*fn)(void *), void *arg);
+int rel_reap(pid_t pid);
 
 /* Requests that return the reply's error code (0 when ok) and never assert, so that they also
  * serve in threads and in children running as another user. */
