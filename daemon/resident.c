@@ -442,12 +442,11 @@ int vy_shm_attach(struct vy_conn *c, int fd, uint64_t size, uint64_t *id, struct
 			"the file system of the memfd cannot be read (%s)", strerror(errno));
 	} else if (fs.f_type == HUGETLBFS_MAGIC) {
 		rc = vy_err_set(err, VY_E_BAD_REQUEST, "size",
-			"create the memfd without MFD_HUGETLB (plain shmem pages cannot vanish "
-			"under "
-			"the daemon's mapping)",
-			"the memfd lives on hugetlbfs, whose pages can be freed under the daemon's "
-			"mapping (a punched hole refaults only while the huge page pool has a "
-			"page)");
+			"create the memfd without MFD_HUGETLB (plain shmem pages cannot "
+			"vanish under the daemon's mapping)",
+			"the memfd lives on hugetlbfs, whose pages can be freed under the "
+			"daemon's mapping (a punched hole refaults only while the huge page "
+			"pool has a page)");
 	} else if (fs.f_type != TMPFS_MAGIC || !S_ISREG(st.st_mode)) {
 		rc = vy_err_set(err, VY_E_BAD_REQUEST, "size",
 			"create the region with memfd_create(name, MFD_ALLOW_SEALING), without "
