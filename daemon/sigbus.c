@@ -6,7 +6,10 @@
  * skipped, which is safe because no one reads a region while its slot is being written (a region
  * is registered before its first reader and removed after its last). Zero pages are mapped over
  * the whole region rather than the faulting page: every later read of the region gives zeros at
- * once instead of one fault per vanished page, and the region is failed as a whole anyway.
+ * once instead of one fault per vanished page, and the region is failed as a whole anyway. The
+ * handler calls only system call wrappers (mmap, sigaction, raise); mmap is not on POSIX's list
+ * of async-signal-safe functions, but on Linux it is a plain system call, which is what
+ * compositors rely on for the same purpose.
  */
 #include <errno.h>
 #include <signal.h>
