@@ -413,9 +413,11 @@ Test(isolation, a_hugetlbfs_memfd_cannot_bring_the_daemon_down, .fini = iso_shm_
 	bool alive = answers(&s.c);
 	int died = alive ? 0 : vyd_wait(&s.d, 5000);
 	uint64_t faults = alive ? rel_stat(&s.c, "resident.shm_faults") : 0;
+	char daemon[64];
+	snprintf(daemon, sizeof(daemon), alive ? "alive" : "DEAD, exit status %d", died);
 	printf("isolation: shm hugetlbfs memfd (%ld KiB huge page, F_SEAL_SHRINK) as uid %d: %s "
-	       "(%ld ms); daemon %s (status %d), %" PRIu64 " SIGBUS faults caught\n",
-		huge_kib, ATTACKER, outcome(rc), attack_ms, alive ? "alive" : "DEAD", died, faults);
+	       "(%ld ms); daemon %s, %" PRIu64 " SIGBUS faults caught\n",
+		huge_kib, ATTACKER, outcome(rc), attack_ms, daemon, faults);
 	fflush(stdout);
 	cr_expect_eq(rc, HELD, "attacker: %s (status %d)", outcome(rc), rc);
 	cr_assert(alive, "the daemon died with status %d", died);
