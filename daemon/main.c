@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sigbus.h"
 #include "vyred.h"
 
 static void usage(FILE *f)
@@ -161,6 +162,13 @@ int main(int argc, char **argv)
 		return status;
 	}
 
+	/* Before any thread starts: a client's shared memory that loses its pages fails that
+	 * client's request instead of killing the daemon (sigbus.h). */
+	if (vy_sigbus_guard_install() != 0) {
+		vy_log(VY_LOG_WARNING, "the SIGBUS guard could not be installed; a shared memory "
+				       "region that loses "
+				       "its pages will stop the daemon");
+	}
 	struct vy_server *s = calloc(1, sizeof(*s));
 	if (!s) {
 		fprintf(stderr, "vyred: out of memory\n");
@@ -175,6 +183,7 @@ int main(int argc, char **argv)
 		vy_log(VY_LOG_NOTICE, "stopped");
 	}
 	vy_server_finish(s);
+	vy_sigbus_guard_remove();
 	if (s->exit_code) {
 		status = s->exit_code;
 	}

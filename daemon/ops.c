@@ -254,6 +254,10 @@ static int input_bytes(struct vy_req *req, uint32_t i, bool import, struct vy_er
 			" of %zu bytes",
 			in->offset, in->offset + in->len, in->region, m->size);
 	}
+	int rc = vy_shm_check_faulted(m, at, err);
+	if (rc) {
+		return rc;
+	}
 	vy_shm_ref(m);
 	req->shm[req->n_shm++] = m;
 	*b = (struct vy_bytes){m->map + in->offset, (size_t)in->len};
@@ -721,6 +725,23 @@ static void op_free(struct vy_req *req)
 	reply_empty(req);
 }
 
+/* Whether a shm input of the request faulted; fills err naming the first such input. */
+static bool shm_faulted(const struct vy_req *req, struct vy_err *err)
+{
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < req->r.n_inputs && k < req->n_shm; i++) {
+		if (req->r.inputs[i].kind != VY_INPUT_SHM) {
+			continue;
+		}
+		char at[64];
+		snprintf(at, sizeof(at), "inputs[%" PRIu32 "]", i);
+		if (vy_shm_check_faulted(req->shm[k++], at, err) != 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
 void vy_ops_on_job(struct vy_job *job)
 {
 	struct vy_req *req = job->req;
@@ -745,6 +766,13 @@ void vy_ops_on_job(struct vy_job *job)
 	}
 	if (job->kind == VY_JOB_ALLOC) {
 		alloc_done(req);
+		return;
+	}
+	/* A region whose pages vanished while the job read it gave zeros, not the client's data:
+	 * whatever the job computed from them is not an answer. */
+	struct vy_err err = {0};
+	if (shm_faulted(req, &err)) {
+		vy_reply_error(req, &err, NULL);
 		return;
 	}
 	if (job->rc) {

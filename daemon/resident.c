@@ -11,8 +11,14 @@
  * alloc is accepted.
  *
  * Shared memory: shm_attach receives a memfd with SCM_RIGHTS. It must carry F_SEAL_SHRINK, so
- * the client cannot shrink it under the daemon's mapping (which would make reads fault), and be
- * at least the announced size. The daemon maps it shared and reads dispatch inputs in place.
+ * the client cannot shrink it under the daemon's mapping (which would make reads fault), be at
+ * least the announced size, and live on shmem: a hole punched in a shmem file refaults as fresh
+ * zeroed pages, but on hugetlbfs (MFD_HUGETLB) the refault needs a page from the huge page pool,
+ * which the client can drain, and the read then raises SIGBUS. The daemon maps it shared and
+ * reads dispatch inputs in place. What could still make a read fault (a shmem page that cannot
+ * be allocated under strict overcommit, a swap-in error, a memory error) is caught by the SIGBUS
+ * guard (sigbus.h): every mapping is registered there, the read gets zeros, and the requests
+ * that used the region fail from then on.
  * Regions belong to their connection. On a device whose backend imports host memory
  * (VK_EXT_external_memory_host on Vulkan), the mapping is imported on the region's first
  * dispatch there, so the device copies inputs out of it and the host copies nothing; where the
@@ -27,15 +33,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "sigbus.h"
 #include "vyred.h"
 
 uint64_t vy_random_u64(void)
@@ -333,7 +342,7 @@ void vy_resident_pack_stats(struct vy_server *s, msgpack_packer *pk)
 	uint64_t import_bytes;
 	vy_devices_import_counts(s, &import_inputs, &import_bytes);
 	vy_pack_cstr(pk, "resident");
-	msgpack_pack_map(pk, 11);
+	msgpack_pack_map(pk, 12);
 	vy_pack_cstr(pk, "buffers");
 	msgpack_pack_uint64(pk, t->count);
 	vy_pack_cstr(pk, "bytes");
@@ -353,6 +362,7 @@ void vy_resident_pack_stats(struct vy_server *s, msgpack_packer *pk)
 	vy_pack_kv_u64(pk, "shm_imported", imported);
 	vy_pack_kv_u64(pk, "shm_import_inputs", import_inputs);
 	vy_pack_kv_u64(pk, "shm_import_bytes", import_bytes);
+	vy_pack_kv_u64(pk, "shm_faults", vy_sigbus_faults());
 }
 
 void vy_resident_pack_table(struct vy_server *s, struct vy_conn *viewer, msgpack_packer *pk)
@@ -410,6 +420,7 @@ int vy_shm_attach(struct vy_conn *c, int fd, uint64_t size, uint64_t *id, struct
 {
 	int seals = fcntl(fd, F_GET_SEALS);
 	struct stat st;
+	struct statfs fs;
 	int rc = 0;
 	if (seals < 0) {
 		rc = vy_err_set(err, VY_E_BAD_REQUEST, "size",
@@ -425,6 +436,23 @@ int vy_shm_attach(struct vy_conn *c, int fd, uint64_t size, uint64_t *id, struct
 			"ftruncate the memfd to at least the size you announce before sealing it",
 			"the memfd holds %jd bytes, fewer than the %" PRIu64 " announced",
 			(intmax_t)st.st_size, size);
+	} else if (fstatfs(fd, &fs) != 0) {
+		rc = vy_err_set(err, VY_E_BAD_REQUEST, "size",
+			"create the region with memfd_create(name, MFD_ALLOW_SEALING)",
+			"the file system of the memfd cannot be read (%s)", strerror(errno));
+	} else if (fs.f_type == HUGETLBFS_MAGIC) {
+		rc = vy_err_set(err, VY_E_BAD_REQUEST, "size",
+			"create the memfd without MFD_HUGETLB (plain shmem pages cannot "
+			"vanish under the daemon's mapping)",
+			"the memfd lives on hugetlbfs, whose pages can be freed under the "
+			"daemon's mapping (a punched hole refaults only while the huge page "
+			"pool has a page)");
+	} else if (fs.f_type != TMPFS_MAGIC || !S_ISREG(st.st_mode)) {
+		rc = vy_err_set(err, VY_E_BAD_REQUEST, "size",
+			"create the region with memfd_create(name, MFD_ALLOW_SEALING), without "
+			"MFD_HUGETLB",
+			"the descriptor is not a shmem memfd (file system magic 0x%jx)",
+			(uintmax_t)fs.f_type);
 	} else if (size > SIZE_MAX) {
 		rc = vy_err_set(err, VY_E_BAD_REQUEST, "size", "announce a smaller region",
 			"a region of %" PRIu64 " bytes cannot be mapped", size);
@@ -456,6 +484,23 @@ int vy_shm_attach(struct vy_conn *c, int fd, uint64_t size, uint64_t *id, struct
 		}
 	}
 	close(fd);
+	/* The guard covers the whole mapping, which mmap made of whole pages. */
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t mapped = (size_t)size <= SIZE_MAX - page ? ((size_t)size + page - 1) / page * page
+							: (size_t)size;
+	uint32_t slot = 0;
+	bool guarded = false;
+	if (rc == 0 && vy_sigbus_guard_active()) {
+		rc = vy_sigbus_region_add(map, mapped, &slot);
+		if (rc) {
+			munmap(map, (size_t)size);
+			rc = vy_err_set(err, rc, "size", "detach regions you no longer need",
+				"the daemon guards at most %u shared memory regions at once, and "
+				"every one is in use",
+				VY_SIGBUS_CHUNK * VY_SIGBUS_MAX_CHUNKS);
+		}
+		guarded = rc == 0;
+	}
 	if (rc) {
 		return rc;
 	}
@@ -474,6 +519,8 @@ int vy_shm_attach(struct vy_conn *c, int fd, uint64_t size, uint64_t *id, struct
 	u->shm_bytes += size;
 	m->attached = true;
 	m->importable = writable;
+	m->guarded = guarded;
+	m->guard_slot = slot;
 	vy_list_insert_tail(&c->shms, &m->link);
 	c->n_shms++;
 	*id = m->id;
@@ -505,6 +552,11 @@ void vy_shm_unref(struct vy_shm *m)
 	for (uint32_t i = 0; i < m->srv->n_devices; i++) {
 		vy_backend_host_release(m->srv->devices[i].backend, m->imports[i].id);
 	}
+	/* Out of the guard's registry first: the handler must never match an address that is about
+	 * to be reused by another mapping. */
+	if (m->guarded) {
+		vy_sigbus_region_remove(m->guard_slot);
+	}
 	munmap((void *)m->map, m->size);
 	struct vy_uid_usage *u = usage_of(&m->srv->res, m->uid, false);
 	if (u) {
@@ -534,6 +586,19 @@ uint64_t vy_shm_import(struct vy_shm *m, struct vy_device *d)
 		im->id = 0;
 	}
 	return im->id;
+}
+
+int vy_shm_check_faulted(const struct vy_shm *m, const char *at, struct vy_err *err)
+{
+	if (!m->guarded || !vy_sigbus_region_faulted(m->guard_slot)) {
+		return 0;
+	}
+	return vy_err_set(err, VY_E_BAD_REQUEST, at,
+		"detach the region and attach a fresh memfd; never punch holes in a region the "
+		"daemon may be reading",
+		"shared memory region %" PRIu64 " lost pages while the daemon read it (SIGBUS); "
+		"the daemon read zeros in their place and fails every request that uses it",
+		m->id);
 }
 
 void vy_shm_detach(struct vy_shm *m)

@@ -313,6 +313,8 @@ struct vy_shm {
 	bool attached;
 	/* Mapped writable too, as drivers need to import it (a write-sealed memfd is not). */
 	bool importable;
+	bool guarded; /* the mapping is in the SIGBUS guard's registry, at guard_slot */
+	uint32_t guard_slot;
 	struct vy_shm_import imports[VY_MAX_DEVICES]; /* by device index */
 };
 
@@ -646,8 +648,9 @@ void vy_resident_pack_table(struct vy_server *s, struct vy_conn *viewer, msgpack
 void vy_resident_pack_stats(struct vy_server *s, msgpack_packer *pk);
 /* Attach the memfd `fd` (always consumed) of at least `size` bytes as a region of `c` (mapped
  * writable where the memfd allows, for imports, but only ever read).
- * Errors: BAD_REQUEST (not a sealable memfd, no F_SEAL_SHRINK, smaller than announced),
- * OUT_OF_MEMORY (the mapping failed). */
+ * Errors: BAD_REQUEST (not a sealable memfd, no F_SEAL_SHRINK, smaller than announced, on
+ * hugetlbfs or any file system but shmem), OUT_OF_MEMORY (the mapping failed, or the SIGBUS
+ * guard's registry is full). */
 int vy_shm_attach(struct vy_conn *c, int fd, uint64_t size, uint64_t *id, struct vy_err *err);
 /* The region `id` of `c`, or NULL. */
 struct vy_shm *vy_shm_get(struct vy_conn *c, uint64_t id);
@@ -663,6 +666,9 @@ void vy_shm_detach(struct vy_shm *m);
  * the mapping in place).
  */
 uint64_t vy_shm_import(struct vy_shm *m, struct vy_device *d);
+/* Whether a read of the region faulted (its pages vanished; the SIGBUS guard put zeros there):
+ * fills err for the request that used it as input `at`. The region stays so until detached. */
+int vy_shm_check_faulted(const struct vy_shm *m, const char *at, struct vy_err *err);
 void vy_shm_conn_closed(struct vy_conn *c);
 
 /* stats.c: the stats reply is VY_STATS_FIELDS result fields */

@@ -187,6 +187,9 @@ static const struct rule rules[] = {
 		"Dispatch inputs a device read from imported shared memory."),
 	C("resident.shm_import_bytes", "shm_import_bytes_total",
 		"Bytes of dispatch inputs read from imported shared memory."),
+	C("resident.shm_faults", "shm_faults_total",
+		"Reads of shared memory whose pages had vanished (SIGBUS caught; the region's "
+		"requests fail)."),
 
 	G("clients.count", "clients", "Connected clients."),
 	C("clients.bytes_in", "received_bytes_total", "Bytes received from clients."),

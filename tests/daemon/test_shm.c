@@ -3,6 +3,7 @@
  * and on Vulkan devices copied by the device from the region's host memory import.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -167,6 +168,26 @@ Test(shm, attach_checks_the_descriptor)
 
 	cr_expect_eq(t_simple(&c, VY_OP_PING, &r), 0, "the connection stays usable");
 	tc_reply_free(&r);
+}
+
+Test(shm, attach_refuses_a_memfd_on_hugetlbfs)
+{
+	/* Its pages can be taken back under the daemon's mapping (a punched hole refaults only
+	 * while the huge page pool has a page): refused even sealed and with no page yet. */
+	size_t size = 2u << 20;
+	int fd = memfd_create("vyred-test", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB);
+	if (fd < 0) {
+		cr_skip_test("no hugetlbfs memfd here: %s", strerror(errno));
+	}
+	cr_assert_eq(ftruncate(fd, (off_t)size), 0);
+	cr_assert_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+	struct tc_reply r;
+	uint64_t region;
+	cr_expect_eq(attach(fd, size, &region, &r), VY_E_BAD_REQUEST, "a hugetlbfs memfd");
+	cr_expect(strstr(r.r.error.message, "hugetlbfs"), "message: %s", r.r.error.message);
+	cr_expect(strstr(r.r.error.fix, "MFD_HUGETLB"), "fix: %s", r.r.error.fix);
+	tc_reply_free(&r);
+	close(fd);
 }
 
 /* The import figures of the stats tree's resident part. */
