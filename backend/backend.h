@@ -99,6 +99,8 @@ struct vy_host_ref {
 
 /* Default loop limit of an invocation when the config sets none (DESIGN.md §4.5). */
 #define VY_DISPATCH_DEFAULT_MAX_LOOP_ITERATIONS (UINT64_C(1) << 24)
+/* Default bound on a dispatch's output bytes: what one reply frame of the protocol carries. */
+#define VY_DISPATCH_DEFAULT_MAX_OUTPUT_BYTES (UINT64_C(0xFFFFFFFF) - 4096)
 
 /*
  * How to run one dispatch (the protocol's `config`, DESIGN.md §6). A zeroed struct asks for every
@@ -109,6 +111,9 @@ struct vy_dispatch_config {
 	uint32_t workgroup_size[3]; /* override; all 0: the program's own */
 	const struct vy_spec_map *spec; /* specialization values (planner/spec.h); NULL: defaults */
 	uint64_t max_loop_iterations;   /* 0: VY_DISPATCH_DEFAULT_MAX_LOOP_ITERATIONS */
+	/* Output bytes the dispatch may allocate, checked before any is (QUOTA_EXCEEDED beyond);
+	 * 0: VY_DISPATCH_DEFAULT_MAX_OUTPUT_BYTES. Outputs into caller resources are not counted. */
+	uint64_t max_output_bytes;
 	uint32_t timeout_ms;            /* 0: no limit beyond the daemon's */
 	const char *label;              /* for logs and stats; NULL: none */
 	bool has_device;                /* false: any capable device */
