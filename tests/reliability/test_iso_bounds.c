@@ -66,6 +66,22 @@ static int simple(struct tc *c, enum vy_op op, struct tc_reply *r)
 	return tc_code(r);
 }
 
+/* The daemon's RSS once it has settled (the crowd's first rounds load shaders and warm the
+ * allocator): two readings half a second apart within 1 MiB, or the last of ten seconds. */
+static long settled_rss(pid_t pid)
+{
+	long last = rel_rss_kib(pid);
+	for (int i = 0; i < 20; i++) {
+		usleep(500000);
+		long now = rel_rss_kib(pid);
+		if (labs(now - last) < 1024) {
+			return now;
+		}
+		last = now;
+	}
+	return last;
+}
+
 /* Samples of the daemon while an attack runs: its peak RSS and its peak inbound bytes. */
 struct sampler {
 	pid_t pid;
@@ -248,8 +264,7 @@ Test(isolation, requests_queued_behind_slow_work_stay_within_the_inbound_quota)
 	struct shared *sh = shared_new();
 	/* 48 requests of 1 MiB behind 8 s of work: 48 MiB, twelve times the quota. */
 	struct queue_flood f = {s.d.sock, p, slow, 4, 48, MIB, sh};
-	sleep(1);
-	long before = rel_rss_kib(s.d.pid);
+	long before = settled_rss(s.d.pid);
 	long t0 = rel_now_ms();
 	pid_t pid = rel_spawn_as_user(ATTACKER, ATTACKER, flood_queue, &f);
 	struct sampler sm;
@@ -439,8 +454,7 @@ Test(isolation, half_sent_large_frames_hold_at_most_the_inbound_quota)
 	struct half_flood f = {.sock = s.d.sock, .sh = sh};
 	cr_assert_eq(pipe(f.ready), 0);
 	cr_assert_eq(pipe(f.go), 0);
-	sleep(1);
-	long before = rel_rss_kib(s.d.pid);
+	long before = settled_rss(s.d.pid);
 	pid_t pid = rel_spawn_as_user(ATTACKER, ATTACKER, flood_half, &f);
 	/* Only the child writes `ready` and reads `go`: an attacker that stops early is an EOF. */
 	close(f.ready[1]);
@@ -541,8 +555,7 @@ Test(isolation, an_output_of_0xffffffff_words_is_refused_before_allocation)
 	rel_scene_open(&s, "[daemon]\nsocket_mode = 0666\n", 2);
 	struct shared *sh = shared_new();
 	struct output_try t = {s.d.sock, 0xFFFFFFFFu, sh};
-	sleep(1);
-	long before = rel_rss_kib(s.d.pid);
+	long before = settled_rss(s.d.pid);
 	int rc = rel_as_user(ATTACKER, ATTACKER, try_output, &t);
 	usleep(200000);
 	long grown = rel_rss_kib(s.d.pid) - before;

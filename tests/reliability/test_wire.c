@@ -278,8 +278,10 @@ Test(hostile_clients, a_four_gib_length_costs_only_what_arrives)
 {
 	struct rel_scene s;
 	rel_lean_asan();
-	/* The largest max_frame the daemon accepts, so that 4 GiB - 1 passes the length check. */
-	rel_scene_open(&s, "[limits]\nmax_frame = 4294967295\n", 4);
+	/* The largest max_frame the daemon accepts, so that 4 GiB - 1 passes the length check,
+	 * and inbound bounds that admit it. */
+	rel_scene_open(&s,
+		"[limits]\nmax_frame = 4294967295\ninbound_quota = 4G\ninbound_total = 4G\n", 4);
 	struct tc c;
 	tc_open(&c, s.d.sock, "huge");
 	long before = rel_rss_kib(s.d.pid);
