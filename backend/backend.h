@@ -111,9 +111,6 @@ struct vy_dispatch_config {
 	uint32_t workgroup_size[3]; /* override; all 0: the program's own */
 	const struct vy_spec_map *spec; /* specialization values (planner/spec.h); NULL: defaults */
 	uint64_t max_loop_iterations;   /* 0: VY_DISPATCH_DEFAULT_MAX_LOOP_ITERATIONS */
-	/* Output bytes the dispatch may allocate, checked before any is (QUOTA_EXCEEDED beyond);
-	 * 0: VY_DISPATCH_DEFAULT_MAX_OUTPUT_BYTES. Outputs into caller resources are not counted. */
-	uint64_t max_output_bytes;
 	uint32_t timeout_ms;            /* 0: no limit beyond the daemon's */
 	const char *label;              /* for logs and stats; NULL: none */
 	bool has_device;                /* false: any capable device */
@@ -122,6 +119,9 @@ struct vy_dispatch_config {
 	/* NULL, or one per input (n_inputs of the dispatch): where that input's bytes also lie in
 	 * an import. A ref that does not describe exactly the input's view is ignored. */
 	const struct vy_host_ref *imports;
+	/* Output bytes the dispatch may allocate, checked before any is (QUOTA_EXCEEDED beyond);
+	 * 0: VY_DISPATCH_DEFAULT_MAX_OUTPUT_BYTES. Outputs into caller resources do not count. */
+	uint64_t max_output_bytes;
 };
 
 /* Marks a timing figure the backend could not measure. */

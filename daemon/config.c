@@ -394,10 +394,11 @@ static int check(const struct vy_config *c, struct vy_err *err)
 	}
 	if (c->inbound_quota < 16 || c->inbound_total < 16 || c->max_output < 4) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, "inbound_quota",
-			"set inbound_quota and inbound_total to 16 bytes or more, max_output to 4 or "
+			"set inbound_quota and inbound_total to 16 bytes or more, max_output to 4 "
+			"or "
 			"more",
-			"inbound_quota %" PRIu64 ", inbound_total %" PRIu64 " or max_output %" PRIu64
-			" is too small",
+			"inbound_quota %" PRIu64 ", inbound_total %" PRIu64
+			" or max_output %" PRIu64 " is too small",
 			c->inbound_quota, c->inbound_total, c->max_output);
 	}
 	if (c->write_low_water >= c->write_high_water) {

@@ -551,9 +551,8 @@ static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
 	struct vy_server *s = c->srv;
 	/* The rest of a large admitted frame goes straight into its own buffer. */
 	size_t room = 0;
-	uint8_t *direct = c->frame_admitted
-				  ? vy_frame_reader_space(&c->reader, VY_READ_DIRECT, &room)
-				  : NULL;
+	uint8_t *direct =
+		c->frame_admitted ? vy_frame_reader_space(&c->reader, VY_READ_DIRECT, &room) : NULL;
 	if (direct && room >= VY_READ_CHUNK) {
 		*buf = uv_buf_init((char *)direct, (unsigned)room);
 		return;
@@ -681,9 +680,11 @@ static bool frame_arrived(struct vy_conn *c, const char *rest, size_t n, size_t 
 	if (len > bound) {
 		struct vy_err err;
 		vy_err_set(&err, VY_E_QUOTA_EXCEEDED, NULL,
-			user ? "send large data through resident buffers (upload in parts) or shared "
+			user ? "send large data through resident buffers (upload in parts) or "
+			       "shared "
 			       "memory, or ask the operator to raise inbound_quota"
-			     : "send large data through resident buffers (upload in parts) or shared "
+			     : "send large data through resident buffers (upload in parts) or "
+			       "shared "
 			       "memory, or ask the operator to raise inbound_total",
 			"a frame of %" PRIu64 " bytes is larger than %s (%" PRIu64 ")", len,
 			user ? "inbound_quota" : "inbound_total", bound);
@@ -839,6 +840,19 @@ static void on_closed(uv_handle_t *handle)
 {
 	struct vy_conn *c = handle->data;
 	struct vy_server *s = c->srv;
+	/* Only now: libuv has called every write callback, and a reply written in place frees its
+	 * request (and the request's inbound bytes) there. */
+	struct vy_user *u = c->user;
+	if (u) {
+		held_set(c, 0);
+		uint64_t charge = c->frame_charge;
+		c->frame_charge = 0;
+		c->frame_admitted = false;
+		u->conns--;
+		inbound_sub(s, u, charge);
+		c->user = NULL;
+		user_put(u);
+	}
 	vy_frame_reader_finish(&c->reader);
 	free(c);
 	vy_server_poke(s);
@@ -864,18 +878,6 @@ static void maybe_free(struct vy_conn *c)
 	c->state = VY_CONN_CLOSED;
 	vy_list_remove(&c->link);
 	s->n_conns--;
-	struct vy_user *u = c->user;
-	if (u) {
-		/* The frame in progress goes with the connection (its buffer in on_closed). */
-		held_set(c, 0);
-		uint64_t charge = c->frame_charge;
-		c->frame_charge = 0;
-		c->frame_admitted = false;
-		u->conns--;
-		inbound_sub(s, u, charge);
-		c->user = NULL;
-		user_put(u);
-	}
 	uv_close((uv_handle_t *)&c->pipe, on_closed);
 }
 
@@ -972,7 +974,8 @@ void vy_conn_on_connection(uv_stream_t *listener, int status)
 	vy_list_insert_tail(&s->conns, &c->link);
 	s->n_conns++;
 	if (c->user->conns > s->cfg.max_clients_per_user) {
-		/* Refused with a reply, so that the client learns why rather than seeing a reset. */
+		/* Refused with a reply, so that the client learns why rather than seeing a reset.
+		 */
 		s->stats.connections_refused++;
 		vy_log(VY_LOG_WARNING,
 			"refusing a connection of uid %u (pid %d): it holds max_clients_per_user "
@@ -1029,17 +1032,19 @@ static void refuse_deadlocked(struct vy_server *s)
 		struct vy_user *u = c->user;
 		uint64_t need = c->reader.len - c->frame_charge;
 		bool user_stuck = u->inbound == u->held && u->inbound + need > s->cfg.inbound_quota;
-		bool all_stuck = s->inbound == s->inbound_held &&
-				 s->inbound + need > s->cfg.inbound_total;
+		bool all_stuck =
+			s->inbound == s->inbound_held && s->inbound + need > s->cfg.inbound_total;
 		if (!user_stuck && !all_stuck) {
 			continue;
 		}
 		unstarve(c);
 		struct vy_err err;
 		vy_err_set(&err, VY_E_BUSY, NULL,
-			"send fewer large frames at once (on fewer connections), or ask the operator "
+			"send fewer large frames at once (on fewer connections), or ask the "
+			"operator "
 			"to raise inbound_quota and inbound_total",
-			"a frame of %zu bytes waits for inbound room that only other waiting frames "
+			"a frame of %zu bytes waits for inbound room that only other waiting "
+			"frames "
 			"hold",
 			c->reader.len);
 		reply_unsolicited(c, &err);

@@ -925,9 +925,11 @@ void vy_ops_start(struct vy_req *req)
 	if (c->user->in_flight > s->cfg.max_inflight_per_user) {
 		c->busy++;
 		fail(req, VY_E_BUSY, NULL,
-			"wait for replies before sending more requests, or ask the operator to raise "
+			"wait for replies before sending more requests, or ask the operator to "
+			"raise "
 			"max_inflight_per_user",
-			"%" PRIu32 " requests of uid %u are in flight over its connections; the limit "
+			"%" PRIu32
+			" requests of uid %u are in flight over its connections; the limit "
 			"is %" PRIu64,
 			c->user->in_flight - 1, (unsigned)c->uid, s->cfg.max_inflight_per_user);
 		return;

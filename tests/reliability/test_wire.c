@@ -462,7 +462,8 @@ static void rude_client(
 	uint64_t h = 0;
 	cr_assert_eq(rel_alloc(&c, 65536, NULL, &h), 0);
 	uint8_t zeros[4096] = {0};
-	cr_assert_eq(rel_upload(&c, h, 0, zeros, sizeof(zeros)), 0);
+	int code = rel_upload(&c, h, 0, zeros, sizeof(zeros));
+	cr_assert_eq(code, 0, "round %d: upload answered %d", round, code);
 	int fd = sealed_memfd(65536);
 	struct tc_msg m;
 	tc_begin(&c, &m, VY_OP_SHM_ATTACH, 1);
