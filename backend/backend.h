@@ -99,6 +99,8 @@ struct vy_host_ref {
 
 /* Default loop limit of an invocation when the config sets none (DESIGN.md §4.5). */
 #define VY_DISPATCH_DEFAULT_MAX_LOOP_ITERATIONS (UINT64_C(1) << 24)
+/* Default bound on a dispatch's output bytes: what one reply frame of the protocol carries. */
+#define VY_DISPATCH_DEFAULT_MAX_OUTPUT_BYTES (UINT64_C(0xFFFFFFFF) - 4096)
 
 /*
  * How to run one dispatch (the protocol's `config`, DESIGN.md §6). A zeroed struct asks for every
@@ -117,6 +119,9 @@ struct vy_dispatch_config {
 	/* NULL, or one per input (n_inputs of the dispatch): where that input's bytes also lie in
 	 * an import. A ref that does not describe exactly the input's view is ignored. */
 	const struct vy_host_ref *imports;
+	/* Output bytes the dispatch may allocate, checked before any is (QUOTA_EXCEEDED beyond);
+	 * 0: VY_DISPATCH_DEFAULT_MAX_OUTPUT_BYTES. Outputs into caller resources do not count. */
+	uint64_t max_output_bytes;
 };
 
 /* Marks a timing figure the backend could not measure. */

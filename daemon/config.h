@@ -64,6 +64,19 @@
 	X(resident_quota, "limits", SIZE, "1G", true,                                              \
 		"resident buffer bytes one user may hold; beyond it: QUOTA_EXCEEDED")              \
 	X(max_clients, "limits", U64, "4096", true, "connections held at once")                    \
+	X(max_clients_per_user, "limits", U64, "1024", true,                                       \
+		"connections one user may hold at once; beyond it: QUOTA_EXCEEDED, then close")    \
+	X(idle_timeout_ms, "limits", U64, "300000", true,                                          \
+		"close a connection idle this long (nothing in flight or unsent, no buffer or "    \
+		"region); 0 never")                                                                \
+	X(max_inflight_per_user, "limits", U64, "1024", true,                                      \
+		"requests one user may have in flight over all connections; beyond it: BUSY")      \
+	X(inbound_quota, "limits", SIZE, "512M", true,                                             \
+		"bytes of frames one user may have arriving or waiting for their answers")         \
+	X(inbound_total, "limits", SIZE, "2G", true,                                               \
+		"bytes of frames all users together may have arriving or waiting")                 \
+	X(max_output, "limits", SIZE, "1G", true,                                                  \
+		"output bytes one dispatch may return or allocate; beyond it: QUOTA_EXCEEDED")     \
 	X(max_shm_regions, "limits", U64, "64", true, "shared memory regions per connection")      \
 	X(shm_quota, "limits", SIZE, "64G", true,                                                  \
 		"shared memory bytes one user may have attached at once; beyond it: "              \

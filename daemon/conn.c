@@ -26,6 +26,22 @@
  * being served instead of growing the daemon's memory, and the limit on requests in flight bounds
  * what it can queue before that. The check runs between reads, so one read (VY_READ_CHUNK bytes
  * of requests) may still add its replies beyond the mark.
+ *
+ * Inbound bytes: every frame is counted against its user's inbound_quota and the daemon's
+ * inbound_total from its length prefix until its request is freed, so that neither queued
+ * requests nor half-sent frames hold more than those bounds. A frame that does not fit waits: the
+ * connection is not read until room is freed (inbound_wake). Each read is sized to the room left
+ * (and to the rest of an admitted frame), so the bytes already in hand past a prefix that must
+ * wait fit the room too; they are kept and counted, and the frame cannot be complete. A frame
+ * larger than the quota can never fit and is refused (QUOTA_EXCEEDED, then close); one that waits
+ * for room only frames of waiting connections hold is refused BUSY by the sweep, so waiting
+ * never deadlocks.
+ *
+ * Users: connections are counted per uid (max_clients_per_user, refused with an error reply of id
+ * 0 beyond it), as are requests in flight (max_inflight_per_user, ops.c). A connection with
+ * nothing in flight, nothing unsent, no partial frame and no unnamed resident buffer or shm
+ * region is idle; idle_timeout_ms after its last byte in or out it is closed. Buffers and regions
+ * keep a connection, since closing it would free them under a client that means to come back.
  */
 #include <assert.h>
 #include <errno.h>
@@ -43,10 +59,148 @@
 
 static void conn_close(struct vy_conn *c, const char *why);
 static void maybe_free(struct vy_conn *c);
+static void start_reading(struct vy_conn *c);
 
 bool vy_conn_alive(const struct vy_conn *c)
 {
 	return c->state == VY_CONN_OPEN || c->state == VY_CONN_EOF;
+}
+
+/* --- users and inbound bytes --------------------------------------------------------------- */
+
+static struct vy_user *user_get(struct vy_server *s, uid_t uid)
+{
+	for (struct vy_link *l = s->users.next; l != &s->users; l = l->next) {
+		struct vy_user *u = VY_CONTAINER_OF(l, struct vy_user, link);
+		if (u->uid == uid) {
+			return u;
+		}
+	}
+	struct vy_user *u = calloc(1, sizeof(*u));
+	if (!u) {
+		fprintf(stderr, "vyred: out of memory for a user\n");
+		abort();
+	}
+	u->uid = uid;
+	vy_list_insert_tail(&s->users, &u->link);
+	return u;
+}
+
+/* Forget a user that holds nothing any more. */
+static void user_put(struct vy_user *u)
+{
+	if (u->conns == 0 && u->in_flight == 0 && u->inbound == 0) {
+		assert(u->held == 0);
+		vy_list_remove(&u->link);
+		free(u);
+	}
+}
+
+static void inflight_add(struct vy_conn *c)
+{
+	c->in_flight++;
+	c->user->in_flight++;
+}
+
+/* Inbound bytes `c` may still be given: its user's and the daemon's, whichever is smaller. */
+static uint64_t inbound_room(const struct vy_conn *c)
+{
+	const struct vy_server *s = c->srv;
+	uint64_t user = c->user->inbound < s->cfg.inbound_quota
+				? s->cfg.inbound_quota - c->user->inbound
+				: 0;
+	uint64_t all = s->inbound < s->cfg.inbound_total ? s->cfg.inbound_total - s->inbound : 0;
+	return user < all ? user : all;
+}
+
+static void inbound_add(struct vy_conn *c, uint64_t n)
+{
+	c->user->inbound += n;
+	c->srv->inbound += n;
+}
+
+static void inbound_wake(struct vy_server *s);
+
+static void inbound_sub(struct vy_server *s, struct vy_user *u, uint64_t n)
+{
+	assert(u->inbound >= n && s->inbound >= n);
+	u->inbound -= n;
+	s->inbound -= n;
+	if (n && !vy_list_empty(&s->starved)) {
+		inbound_wake(s);
+	}
+}
+
+/* The bytes a frame that waits for room holds are counted apart too, to tell room that will be
+ * freed from room that only waiting frames hold. */
+static void held_set(struct vy_conn *c, uint64_t held)
+{
+	struct vy_server *s = c->srv;
+	uint64_t old = c->frame_admitted ? 0 : c->frame_charge;
+	c->user->held = c->user->held - old + held;
+	s->inbound_held = s->inbound_held - old + held;
+}
+
+static void starve(struct vy_conn *c)
+{
+	struct vy_server *s = c->srv;
+	if (!c->starved) {
+		c->starved = true;
+		vy_list_insert_tail(&s->starved, &c->starve_link);
+		s->stats.inbound_waits++;
+	}
+	if (c->reading) {
+		uv_read_stop((uv_stream_t *)&c->pipe);
+		c->reading = false;
+	}
+}
+
+static void unstarve(struct vy_conn *c)
+{
+	if (c->starved) {
+		vy_list_remove(&c->starve_link);
+		c->starved = false;
+	}
+}
+
+/* Whether the frame whose prefix has arrived waits for room (it is not admitted yet). */
+static bool frame_waits(const struct vy_conn *c)
+{
+	return c->reader.header_have == VY_FRAME_HEADER && !c->frame_admitted;
+}
+
+/* Count the whole frame whose prefix has arrived; false when there is no room for it yet. */
+static bool frame_admit(struct vy_conn *c)
+{
+	uint64_t need = c->reader.len - c->frame_charge;
+	if (need > inbound_room(c)) {
+		return false;
+	}
+	held_set(c, 0);
+	inbound_add(c, need);
+	c->frame_charge = c->reader.len;
+	c->frame_admitted = true;
+	c->reader.exact = false;
+	return true;
+}
+
+/* Give waiting connections the room that was freed, in the order they began to wait. */
+static void inbound_wake(struct vy_server *s)
+{
+	struct vy_link *l;
+	struct vy_link *t;
+	VY_LIST_FOR_EACH_SAFE(l, t, &s->starved)
+	{
+		struct vy_conn *c = VY_CONTAINER_OF(l, struct vy_conn, starve_link);
+		if (c->in_read_cb || c->state != VY_CONN_OPEN) {
+			continue;
+		}
+		if (frame_waits(c) ? !frame_admit(c) : inbound_room(c) == 0) {
+			continue;
+		}
+		unstarve(c);
+		start_reading(c);
+	}
 }
 
 /* --- requests -------------------------------------------------------------------------- */
@@ -54,6 +208,10 @@ bool vy_conn_alive(const struct vy_conn *c)
 static void req_free(struct vy_req *req)
 {
 	struct vy_server *s = req->conn->srv;
+	if (req->inbound) {
+		inbound_sub(s, req->conn->user, req->inbound);
+		req->inbound = 0;
+	}
 	vy_pipe_unref(req->pipe);
 	vy_prog_unref(req->prog);
 	for (uint32_t i = 0; i < req->n_res; i++) {
@@ -85,6 +243,7 @@ static void req_settle(struct vy_req *req, int code)
 		c->errors++;
 	}
 	c->in_flight--;
+	c->user->in_flight--;
 }
 
 void vy_req_drop(struct vy_req *req)
@@ -103,10 +262,11 @@ static void update_flow(struct vy_conn *c);
 /* What follows every completed write: errors, a close that waited for it, flow control. */
 static void after_write(struct vy_conn *c, int status)
 {
+	c->active_ns = vy_now_ns();
 	if (status < 0 && status != UV_ECANCELED) {
 		conn_close(c, uv_strerror(status));
 	} else if (c->close_after_write && c->writes == 0) {
-		conn_close(c, "bad frame");
+		conn_close(c, "after its error reply");
 	}
 	update_flow(c);
 	maybe_free(c);
@@ -389,19 +549,25 @@ static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
 {
 	struct vy_conn *c = handle->data;
 	struct vy_server *s = c->srv;
-	/* The rest of a large frame goes straight into its own buffer. */
+	/* The rest of a large admitted frame goes straight into its own buffer. */
 	size_t room = 0;
-	uint8_t *direct = vy_frame_reader_space(&c->reader, VY_READ_DIRECT, &room);
+	uint8_t *direct =
+		c->frame_admitted ? vy_frame_reader_space(&c->reader, VY_READ_DIRECT, &room) : NULL;
 	if (direct && room >= VY_READ_CHUNK) {
 		*buf = uv_buf_init((char *)direct, (unsigned)room);
 		return;
 	}
 	/* libuv reads one stream at a time and hands the bytes over before asking again, so one
-	 * buffer serves every connection. */
-	*buf = uv_buf_init((char *)s->read_buf, VY_READ_CHUNK);
+	 * buffer serves every connection. The read takes no more than the rest of the admitted
+	 * frame and the inbound room beyond it (the top of this file says why); none at all asks
+	 * libuv for UV_ENOBUFS, and the connection waits. */
+	uint64_t size = inbound_room(c);
+	if (c->frame_admitted) {
+		size += c->reader.len - c->reader.have;
+	}
+	size = size < VY_READ_CHUNK ? size : VY_READ_CHUNK;
+	*buf = uv_buf_init((char *)s->read_buf, (unsigned)size);
 }
-
-static void start_reading(struct vy_conn *c);
 
 static void update_flow(struct vy_conn *c)
 {
@@ -443,9 +609,29 @@ static void discard_fds(struct vy_conn *c)
 	}
 }
 
-static void on_frame(struct vy_conn *c, uint8_t *frame, size_t len)
+/* Answer with id 0 (no request of the peer's is known), then close once that is written. */
+static void reply_unsolicited(struct vy_conn *c, const struct vy_err *err)
+{
+	c->close_after_write = true;
+	struct vy_req *req = calloc(1, sizeof(*req));
+	if (!req) {
+		fprintf(stderr, "vyred: out of memory for a request\n");
+		abort();
+	}
+	req->conn = c;
+	req->t_start = vy_now_ns();
+	vy_list_init(&req->wait);
+	inflight_add(c);
+	vy_reply_error(req, err, NULL);
+}
+
+/* The frame is complete: its request takes over what the frame is counted for. */
+static void on_frame(struct vy_conn *c)
 {
 	struct vy_server *s = c->srv;
+	assert(c->frame_admitted);
+	size_t len;
+	uint8_t *frame = vy_frame_reader_take(&c->reader, &len);
 	struct vy_req *req = calloc(1, sizeof(*req));
 	if (!req) {
 		fprintf(stderr, "vyred: out of memory for a request\n");
@@ -453,11 +639,14 @@ static void on_frame(struct vy_conn *c, uint8_t *frame, size_t len)
 	}
 	req->conn = c;
 	req->frame = frame;
+	req->inbound = c->frame_charge;
+	c->frame_charge = 0;
+	c->frame_admitted = false;
 	req->t_start = vy_now_ns();
 	vy_list_init(&req->wait);
 	vy_spec_map_init(&req->spec);
 	vy_outputs_init(&req->job.outputs);
-	c->in_flight++;
+	inflight_add(c);
 	c->requests++;
 	struct vy_err err = {0};
 	int rc = vy_request_decode(frame, len, &req->r, &err);
@@ -474,11 +663,62 @@ static void on_frame(struct vy_conn *c, uint8_t *frame, size_t len)
 	vy_ops_start(req);
 }
 
+/*
+ * A length prefix has arrived, with `n` more bytes of this read at `rest`: admit the frame, refuse
+ * one that can never fit, or keep what of it is in hand, counted, and wait for room. Returns
+ * whether reading goes on.
+ */
+static bool frame_arrived(struct vy_conn *c, const char *rest, size_t n, size_t *off)
+{
+	struct vy_server *s = c->srv;
+	if (frame_admit(c)) {
+		return true;
+	}
+	uint64_t len = c->reader.len;
+	bool user = s->cfg.inbound_quota <= s->cfg.inbound_total;
+	uint64_t bound = user ? s->cfg.inbound_quota : s->cfg.inbound_total;
+	if (len > bound) {
+		struct vy_err err;
+		vy_err_set(&err, VY_E_QUOTA_EXCEEDED, NULL,
+			user ? "send large data through resident buffers (upload in parts) or "
+			       "shared "
+			       "memory, or ask the operator to raise inbound_quota"
+			     : "send large data through resident buffers (upload in parts) or "
+			       "shared "
+			       "memory, or ask the operator to raise inbound_total",
+			"a frame of %" PRIu64 " bytes is larger than %s (%" PRIu64 ")", len,
+			user ? "inbound_quota" : "inbound_total", bound);
+		reply_unsolicited(c, &err);
+		return false;
+	}
+	c->reader.exact = true;
+	size_t used = 0;
+	struct vy_err err = {0};
+	int rc = n ? vy_frame_reader_feed(&c->reader, rest, n, &used, &err) : 0;
+	assert(rc == 0 && used == n);
+	(void)rc;
+	*off += used;
+	held_set(c, c->reader.have);
+	inbound_add(c, c->reader.have - c->frame_charge);
+	c->frame_charge = c->reader.have;
+	vy_log(VY_LOG_DEBUG,
+		"client %" PRIu64 " (uid %u): a frame of %" PRIu64 " bytes waits for inbound room; "
+		"the user holds %" PRIu64 " bytes, the daemon %" PRIu64,
+		c->id, (unsigned)c->uid, len, c->user->inbound, s->inbound);
+	starve(c);
+	return false;
+}
+
 static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
 {
 	struct vy_conn *c = stream->data;
 	struct vy_server *s = c->srv;
 	if (n == 0) {
+		return;
+	}
+	if (n == UV_ENOBUFS) {
+		/* on_alloc found no inbound room: wait for some. */
+		starve(c);
 		return;
 	}
 	if (n < 0) {
@@ -499,15 +739,14 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
 	vy_replies_cork(s);
 	uint64_t now = vy_now_ns();
 	c->bytes_in += (uint64_t)n;
+	c->active_ns = now;
 	s->stats.bytes_in += (uint64_t)n;
 	size_t off = 0;
 	if (buf->base != (char *)s->read_buf) {
 		/* Read in place into the frame in progress (on_alloc). */
 		off = (size_t)n;
 		if (vy_frame_reader_commit(&c->reader, (size_t)n) == 1) {
-			size_t len;
-			uint8_t *frame = vy_frame_reader_take(&c->reader, &len);
-			on_frame(c, frame, len);
+			on_frame(c);
 		}
 	}
 	while (off < (size_t)n && c->state == VY_CONN_OPEN && !c->close_after_write) {
@@ -522,22 +761,15 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
 		if (rc < 0) {
 			/* The stream is out of step: answer once (no id is known) and close. */
 			s->stats.bad_frames++;
-			c->close_after_write = true;
-			struct vy_req *req = calloc(1, sizeof(*req));
-			if (!req) {
-				abort();
-			}
-			req->conn = c;
-			req->t_start = vy_now_ns();
-			vy_list_init(&req->wait);
-			c->in_flight++;
-			vy_reply_error(req, &err, NULL);
+			reply_unsolicited(c, &err);
+			break;
+		}
+		if (rc == VY_FRAME_HEADER_DONE &&
+			!frame_arrived(c, buf->base + off, (size_t)n - off, &off)) {
 			break;
 		}
 		if (rc == 1) {
-			size_t len;
-			uint8_t *frame = vy_frame_reader_take(&c->reader, &len);
-			on_frame(c, frame, len);
+			on_frame(c);
 		}
 	}
 	c->in_read_cb = false;
@@ -558,7 +790,8 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
 
 static void start_reading(struct vy_conn *c)
 {
-	if (c->reading || c->state != VY_CONN_OPEN || c->close_after_write) {
+	if (c->reading || c->paused || c->starved || c->state != VY_CONN_OPEN ||
+		c->close_after_write) {
 		return;
 	}
 	if (uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) == 0) {
@@ -607,6 +840,19 @@ static void on_closed(uv_handle_t *handle)
 {
 	struct vy_conn *c = handle->data;
 	struct vy_server *s = c->srv;
+	/* Only now: libuv has called every write callback, and a reply written in place frees its
+	 * request (and the request's inbound bytes) there. */
+	struct vy_user *u = c->user;
+	if (u) {
+		held_set(c, 0);
+		uint64_t charge = c->frame_charge;
+		c->frame_charge = 0;
+		c->frame_admitted = false;
+		u->conns--;
+		inbound_sub(s, u, charge);
+		c->user = NULL;
+		user_put(u);
+	}
 	vy_frame_reader_finish(&c->reader);
 	free(c);
 	vy_server_poke(s);
@@ -642,6 +888,7 @@ static void conn_close(struct vy_conn *c, const char *why)
 	}
 	struct vy_server *s = c->srv;
 	c->state = VY_CONN_CLOSING;
+	unstarve(c);
 	if (c->reading) {
 		uv_read_stop((uv_stream_t *)&c->pipe);
 		c->reading = false;
@@ -691,6 +938,7 @@ void vy_conn_on_connection(uv_stream_t *listener, int status)
 	uv_pipe_init(&s->loop, &c->pipe, 1);
 	c->pipe.data = c;
 	vy_frame_reader_init(&c->reader, s->cfg.max_frame);
+	c->reader.stop_at_header = true;
 	if (uv_accept(listener, (uv_stream_t *)&c->pipe) != 0) {
 		c->state = VY_CONN_CLOSED;
 		uv_close((uv_handle_t *)&c->pipe, on_closed);
@@ -720,9 +968,28 @@ void vy_conn_on_connection(uv_stream_t *listener, int status)
 	c->uid = cred.uid;
 	c->gid = cred.gid;
 	c->id = ++s->next_conn_id;
-	c->connected_ns = c->progress_ns = vy_now_ns();
+	c->connected_ns = c->progress_ns = c->active_ns = vy_now_ns();
+	c->user = user_get(s, c->uid);
+	c->user->conns++;
 	vy_list_insert_tail(&s->conns, &c->link);
 	s->n_conns++;
+	if (c->user->conns > s->cfg.max_clients_per_user) {
+		/* Refused with a reply, so that the client learns why rather than seeing a reset.
+		 */
+		s->stats.connections_refused++;
+		vy_log(VY_LOG_WARNING,
+			"refusing a connection of uid %u (pid %d): it holds max_clients_per_user "
+			"(%" PRIu64 ") connections",
+			(unsigned)c->uid, (int)c->pid, s->cfg.max_clients_per_user);
+		struct vy_err err;
+		vy_err_set(&err, VY_E_QUOTA_EXCEEDED, NULL,
+			"close connections this user no longer uses, or ask the operator to raise "
+			"max_clients_per_user",
+			"uid %u holds %" PRIu32 " connections; max_clients_per_user is %" PRIu64,
+			(unsigned)c->uid, c->user->conns - 1, s->cfg.max_clients_per_user);
+		reply_unsolicited(c, &err);
+		return;
+	}
 	s->stats.connections_accepted++;
 	start_reading(c);
 	vy_log(VY_LOG_DEBUG, "client %" PRIu64 " connected: pid %d, uid %u, gid %u", c->id,
@@ -739,23 +1006,78 @@ void vy_conn_close_all(struct vy_server *s)
 	}
 }
 
+/* Whether `c` holds nothing that closing it would lose: no request, reply, frame, unnamed
+ * resident buffer or shm region. */
+static bool conn_idle(const struct vy_conn *c)
+{
+	return c->in_flight == 0 && c->writes == 0 && !c->corked && !c->starved &&
+	       vy_frame_reader_pending(&c->reader) == 0 && vy_list_empty(&c->residents) &&
+	       c->n_shms == 0;
+}
+
+/*
+ * A frame that waits for room that only other waiting frames hold would wait forever: refuse it
+ * (BUSY), which frees what it holds for the others.
+ */
+static void refuse_deadlocked(struct vy_server *s)
+{
+	struct vy_link *l;
+	struct vy_link *t;
+	VY_LIST_FOR_EACH_SAFE(l, t, &s->starved)
+	{
+		struct vy_conn *c = VY_CONTAINER_OF(l, struct vy_conn, starve_link);
+		if (!frame_waits(c) || c->state != VY_CONN_OPEN) {
+			continue;
+		}
+		struct vy_user *u = c->user;
+		uint64_t need = c->reader.len - c->frame_charge;
+		bool user_stuck = u->inbound == u->held && u->inbound + need > s->cfg.inbound_quota;
+		bool all_stuck =
+			s->inbound == s->inbound_held && s->inbound + need > s->cfg.inbound_total;
+		if (!user_stuck && !all_stuck) {
+			continue;
+		}
+		unstarve(c);
+		struct vy_err err;
+		vy_err_set(&err, VY_E_BUSY, NULL,
+			"send fewer large frames at once (on fewer connections), or ask the "
+			"operator "
+			"to raise inbound_quota and inbound_total",
+			"a frame of %zu bytes waits for inbound room that only other waiting "
+			"frames "
+			"hold",
+			c->reader.len);
+		reply_unsolicited(c, &err);
+		/* One per sweep: the reply may free room that the next one is waiting for. */
+		return;
+	}
+}
+
 void vy_conn_sweep(struct vy_server *s, uint64_t now)
 {
 	uint64_t limit = s->cfg.stall_timeout_ms * 1000000;
-	if (!limit) {
-		return;
-	}
+	uint64_t idle = s->cfg.idle_timeout_ms * 1000000;
+	refuse_deadlocked(s);
 	struct vy_link *l;
 	struct vy_link *t;
 	VY_LIST_FOR_EACH_SAFE(l, t, &s->conns)
 	{
 		struct vy_conn *c = VY_CONTAINER_OF(l, struct vy_conn, link);
-		if (c->state == VY_CONN_OPEN && c->reading &&
-			vy_frame_reader_pending(&c->reader) > 0 && now - c->progress_ns > limit) {
+		if (c->state != VY_CONN_OPEN) {
+			continue;
+		}
+		char why[96];
+		if (limit && c->reading && vy_frame_reader_pending(&c->reader) > 0 &&
+			now - c->progress_ns > limit) {
 			s->stats.connections_stalled++;
-			char why[96];
 			snprintf(why, sizeof(why), "a frame still incomplete after %" PRIu64 " ms",
 				(now - c->progress_ns) / 1000000);
+			conn_close(c, why);
+		} else if (idle && !c->close_after_write && conn_idle(c) &&
+			   now - c->active_ns > idle) {
+			s->stats.connections_idle++;
+			snprintf(why, sizeof(why), "idle for %" PRIu64 " ms (idle_timeout_ms)",
+				(now - c->active_ns) / 1000000);
 			conn_close(c, why);
 		}
 	}
@@ -769,4 +1091,6 @@ void vy_conn_apply_config(struct vy_server *s)
 		c->admin = -1;
 		update_flow(c);
 	}
+	/* The inbound bounds may have grown. */
+	inbound_wake(s);
 }

@@ -31,6 +31,13 @@
 
 #define MAX_DOWNLOAD ((uint64_t)UINT32_MAX - 4096)
 
+/* The most output bytes one dispatch may produce: max_output, and never more than one reply
+ * frame carries. */
+static uint64_t max_output(const struct vy_server *s)
+{
+	return s->cfg.max_output < MAX_DOWNLOAD ? s->cfg.max_output : MAX_DOWNLOAD;
+}
+
 static void reply_empty(struct vy_req *req)
 {
 	vy_reply_send(vy_reply_begin(req, 0));
@@ -83,9 +90,14 @@ static void op_hello(struct vy_req *req)
 	vy_pack_cstr(pk, "devices");
 	vy_devices_pack(s, pk, true);
 	vy_pack_cstr(pk, "limits");
-	msgpack_pack_map(pk, 9);
+	msgpack_pack_map(pk, 14);
 	vy_pack_kv_u64(pk, "max_frame", s->cfg.max_frame);
 	vy_pack_kv_u64(pk, "max_inflight", s->cfg.max_inflight);
+	vy_pack_kv_u64(pk, "max_inflight_per_user", s->cfg.max_inflight_per_user);
+	vy_pack_kv_u64(pk, "max_clients_per_user", s->cfg.max_clients_per_user);
+	vy_pack_kv_u64(pk, "idle_timeout_ms", s->cfg.idle_timeout_ms);
+	vy_pack_kv_u64(pk, "inbound_quota", s->cfg.inbound_quota);
+	vy_pack_kv_u64(pk, "max_output", max_output(s));
 	vy_pack_kv_u64(pk, "resident_quota", s->cfg.resident_quota);
 	vy_pack_kv_u64(pk, "max_inputs", VY_MAX_INPUTS);
 	vy_pack_kv_u64(pk, "max_loop_iterations", s->cfg.max_loop_iterations);
@@ -454,6 +466,7 @@ static void start_dispatch(struct vy_req *req)
 	j->cfg.max_loop_iterations = rc->max_loop_iterations && rc->max_loop_iterations < cap
 					     ? rc->max_loop_iterations
 					     : cap;
+	j->cfg.max_output_bytes = max_output(s);
 	uint32_t tcap = (uint32_t)s->cfg.dispatch_timeout_ms;
 	j->cfg.timeout_ms = rc->timeout_ms && rc->timeout_ms < tcap ? rc->timeout_ms : tcap;
 	j->cfg.label = rc->label;
@@ -480,8 +493,23 @@ static void start_dispatch(struct vy_req *req)
 			return;
 		}
 	}
-	/* A dispatch that does not fit waits, in order, until the client reads its replies. */
+	/* Sized from the binding plan before the device allocates anything: a program that
+	 * declares a huge output is refused here, on every backend, not after it ran. */
 	req->reply_bytes = reply_output_bytes(req);
+	if (req->reply_bytes > max_output(s)) {
+		bool frame = max_output(s) < s->cfg.max_output;
+		fail(req, VY_E_QUOTA_EXCEEDED, "outputs",
+			frame ? "declare smaller outputs, or send them to resident buffers with "
+				"outputs_to and download them in ranges"
+			      : "declare smaller outputs, send them to resident buffers with "
+				"outputs_to, or ask the operator to raise max_output",
+			"the outputs of this dispatch would hold %" PRIu64
+			" bytes; the limit is %" PRIu64 " (%s)",
+			req->reply_bytes, max_output(s),
+			frame ? "what one reply frame carries" : "max_output");
+		return;
+	}
+	/* A dispatch that does not fit waits, in order, until the client reads its replies. */
 	if (!vy_list_empty(&c->deferred) || !reply_fits(c, req->reply_bytes)) {
 		vy_log(VY_LOG_DEBUG,
 			"client %" PRIu64 ": request %" PRIu64 " waits until %" PRIu64
@@ -920,6 +948,18 @@ void vy_ops_start(struct vy_req *req)
 			"%" PRIu32
 			" requests are in flight on this connection; the limit is %" PRIu64,
 			c->in_flight - 1, s->cfg.max_inflight);
+		return;
+	}
+	if (c->user->in_flight > s->cfg.max_inflight_per_user) {
+		c->busy++;
+		fail(req, VY_E_BUSY, NULL,
+			"wait for replies before sending more requests, or ask the operator to "
+			"raise "
+			"max_inflight_per_user",
+			"%" PRIu32
+			" requests of uid %u are in flight over its connections; the limit "
+			"is %" PRIu64,
+			c->user->in_flight - 1, (unsigned)c->uid, s->cfg.max_inflight_per_user);
 		return;
 	}
 	if (vy_op_admin(op) && !vy_server_is_admin(s, c)) {

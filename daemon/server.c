@@ -461,6 +461,8 @@ int vy_server_init(struct vy_server *s, const struct vy_config_args *args, struc
 	s->uid = getuid();
 	vy_list_init(&s->conns);
 	vy_list_init(&s->corked);
+	vy_list_init(&s->users);
+	vy_list_init(&s->starved);
 	vy_caches_init(s);
 	vy_resident_init(s);
 	int rc = vy_config_build(&s->cfg, args, err);

@@ -38,8 +38,10 @@ struct vy_stats {
 	struct vy_hist latency[VY_OP_COUNT]; /* decode to reply, per operation */
 	struct vy_hist queue_wait;           /* enqueue to start on a device, every job */
 	uint64_t connections_accepted;
-	uint64_t connections_refused; /* beyond max_clients */
+	uint64_t connections_refused; /* beyond max_clients or max_clients_per_user */
 	uint64_t connections_stalled; /* closed by stall_timeout_ms */
+	uint64_t connections_idle;    /* closed by idle_timeout_ms */
+	uint64_t inbound_waits;       /* times a connection waited for inbound room */
 	uint64_t bad_frames;
 	uint64_t bytes_in;
 	uint64_t bytes_out;

@@ -320,6 +320,16 @@ struct vy_shm {
 
 /* --- connections and requests -------------------------------------------------------------- */
 
+/* What one user holds over all its connections (conn.c), kept while it has a connection. */
+struct vy_user {
+	struct vy_link link; /* in srv->users */
+	uid_t uid;
+	uint32_t conns;     /* connections open (max_clients_per_user) */
+	uint32_t in_flight; /* requests received and not answered (max_inflight_per_user) */
+	uint64_t inbound;   /* frame bytes counted and not yet freed (inbound_quota) */
+	uint64_t held;      /* of which bytes of frames that wait for room */
+};
+
 enum vy_conn_state {
 	VY_CONN_OPEN,
 	VY_CONN_EOF,     /* the peer finished sending; replies still go out */
@@ -344,6 +354,14 @@ struct vy_conn {
 	bool in_read_cb;
 	bool close_after_write;
 	struct vy_frame_reader reader;
+	struct vy_user *user; /* borrowed from srv->users; counts this connection */
+	/* Inbound bytes (conn.c): what the frame in progress is counted for, its whole length
+	 * once admitted, else the bytes it holds while the connection waits for room. */
+	uint64_t frame_charge;
+	bool frame_admitted;
+	bool starved;               /* not read until its user or the daemon has inbound room */
+	struct vy_link starve_link; /* in srv->starved while starved */
+	uint64_t active_ns;         /* the last byte read or reply written (idle_timeout_ms) */
 	uint32_t in_flight;
 	uint32_t writes;
 	/* Reply bytes handed to uv_write (or corked) and not yet written, with the bookkeeping
@@ -396,6 +414,7 @@ struct vy_req {
 	uint64_t reserved;                 /* quota reserved by an alloc */
 	uint64_t preparing;                /* its share of conn->preparing */
 	uint64_t reply_bytes;              /* a dispatch's outputs sent in the reply */
+	uint64_t inbound;                  /* frame bytes counted against the user, freed with it */
 	struct vy_job job;
 };
 
@@ -457,6 +476,10 @@ struct vy_server {
 	struct vy_resident_table res;
 	struct vy_link conns;
 	uint32_t n_conns;
+	struct vy_link users;   /* vy_user.link */
+	uint64_t inbound;       /* frame bytes counted over every user (inbound_total) */
+	uint64_t inbound_held;  /* of which bytes of frames that wait for room */
+	struct vy_link starved; /* vy_conn.starve_link, in the order they began to wait */
 	uint64_t next_conn_id;
 	struct vy_stats stats;
 	uint8_t *read_buf;  /* owned, VY_READ_CHUNK bytes shared by every read */

@@ -200,6 +200,27 @@ static int check_input(const struct vy_binding *b, size_t len, struct vy_err *er
 	return 0;
 }
 
+int vy_binding_plan_check_outputs(
+	const struct vy_binding_plan *plan, uint64_t limit, struct vy_err *err)
+{
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < plan->n_bindings; i++) {
+		const struct vy_binding *b = &plan->bindings[i];
+		if (b->output_index != VY_BINDING_NONE) {
+			total += b->has_static_len ? (uint64_t)b->static_byte_len
+						   : (uint64_t)b->element_count * b->element_size;
+		}
+	}
+	if (total > limit) {
+		return vy_err_set(err, VY_E_QUOTA_EXCEEDED, "outputs",
+			"declare smaller outputs, or split the work into several dispatches",
+			"the outputs of this dispatch would hold %" PRIu64
+			" bytes; the limit is %" PRIu64,
+			total, limit);
+	}
+	return 0;
+}
+
 int vy_binding_plan_check_inputs(const struct vy_binding_plan *plan, const struct vy_bytes *inputs,
 	size_t n_inputs, struct vy_err *err)
 {

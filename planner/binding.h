@@ -127,6 +127,14 @@ int vy_binding_plan_build_for_inputs(const struct vy_program *program,
 int vy_binding_plan_check_inputs(const struct vy_binding_plan *plan, const struct vy_bytes *inputs,
 	size_t n_inputs, struct vy_err *err);
 
+/*
+ * Check that the outputs the plan sizes (declared lengths, or the element counts bound from the
+ * inputs) hold at most `limit` bytes together, before anything is allocated for them. Returns 0
+ * or VY_E_QUOTA_EXCEEDED naming the total.
+ */
+int vy_binding_plan_check_outputs(
+	const struct vy_binding_plan *plan, uint64_t limit, struct vy_err *err);
+
 /* Free a plan. NULL is accepted. */
 void vy_binding_plan_destroy(struct vy_binding_plan *plan);
 

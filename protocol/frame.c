@@ -33,8 +33,8 @@ static void reserve(struct vy_frame_reader *r, size_t need)
 	while (cap < need) {
 		cap = cap > r->len / 2 ? r->len : cap * 2;
 	}
-	if (cap > r->len) {
-		cap = r->len;
+	if (cap > r->len || r->exact) {
+		cap = r->exact ? need : r->len;
 	}
 	uint8_t *buf = realloc(r->buf, cap);
 	if (!buf) {
@@ -72,6 +72,10 @@ int vy_frame_reader_feed(
 			}
 			r->len = len;
 			r->have = 0;
+			if (r->stop_at_header) {
+				*consumed = used;
+				return VY_FRAME_HEADER_DONE;
+			}
 		}
 	}
 	if (r->header_have == VY_FRAME_HEADER && used < n) {

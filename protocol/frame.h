@@ -13,6 +13,7 @@
 #define VY_PROTOCOL_FRAME_H
 
 #include <msgpack.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,7 +30,16 @@ struct vy_frame_reader {
 	size_t cap;
 	size_t len;  /* announced payload length, valid once the header is complete */
 	size_t have; /* payload bytes received */
+	/* Feed returns VY_FRAME_HEADER_DONE once a length prefix is complete, before any payload
+	 * is taken, so that the caller can count the frame against a budget first. */
+	bool stop_at_header;
+	/* The buffer grows to exactly the bytes that arrive (no doubling ahead), for a caller that
+	 * counts what a frame it could not admit holds. */
+	bool exact;
 };
+
+/* vy_frame_reader_feed: a length prefix was just completed (with stop_at_header). */
+#define VY_FRAME_HEADER_DONE 2
 
 void vy_frame_reader_init(struct vy_frame_reader *r, size_t max_frame);
 void vy_frame_reader_finish(struct vy_frame_reader *r);
@@ -37,8 +47,9 @@ void vy_frame_reader_finish(struct vy_frame_reader *r);
 /*
  * Consume bytes from `data`. Returns 1 when a whole frame is ready (take it with
  * vy_frame_reader_take before feeding more; *consumed says how much of `data` was used), 0 when
- * every byte was consumed and the frame is still incomplete, or VY_E_BAD_FRAME (length 0 or above
- * max_frame); after an error the connection must be closed.
+ * every byte was consumed and the frame is still incomplete, VY_FRAME_HEADER_DONE when
+ * stop_at_header is set and a length prefix was just completed (feed again for the payload), or
+ * VY_E_BAD_FRAME (length 0 or above max_frame); after an error the connection must be closed.
  */
 int vy_frame_reader_feed(struct vy_frame_reader *r, const void *data, size_t n, size_t *consumed,
 	struct vy_err *err);

@@ -127,7 +127,15 @@ static int dispatch_impl(struct vy_backend *b, const struct vy_program *program,
 	}
 	struct vy_binding_plan *plan = NULL;
 	rc = vy_binding_plan_build_for_inputs(program, inputs, n_inputs, &plan, err);
+	if (rc == 0) {
+		/* Before the words are allocated: a declared count is not proof of memory. */
+		rc = vy_binding_plan_check_outputs(plan,
+			config->max_output_bytes ? config->max_output_bytes
+						 : VY_DISPATCH_DEFAULT_MAX_OUTPUT_BYTES,
+			err);
+	}
 	if (rc) {
+		vy_binding_plan_destroy(plan);
 		return rc;
 	}
 	struct ref_mem mem;

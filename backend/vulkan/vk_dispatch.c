@@ -381,6 +381,13 @@ int vy__vk_job_start(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 	struct vy_binding_plan plan = *k->plan;
 	plan.bindings = bind;
 	int rc = size_buffers(b, k, req, bind, err);
+	if (rc == 0 && !req->resources) {
+		/* Before any buffer is allocated for them. */
+		rc = vy_binding_plan_check_outputs(&plan,
+			req->config->max_output_bytes ? req->config->max_output_bytes
+						      : VY_DISPATCH_DEFAULT_MAX_OUTPUT_BYTES,
+			err);
+	}
 	if (rc == 0 && vy__vk_fault_take(b, VY_FAULT_OUT_OF_MEMORY, err)) {
 		rc = VY_E_OUT_OF_MEMORY;
 	}

@@ -155,3 +155,45 @@ Test(frame, payload_received_in_place_completes_the_frame)
 	free(payload);
 	vy_frame_reader_finish(&r);
 }
+
+Test(frame, stop_at_header_pauses_before_the_payload_and_exact_grows_to_the_bytes)
+{
+	uint8_t data[4 + 300000];
+	data[0] = 0;
+	data[1] = (uint8_t)(300000 >> 16);
+	data[2] = (uint8_t)(300000 >> 8);
+	data[3] = (uint8_t)300000;
+	memset(data + 4, 0x42, 300000);
+	struct vy_frame_reader r;
+	vy_frame_reader_init(&r, 1u << 20);
+	r.stop_at_header = true;
+	size_t used = 0;
+	/* The prefix alone, then nothing of the payload until fed again. */
+	cr_assert_eq(
+		vy_frame_reader_feed(&r, data, sizeof(data), &used, NULL), VY_FRAME_HEADER_DONE);
+	cr_expect_eq(used, 4);
+	cr_expect_eq(r.len, 300000);
+	cr_expect_eq(r.have, 0);
+	cr_expect_null(r.buf);
+	/* Exact growth: the buffer holds what arrived, not the usual chunk ahead. */
+	r.exact = true;
+	cr_assert_eq(vy_frame_reader_feed(&r, data + 4, 100, &used, NULL), 0);
+	cr_expect_eq(used, 100);
+	cr_expect_eq(r.cap, 100);
+	r.exact = false;
+	size_t pos = 104;
+	int rc = 0;
+	while (pos < sizeof(data)) {
+		rc = vy_frame_reader_feed(&r, data + pos, sizeof(data) - pos, &used, NULL);
+		cr_assert_geq(rc, 0);
+		pos += used;
+	}
+	cr_assert_eq(rc, 1);
+	cr_expect_leq(r.cap, 300000, "the buffer never outgrows the frame");
+	size_t len = 0;
+	uint8_t *frame = vy_frame_reader_take(&r, &len);
+	cr_expect_eq(len, 300000);
+	cr_expect_eq(frame[299999], 0x42);
+	free(frame);
+	vy_frame_reader_finish(&r);
+}

@@ -278,8 +278,10 @@ Test(hostile_clients, a_four_gib_length_costs_only_what_arrives)
 {
 	struct rel_scene s;
 	rel_lean_asan();
-	/* The largest max_frame the daemon accepts, so that 4 GiB - 1 passes the length check. */
-	rel_scene_open(&s, "[limits]\nmax_frame = 4294967295\n", 4);
+	/* The largest max_frame the daemon accepts, so that 4 GiB - 1 passes the length check,
+	 * and inbound bounds that admit it. */
+	rel_scene_open(&s,
+		"[limits]\nmax_frame = 4294967295\ninbound_quota = 4G\ninbound_total = 4G\n", 4);
 	struct tc c;
 	tc_open(&c, s.d.sock, "huge");
 	long before = rel_rss_kib(s.d.pid);
@@ -460,7 +462,8 @@ static void rude_client(
 	uint64_t h = 0;
 	cr_assert_eq(rel_alloc(&c, 65536, NULL, &h), 0);
 	uint8_t zeros[4096] = {0};
-	cr_assert_eq(rel_upload(&c, h, 0, zeros, sizeof(zeros)), 0);
+	int code = rel_upload(&c, h, 0, zeros, sizeof(zeros));
+	cr_assert_eq(code, 0, "round %d: upload answered %d", round, code);
 	int fd = sealed_memfd(65536);
 	struct tc_msg m;
 	tc_begin(&c, &m, VY_OP_SHM_ATTACH, 1);
