@@ -158,11 +158,23 @@ static void check_cache_dir(const struct vy_config *cfg)
 	}
 	struct vy_err err = {0};
 	char detail[700];
+	if (vy_disk_dir_check(cfg->cache_dir, &err) != 0) {
+		snprintf(detail, sizeof(detail), "%s; the daemon runs without a disk cache",
+			err.message);
+		row("cache dir", CHECK_FAIL, detail, err.fix);
+		return;
+	}
 	if (vy_disk_mkdirs(cfg->cache_dir, &err) != 0) {
 		row("cache dir", CHECK_FAIL, err.message, err.fix);
 		return;
 	}
-	snprintf(detail, sizeof(detail), "%s is writable", cfg->cache_dir);
+	uint8_t key[VY_DISK_KEY_BYTES];
+	if (vy_disk_key_load(cfg->cache_dir, key, &err) != 0) {
+		row("cache dir", CHECK_FAIL, err.message, err.fix);
+		return;
+	}
+	snprintf(detail, sizeof(detail),
+		"%s is writable by the daemon only; its key file is private", cfg->cache_dir);
 	row("cache dir", CHECK_OK, detail, "");
 }
 
