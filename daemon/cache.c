@@ -380,9 +380,8 @@ static void prog_work(uv_work_t *work)
 	struct vy_prog *p = VY_CONTAINER_OF(work, struct vy_prog, work);
 	if (prog_prepare(p) == 0 && p->srv->programs_dir) {
 		struct vy_err err;
-		p->disk_written = vy_disk_program_write(p->srv->programs_dir, p->srv->disk_key, &p->id,
-					  p->canonical,
-					  p->canonical_len, &err) == 0;
+		p->disk_written = vy_disk_program_write(p->srv->programs_dir, p->srv->disk_key,
+					  &p->id, p->canonical, p->canonical_len, &err) == 0;
 		if (!p->disk_written) {
 			vy_log_err(VY_LOG_WARNING, &err, "disk cache");
 		}
@@ -942,8 +941,8 @@ void vy_caches_pack_list(struct vy_server *s, struct vy_conn *viewer, msgpack_pa
 	msgpack_pack_array(pk, n);
 	for (l = s->pipes.lru.next; l != &s->pipes.lru; l = l->next) {
 		struct vy_pipe *p = VY_CONTAINER_OF(l, struct vy_pipe, lru);
-		if (!row_visible(&p->users, uid, admin, p->hits, p->created_ns, p->last_use_ns,
-			    &v)) {
+		if (!row_visible(
+			    &p->users, uid, admin, p->hits, p->created_ns, p->last_use_ns, &v)) {
 			continue;
 		}
 		char hex[VY_PROGRAM_ID_HEX];

@@ -355,8 +355,9 @@ int vy_disk_dir_check(const char *dir, struct vy_err *err)
 	while (!realpath(path, real)) {
 		char *slash = strrchr(path, '/');
 		if (errno != ENOENT || !slash) {
-			return vy_err_set(err, VY_E_INTERNAL, NULL, "set cache_dir to a usable folder",
-				"cannot resolve %s: %s", path, strerror(errno));
+			return vy_err_set(err, VY_E_INTERNAL, NULL,
+				"set cache_dir to a usable folder", "cannot resolve %s: %s", path,
+				strerror(errno));
 		}
 		*(slash == path ? slash + 1 : slash) = '\0';
 		leaf = false;

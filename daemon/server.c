@@ -489,13 +489,15 @@ int vy_server_init(struct vy_server *s, const struct vy_config_args *args, struc
 		char *programs = join(s->cfg.cache_dir, "programs");
 		char *backend = join(s->cfg.cache_dir, "vulkan");
 		if (vy_disk_dir_check(s->cfg.cache_dir, &derr) == 0 &&
-			vy_disk_mkdirs(programs, &derr) == 0 && vy_disk_mkdirs(backend, &derr) == 0 &&
+			vy_disk_mkdirs(programs, &derr) == 0 &&
+			vy_disk_mkdirs(backend, &derr) == 0 &&
 			vy_disk_key_load(s->cfg.cache_dir, s->disk_key, &derr) == 0) {
 			s->programs_dir = programs;
 			s->backend_dir = backend;
 		} else {
 			vy_log_err(VY_LOG_ERR, &derr,
-				"disk cache DISABLED: nothing is read from or written to cache_dir");
+				"disk cache DISABLED: nothing is read from or written to "
+				"cache_dir");
 			free(programs);
 			free(backend);
 		}

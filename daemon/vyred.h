@@ -481,7 +481,8 @@ struct vy_server {
 	uint32_t works;     /* thread-pool work items not yet completed */
 	char *programs_dir; /* owned: <cache_dir>/programs, NULL when the disk cache is off */
 	char *backend_dir;  /* owned: <cache_dir>/vulkan, NULL when the disk cache is off */
-	uint8_t disk_key[32]; /* the disk cache's MAC key (disk.h), when programs_dir is set */
+	/* The disk cache's MAC key (disk.h), when programs_dir is set. */
+	uint8_t disk_key[32];
 	uid_t uid;
 	int exit_code;
 	uint32_t corking;      /* nesting of vy_replies_cork; loop thread */

@@ -94,7 +94,7 @@ struct vy_vulkan_stats {
 	uint64_t spirv_disk_hits;   /* shaders loaded from disk instead of compiled */
 	uint64_t spirv_disk_misses; /* shaders compiled because disk had none or a bad one */
 	uint64_t disk_writes;
-	uint64_t disk_rejected; /* cache files that failed a check and were ignored */
+	uint64_t disk_rejected;      /* cache files that failed a check and were ignored */
 	uint64_t spirv_disk_invalid; /* of those, SPIR-V files spirv-val refused */
 	uint64_t disk_write_errors;
 	bool pipeline_cache_from_disk; /* the VkPipelineCache was seeded from disk at open */

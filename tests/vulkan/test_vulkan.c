@@ -1113,7 +1113,8 @@ static void damage(const char *path, int how)
 		memcpy(key, data + 48, 16);
 		uint32_t kind = data[12];
 		vy__vk_disk_header(&id, kind, key, how == 3 ? other_key : mac_key,
-			data + VY_VK_DISK_HEADER_BYTES, (size_t)size - VY_VK_DISK_HEADER_BYTES, data);
+			data + VY_VK_DISK_HEADER_BYTES, (size_t)size - VY_VK_DISK_HEADER_BYTES,
+			data);
 	} else if (data[12] == VY_VK_DISK_PIPELINE_CACHE) {
 		data[size - 1] ^= 0x40;
 	} else {
@@ -1131,7 +1132,8 @@ static void damage(const char *path, int how)
 		uint8_t key[16];
 		memcpy(key, data + 48, 16);
 		vy__vk_disk_header(&id, VY_VK_DISK_SPIRV, key, mac_key,
-			data + VY_VK_DISK_HEADER_BYTES, (size_t)size - VY_VK_DISK_HEADER_BYTES, data);
+			data + VY_VK_DISK_HEADER_BYTES, (size_t)size - VY_VK_DISK_HEADER_BYTES,
+			data);
 	}
 	if (how != 0) {
 		f = fopen(path, "wb");
@@ -1191,8 +1193,7 @@ static void check_cache_files(const struct vy_device_profile *prof, int how)
 	memcpy(id.cache_uuid, prof->pipeline_cache_uuid, 16);
 	struct vy_vk_disk disk;
 	struct vy_err err;
-	cr_assert_eq(
-		vy__vk_disk_open(&disk, cache_dir, mac_key, &id, &err), 0, "%s", err.message);
+	cr_assert_eq(vy__vk_disk_open(&disk, cache_dir, mac_key, &id, &err), 0, "%s", err.message);
 	void *data = NULL;
 	size_t len = 0;
 	cr_assert(vy__vk_disk_read(&disk, VY_VK_DISK_PIPELINE_CACHE, NULL, &data, &len),
@@ -1245,7 +1246,8 @@ Test(vulkan, damaged_or_foreign_cache_files_are_ignored_and_replaced)
 			st.pipeline_cache_from_disk, "damage %d: the blob is not trusted", how);
 		cr_assert_eq(st.spirv_disk_hits, 0, "damage %d: the module is not trusted", how);
 		cr_assert_eq(st.disk_rejected, 2, "damage %d", how);
-		cr_assert_eq(st.spirv_disk_invalid, how == 4, "damage %d: spirv-val's refusals", how);
+		cr_assert_eq(
+			st.spirv_disk_invalid, how == 4, "damage %d: spirv-val's refusals", how);
 		check_cache_files(&prof, how);
 	}
 	done();
