@@ -744,9 +744,19 @@ Test(isolation, a_cache_dir_others_can_write_is_neither_read_nor_written)
 	vy_program_destroy(planted);
 }
 
-/* The payload of a SPIR-V file of the Vulkan backend's disk cache (after its header). */
+/* The header of a file of the Vulkan backend's disk cache: the MAC follows the first 72 bytes
+ * (identity, key, length), which format 1 followed with a plain XXH3 instead. */
 #define VK_HEADER 104
 #define VK_SIGNED 72
+
+/* Where the payload of a backend file starts, by its format. */
+static size_t vk_payload_at(const uint8_t *data, size_t len)
+{
+	cr_assert_gt(len, 80);
+	uint32_t format;
+	memcpy(&format, data + 8, 4);
+	return format == 1 ? 80 : VK_HEADER;
+}
 
 Test(isolation, forged_cache_files_with_an_unkeyed_checksum_are_rejected)
 {
@@ -765,22 +775,27 @@ Test(isolation, forged_cache_files_with_an_unkeyed_checksum_are_rejected)
 	char path[500];
 	uint8_t *data;
 	size_t len;
+	msgpack_sbuffer sb;
+	struct vy_program_id id;
+	vy_program_id_of(progs[0], &sb, &id);
 	snprintf(path, sizeof(path), "%s/programs/%s.vyp", cache, ids[0]);
-	read_file(path, &data, &len);
-	cr_assert_gt(len, 72);
-	forge_old_program(path, data + 72, len - 72, data + 24);
-	free(data);
-	/* Program 1: the new format with a MAC under a key of the forger's own. */
-	snprintf(path, sizeof(path), "%s/programs/%s.vyp", cache, ids[1]);
-	read_file(path, &data, &len);
+	forge_old_program(path, (const uint8_t *)sb.data, sb.size, id.bytes);
+	msgpack_sbuffer_destroy(&sb);
+	/* Program 1: the keyed format with a MAC under a key of the forger's own. */
+	vy_program_id_of(progs[1], &sb, &id);
+	uint8_t h[72] = "VYREDPG";
+	put_u32(h + 8, 2);
+	put_u64(h + 16, sb.size);
+	memcpy(h + 24, id.bytes, 16);
 	uint8_t wrong[32] = "not the key of this installation";
 	crypto_generichash_state st;
 	crypto_generichash_init(&st, wrong, sizeof(wrong), 32);
-	crypto_generichash_update(&st, data, 40);
-	crypto_generichash_update(&st, data + 72, len - 72);
-	crypto_generichash_final(&st, data + 40, 32);
-	write_file(path, data, len, NULL, 0);
-	free(data);
+	crypto_generichash_update(&st, h, 40);
+	crypto_generichash_update(&st, (const uint8_t *)sb.data, sb.size);
+	crypto_generichash_final(&st, h + 40, 32);
+	snprintf(path, sizeof(path), "%s/programs/%s.vyp", cache, ids[1]);
+	write_file(path, h, sizeof(h), sb.data, sb.size);
+	msgpack_sbuffer_destroy(&sb);
 	/* On Vulkan, program 0's SPIR-V becomes program 2's module under an old-style header
 	 * (what the identity fields and a plain XXH3 checksum used to vouch for). */
 	bool spirv_forged = vulkan && spirv[0][0] && spirv[2][0];
@@ -789,13 +804,13 @@ Test(isolation, forged_cache_files_with_an_unkeyed_checksum_are_rejected)
 		size_t other_len;
 		read_file(spirv[0], &data, &len);
 		read_file(spirv[2], &other, &other_len);
-		cr_assert_gt(len, VK_HEADER);
-		uint8_t h[80];
-		memcpy(h, data, 72);
-		put_u32(h + 8, 1);
-		put_u64(h + 64, other_len - VK_HEADER);
-		put_u64(h + 72, XXH3_64bits(other + VK_HEADER, other_len - VK_HEADER));
-		write_file(spirv[0], h, sizeof(h), other + VK_HEADER, other_len - VK_HEADER);
+		size_t at = vk_payload_at(other, other_len);
+		uint8_t old[80];
+		memcpy(old, data, 64);
+		put_u32(old + 8, 1);
+		put_u64(old + 64, other_len - at);
+		put_u64(old + 72, XXH3_64bits(other + at, other_len - at));
+		write_file(spirv[0], old, sizeof(old), other + at, other_len - at);
 		free(data);
 		free(other);
 	}
