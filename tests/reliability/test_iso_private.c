@@ -540,12 +540,12 @@ static uint64_t device_stat(struct tc *c, const char *name)
 /* A cache folder of its own under /tmp (0700, root's), filled by a daemon that ran `progs`;
  * on Vulkan the SPIR-V file each program added goes to spirv[k] ("" when none). */
 static void fill_cache(char *cache, size_t size, struct vy_program **progs, int n,
-	char (*spirv)[600], char (*ids)[VY_PROGRAM_ID_HEX], bool *vulkan)
+	char (*spirv)[600], char (*ids)[VY_PROGRAM_ID_HEX], bool *vulkan, const char *const *args)
 {
 	snprintf(cache, size, "/tmp/vyred-iso-cache-XXXXXX");
 	cr_assert(mkdtemp(cache));
 	struct vyd d;
-	struct vyd_opts o = {.cache = cache, .config = open_config};
+	struct vyd_opts o = {.cache = cache, .config = open_config, .args = args};
 	cr_assert_eq(vyd_start(&d, &o), 0);
 	struct tc c;
 	tc_open(&c, d.sock, "filler");
@@ -663,7 +663,9 @@ Test(isolation, a_cache_dir_others_can_write_is_neither_read_nor_written)
 	char cache[300];
 	char ids[1][VY_PROGRAM_ID_HEX];
 	bool vulkan;
-	fill_cache(cache, sizeof(cache), &p, 1, NULL, ids, &vulkan);
+	/* Which folder the daemon trusts does not depend on the backend: the quick one fills it. */
+	static const char *const reference[] = {"--backend", "reference", NULL};
+	fill_cache(cache, sizeof(cache), &p, 1, NULL, ids, &vulkan, reference);
 	/* An admin's mistake: the folder becomes world-writable, and the attacker plants. */
 	cr_assert_eq(chmod(cache, 0777), 0);
 	struct planter pl;
@@ -713,7 +715,7 @@ Test(isolation, a_cache_dir_others_can_write_is_neither_read_nor_written)
 	char below[400];
 	snprintf(below, sizeof(below), "%s/cache", parent);
 	struct vyd d2;
-	struct vyd_opts o2 = {.cache = below, .config = open_config};
+	struct vyd_opts o2 = {.cache = below, .config = open_config, .args = reference};
 	cr_assert_eq(vyd_start(&d2, &o2), 0);
 	cr_expect_eq(vyd_stop(&d2), 0);
 	bool parent_warned = vyd_log_has(&d2, "disk cache DISABLED");
@@ -769,7 +771,7 @@ Test(isolation, forged_cache_files_with_an_unkeyed_checksum_are_rejected)
 	char spirv[3][600];
 	char ids[3][VY_PROGRAM_ID_HEX];
 	bool vulkan;
-	fill_cache(cache, sizeof(cache), progs, 3, spirv, ids, &vulkan);
+	fill_cache(cache, sizeof(cache), progs, 3, spirv, ids, &vulkan, NULL);
 
 	/* Program 0: its own bytes in the old format, with a correct plain checksum. */
 	char path[500];
@@ -855,7 +857,7 @@ Test(isolation, garbage_spirv_with_a_valid_mac_never_reaches_the_driver)
 	char spirv[1][600];
 	char ids[1][VY_PROGRAM_ID_HEX];
 	bool vulkan;
-	fill_cache(cache, sizeof(cache), &p, 1, spirv, ids, &vulkan);
+	fill_cache(cache, sizeof(cache), &p, 1, spirv, ids, &vulkan, NULL);
 	if (!vulkan || !spirv[0][0]) {
 		printf("isolation: garbage SPIR-V with a valid MAC: n/a on this backend (no SPIR-V "
 		       "files)\n");
