@@ -169,12 +169,15 @@ static void check_cache_dir(const struct vy_config *cfg)
 		return;
 	}
 	uint8_t key[VY_DISK_KEY_BYTES];
-	if (vy_disk_key_load(cfg->cache_dir, key, &err) != 0) {
+	int rc = vy_disk_key_load(cfg->cache_dir, false, key, &err);
+	memset(key, 0, sizeof(key));
+	if (rc < 0) {
 		row("cache dir", CHECK_FAIL, err.message, err.fix);
 		return;
 	}
 	snprintf(detail, sizeof(detail),
-		"%s is writable by the daemon only; its key file is private", cfg->cache_dir);
+		"%s is writable by the daemon's user only; its key file %s", cfg->cache_dir,
+		rc == 0 ? "is private" : "is made at the first start");
 	row("cache dir", CHECK_OK, detail, "");
 }
 

@@ -418,11 +418,15 @@ static int key_create(const char *dir, const char *path, struct vy_err *err)
 	return 0;
 }
 
-int vy_disk_key_load(const char *dir, uint8_t key[VY_DISK_KEY_BYTES], struct vy_err *err)
+int vy_disk_key_load(
+	const char *dir, bool create, uint8_t key[VY_DISK_KEY_BYTES], struct vy_err *err)
 {
 	char path[PATH_MAX + 16];
 	snprintf(path, sizeof(path), "%s/" VY_DISK_KEY_FILE, dir);
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && !create) {
+		return 1;
+	}
 	if (fd < 0 && errno == ENOENT) {
 		int rc = key_create(dir, path, err);
 		if (rc) {

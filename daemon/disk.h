@@ -45,11 +45,14 @@
 int vy_disk_dir_check(const char *dir, struct vy_err *err);
 
 /*
- * Load the key of the disk cache from <dir>/key, creating it at the first start. Refused
- * (INTERNAL, with a Fix line) when the file is not a regular 32-byte file of mode 0600 owned by
- * the daemon's user.
+ * Load the key of the disk cache from <dir>/key, creating it when missing if `create` (the
+ * daemon's start; `vyred --check` only looks, so that a check run as root makes no file the
+ * service's user could not read). Returns 0, 1 when the file is missing and not created, or
+ * INTERNAL (with a Fix line) when the file is not a regular 32-byte file of mode 0600 owned by the
+ * daemon's user.
  */
-int vy_disk_key_load(const char *dir, uint8_t key[VY_DISK_KEY_BYTES], struct vy_err *err);
+int vy_disk_key_load(
+	const char *dir, bool create, uint8_t key[VY_DISK_KEY_BYTES], struct vy_err *err);
 
 /* The keyed BLAKE2b-256 of `header` then `payload`. */
 void vy_disk_mac(const uint8_t key[VY_DISK_KEY_BYTES], const void *header, size_t header_len,

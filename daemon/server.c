@@ -491,7 +491,7 @@ int vy_server_init(struct vy_server *s, const struct vy_config_args *args, struc
 		if (vy_disk_dir_check(s->cfg.cache_dir, &derr) == 0 &&
 			vy_disk_mkdirs(programs, &derr) == 0 &&
 			vy_disk_mkdirs(backend, &derr) == 0 &&
-			vy_disk_key_load(s->cfg.cache_dir, s->disk_key, &derr) == 0) {
+			vy_disk_key_load(s->cfg.cache_dir, true, s->disk_key, &derr) == 0) {
 			s->programs_dir = programs;
 			s->backend_dir = backend;
 		} else {
