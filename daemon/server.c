@@ -496,7 +496,7 @@ int vy_server_init(struct vy_server *s, const struct vy_config_args *args, struc
 			s->backend_dir = backend;
 		} else {
 			vy_log_err(VY_LOG_ERR, &derr,
-				"disk cache DISABLED: nothing is read from or written to "
+				"disk cache disabled: nothing is read from or written to "
 				"cache_dir");
 			free(programs);
 			free(backend);

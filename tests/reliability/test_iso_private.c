@@ -700,7 +700,7 @@ Test(isolation, a_cache_dir_others_can_write_is_neither_read_nor_written)
 	cr_expect_eq(run_checked(&c, p, kept, sizeof(kept)), 0);
 	tc_close(&c);
 	cr_expect_eq(vyd_stop(&d), 0);
-	bool warned = vyd_log_has(&d, "disk cache DISABLED") &&
+	bool warned = vyd_log_has(&d, "disk cache disabled: nothing is read") &&
 		      vyd_log_has(&d, "writable by users other than the daemon's");
 	listing(cache, after, sizeof(after));
 	bool untouched = strcmp(before, after) == 0;
@@ -718,7 +718,7 @@ Test(isolation, a_cache_dir_others_can_write_is_neither_read_nor_written)
 	struct vyd_opts o2 = {.cache = below, .config = open_config, .args = reference};
 	cr_assert_eq(vyd_start(&d2, &o2), 0);
 	cr_expect_eq(vyd_stop(&d2), 0);
-	bool parent_warned = vyd_log_has(&d2, "disk cache DISABLED");
+	bool parent_warned = vyd_log_has(&d2, "disk cache disabled: nothing is read");
 	struct stat st;
 	bool parent_untouched = stat(below, &st) != 0;
 	vyd_cleanup(&d2);
