@@ -377,6 +377,14 @@ int vy_disk_dir_check(const char *dir, struct vy_err *err)
 		*(slash == real ? slash + 1 : slash) = '\0';
 		rc = folder_trusted(real, true, err);
 	}
+	/* A symbolic link on the way is only as safe as the folder that holds it. */
+	for (char *s = path + 1; rc == 0 && (s = strchr(s, '/')) != NULL; s++) {
+		*s = '\0';
+		if (realpath(path, real)) {
+			rc = folder_trusted(real, true, err);
+		}
+		*s = '/';
+	}
 	return rc;
 }
 

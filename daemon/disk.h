@@ -39,8 +39,9 @@
  * Whether cache_dir can be trusted: it, its programs/ and vulkan/ folders (where they exist) and
  * every folder above it are owned by root or the daemon's user and writable by no one else; a
  * folder above cache_dir may instead be a root-owned sticky folder such as /tmp (as ssh's
- * StrictModes accepts). A cache_dir that does not exist yet is judged by the deepest folder that
- * does. Errors: INTERNAL naming the folder, its owner or mode, with a Fix line.
+ * StrictModes accepts). Symbolic links are followed, and the folders holding them must pass as
+ * well. A cache_dir that does not exist yet is judged by the deepest folder that does. Errors:
+ * INTERNAL naming the folder, its owner or mode, with a Fix line.
  */
 int vy_disk_dir_check(const char *dir, struct vy_err *err);
 
