@@ -273,7 +273,7 @@ Test(isolation, cache_list_shows_each_user_only_their_own_rows_unless_admin)
 	printf("isolation: cache_list as another user: %d rows before sending anything (%d of the "
 	       "victim's program); after sending the same program and its own: %d program rows, "
 	       "%d pipeline rows, %d with the victim's spec values, hits shown %" PRIu64
-	       " (its own) of %" PRIu64 "; admin sees %d programs, %d pipelines of that program\n",
+	       " (its own) of %" PRIu64 "; admin sees %d program rows, %d pipelines of that program\n",
 		sh->rows_before, sh->victim_rows, sh->programs_after, sh->pipelines_after,
 		sh->spec_rows_after, sh->hits_seen, progs.hits, progs.n, pipes.matching);
 	cr_expect_eq(sh->rows_before, 0, "another user's rows were shown");
@@ -663,7 +663,7 @@ Test(isolation, a_cache_dir_others_can_write_is_neither_read_nor_written)
 	char cache[300];
 	char ids[1][VY_PROGRAM_ID_HEX];
 	bool vulkan;
-	/* Which folder the daemon trusts does not depend on the backend: the quick one fills it. */
+	/* Which folder the daemon trusts does not depend on the backend: the quick one runs. */
 	static const char *const reference[] = {"--backend", "reference", NULL};
 	fill_cache(cache, sizeof(cache), &p, 1, NULL, ids, &vulkan, reference);
 	/* An admin's mistake: the folder becomes world-writable, and the attacker plants. */
@@ -684,7 +684,7 @@ Test(isolation, a_cache_dir_others_can_write_is_neither_read_nor_written)
 	static char after[65536];
 	listing(cache, before, sizeof(before));
 	struct vyd d;
-	struct vyd_opts o = {.cache = cache, .config = open_config};
+	struct vyd_opts o = {.cache = cache, .config = open_config, .args = reference};
 	cr_assert_eq(vyd_start(&d, &o), 0);
 	struct tc c;
 	tc_open(&c, d.sock, "after");
