@@ -273,7 +273,8 @@ Test(isolation, cache_list_shows_each_user_only_their_own_rows_unless_admin)
 	printf("isolation: cache_list as another user: %d rows before sending anything (%d of the "
 	       "victim's program); after sending the same program and its own: %d program rows, "
 	       "%d pipeline rows, %d with the victim's spec values, hits shown %" PRIu64
-	       " (its own) of %" PRIu64 "; admin sees %d program rows, %d pipelines of that program\n",
+	       " (its own) of %" PRIu64
+	       "; admin sees %d program rows, %d pipelines of that program\n",
 		sh->rows_before, sh->victim_rows, sh->programs_after, sh->pipelines_after,
 		sh->spec_rows_after, sh->hits_seen, progs.hits, progs.n, pipes.matching);
 	cr_expect_eq(sh->rows_before, 0, "another user's rows were shown");
