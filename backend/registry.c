@@ -31,6 +31,7 @@ static int open_vulkan(
 	struct vy_vulkan_options vk = {
 		.device_index = opts->device_index,
 		.cache_dir = opts->cache_dir,
+		.cache_key = opts->cache_key,
 		.enable_validation = opts->enable_validation,
 	};
 	return vy_vulkan_backend_create(&vk, out, err);

@@ -39,11 +39,13 @@ struct vy_registry_options {
 	uint32_t subgroup_size;
 	/*
 	 * For backends that drive a device (vulkan): which device, in the backend's enumeration
-	 * order; the folder of the disk cache (borrowed; NULL: none); whether to run under the
-	 * validation layers. Other backends ignore them.
+	 * order; the folder of the disk cache (borrowed; NULL: none) and the 32-byte key that
+	 * authenticates its files (borrowed; without it the disk cache is off); whether to run
+	 * under the validation layers. Other backends ignore them.
 	 */
 	uint32_t device_index;
 	const char *cache_dir;
+	const uint8_t *cache_key;
 	bool enable_validation;
 };
 

@@ -17,6 +17,15 @@
  * pipeline's "bytes" is an estimate (the canonical program plus a fixed allowance for the native
  * objects), since the backend contract does not report the size of a pipeline.
  *
+ * Privacy: a program entry records the users (uids) that sent its bytes, and a request by
+ * program_id from any other user gets exactly the NOT_FOUND of an id that never existed, so an id
+ * seen elsewhere (a log, a shared folder) neither runs another user's program nor tells that it
+ * exists. Programs restored from disk belong to nobody until a user sends their bytes: owners are
+ * not persisted, since a file cannot vouch for who sent it. Pipelines stay shared underneath
+ * (one compile serves every user of the same program); each records its users too, and
+ * cache_list shows a user only the rows they use, with their own hits and times, so that it
+ * tells nothing of another user's activity. Admins see every row with the totals.
+ *
  * Outcome of a pipeline miss: "disk" when the compile was served from the disk cache (the Vulkan
  * backend's SPIR-V files, seen through its disk-hit counter; for a backend with no compiled
  * artifacts of its own, a program restored from the daemon's program files), otherwise "miss".
@@ -231,6 +240,39 @@ static struct vy_req *waiter_pop(struct vy_link *waiters)
 	return req;
 }
 
+/* --- users of an entry ------------------------------------------------------------------ */
+
+static struct vy_cache_use *use_find(const struct vy_cache_users *u, uid_t uid)
+{
+	for (uint32_t i = 0; i < u->len; i++) {
+		if (u->items[i].uid == uid) {
+			return &u->items[i];
+		}
+	}
+	return NULL;
+}
+
+/* Record a use by `uid` (a hit when `hit`), adding the user on their first. */
+static void use_touch(struct vy_cache_users *u, uid_t uid, bool hit)
+{
+	uint64_t now = vy_now_ns();
+	struct vy_cache_use *e = use_find(u, uid);
+	if (!e) {
+		if (u->len == u->cap) {
+			u->cap = u->cap ? u->cap * 2 : 2;
+			u->items = realloc(u->items, u->cap * sizeof(*u->items));
+			if (!u->items) {
+				fprintf(stderr, "vyred: out of memory in the caches\n");
+				abort();
+			}
+		}
+		e = &u->items[u->len++];
+		*e = (struct vy_cache_use){.uid = uid, .first_ns = now};
+	}
+	e->hits += hit;
+	e->last_ns = now;
+}
+
 /* --- program entries ------------------------------------------------------------------- */
 
 static void prog_destroy(struct vy_prog *p)
@@ -240,6 +282,7 @@ static void prog_destroy(struct vy_prog *p)
 	vy_program_destroy(p->program);
 	free(p->specs);
 	free(p->canonical);
+	free(p->users.items);
 	vy_err_list_finish(&p->errs);
 	free(p);
 }
@@ -337,8 +380,8 @@ static void prog_work(uv_work_t *work)
 	struct vy_prog *p = VY_CONTAINER_OF(work, struct vy_prog, work);
 	if (prog_prepare(p) == 0 && p->srv->programs_dir) {
 		struct vy_err err;
-		p->disk_written = vy_disk_program_write(p->srv->programs_dir, &p->id, p->canonical,
-					  p->canonical_len, &err) == 0;
+		p->disk_written = vy_disk_program_write(p->srv->programs_dir, p->srv->disk_key,
+					  &p->id, p->canonical, p->canonical_len, &err) == 0;
 		if (!p->disk_written) {
 			vy_log_err(VY_LOG_WARNING, &err, "disk cache");
 		}
@@ -393,6 +436,7 @@ void vy_prog_acquire(struct vy_req *req)
 			if (!p) {
 				prog_insert(c, fresh);
 			}
+			use_touch(&fresh->users, req->conn->uid, false);
 			fresh->refs++; /* the work's */
 			fresh->refs++; /* the request's */
 			req->prog = fresh;
@@ -401,9 +445,11 @@ void vy_prog_acquire(struct vy_req *req)
 			uv_queue_work(&s->loop, &fresh->work, prog_work, prog_after);
 			return;
 		}
+		use_touch(&p->users, req->conn->uid, true);
 	} else {
 		p = prog_find(c, &req->r.program_id);
-		if (!p) {
+		/* Another user's program is answered exactly as an unknown id. */
+		if (!p || !use_find(&p->users, req->conn->uid)) {
 			char hex[VY_PROGRAM_ID_HEX];
 			vy_program_id_hex(&req->r.program_id, hex);
 			c->misses++;
@@ -412,6 +458,7 @@ void vy_prog_acquire(struct vy_req *req)
 				"no program with id %s is known to this daemon", hex);
 			return;
 		}
+		use_touch(&p->users, req->conn->uid, true);
 	}
 	c->hits++;
 	p->hits++;
@@ -452,6 +499,7 @@ static void pipe_destroy(struct vy_pipe *p)
 	vy_pipeline_destroy(p->pl);
 	vy_spec_map_finish(&p->spec);
 	vy_prog_unref(p->prog);
+	free(p->users.items);
 	vy_err_list_finish(&p->errs);
 	free(p);
 }
@@ -589,6 +637,7 @@ void vy_pipe_acquire(struct vy_req *req)
 		c->hits++;
 		c->spec_hits += spec;
 		p->hits++;
+		use_touch(&p->users, req->conn->uid, true);
 		p->refs++;
 		p->last_use_ns = vy_now_ns();
 		vy_list_remove(&p->lru);
@@ -601,6 +650,7 @@ void vy_pipe_acquire(struct vy_req *req)
 	}
 	if (p) {
 		c->coalesced++;
+		use_touch(&p->users, req->conn->uid, false);
 		vy_list_insert_tail(&p->waiters, &req->wait);
 		return;
 	}
@@ -621,6 +671,7 @@ void vy_pipe_acquire(struct vy_req *req)
 	vy_list_init(&p->waiters);
 	vy_list_init(&p->lru);
 	vy_err_list_init(&p->errs);
+	use_touch(&p->users, req->conn->uid, false);
 	pipe_insert(c, p);
 	p->refs++; /* the work's */
 	vy_list_insert_tail(&p->waiters, &req->wait);
@@ -751,8 +802,8 @@ void vy_caches_restore(struct vy_server *s)
 	}
 	struct restore_ctx r = {s, 0};
 	uint64_t t0 = vy_now_ns();
-	vy_disk_programs_load(s->programs_dir, s->cfg.program_cache_entries, restore_one, &r,
-		&s->progs.disk_rejected);
+	vy_disk_programs_load(s->programs_dir, s->disk_key, s->cfg.program_cache_entries,
+		restore_one, &r, &s->progs.disk_rejected);
 	s->progs.restored = r.loaded;
 	vy_log(VY_LOG_INFO,
 		"disk cache: restored %zu programs from %s in %" PRIu64 " ms (%" PRIu64
@@ -852,14 +903,48 @@ static void pack_spec_map(msgpack_packer *pk, const struct vy_spec_map *m)
 	}
 }
 
-void vy_caches_pack_list(struct vy_server *s, msgpack_packer *pk)
+/* The viewer's own figures of an entry, or the totals for an admin; false when hidden. */
+struct row_view {
+	uint64_t hits;
+	uint64_t first_ns;
+	uint64_t last_ns;
+};
+
+static bool row_visible(const struct vy_cache_users *u, uid_t viewer, bool admin, uint64_t hits,
+	uint64_t first_ns, uint64_t last_ns, struct row_view *out)
+{
+	const struct vy_cache_use *e = use_find(u, viewer);
+	if (admin) {
+		*out = (struct row_view){hits, first_ns, last_ns};
+		return true;
+	}
+	if (!e) {
+		return false;
+	}
+	*out = (struct row_view){e->hits, e->first_ns, e->last_ns};
+	return true;
+}
+
+void vy_caches_pack_list(struct vy_server *s, struct vy_conn *viewer, msgpack_packer *pk)
 {
 	uint64_t now = vy_now_ns();
-	vy_pack_cstr(pk, "pipelines");
-	msgpack_pack_array(pk, s->pipes.count);
+	bool admin = vy_server_is_admin(s, viewer);
+	uid_t uid = viewer->uid;
+	struct row_view v;
+	uint32_t n = 0;
 	struct vy_link *l;
 	for (l = s->pipes.lru.next; l != &s->pipes.lru; l = l->next) {
 		struct vy_pipe *p = VY_CONTAINER_OF(l, struct vy_pipe, lru);
+		n += row_visible(&p->users, uid, admin, 0, 0, 0, &v);
+	}
+	vy_pack_cstr(pk, "pipelines");
+	msgpack_pack_array(pk, n);
+	for (l = s->pipes.lru.next; l != &s->pipes.lru; l = l->next) {
+		struct vy_pipe *p = VY_CONTAINER_OF(l, struct vy_pipe, lru);
+		if (!row_visible(
+			    &p->users, uid, admin, p->hits, p->created_ns, p->last_use_ns, &v)) {
+			continue;
+		}
 		char hex[VY_PROGRAM_ID_HEX];
 		vy_program_id_hex(&p->prog->id, hex);
 		msgpack_pack_map(pk, 11);
@@ -879,20 +964,28 @@ void vy_caches_pack_list(struct vy_server *s, msgpack_packer *pk)
 		vy_pack_cstr(pk, "spec");
 		pack_spec_map(pk, &p->spec);
 		vy_pack_cstr(pk, "hits");
-		msgpack_pack_uint64(pk, p->hits);
+		msgpack_pack_uint64(pk, v.hits);
 		vy_pack_cstr(pk, "compile_ns");
 		msgpack_pack_uint64(pk, p->compile_ns);
 		vy_pack_cstr(pk, "bytes");
 		msgpack_pack_uint64(pk, p->bytes);
 		vy_pack_cstr(pk, "idle_ms");
-		msgpack_pack_uint64(pk, (now - p->last_use_ns) / 1000000);
+		msgpack_pack_uint64(pk, (now - v.last_ns) / 1000000);
 		vy_pack_cstr(pk, "age_ms");
-		msgpack_pack_uint64(pk, (now - p->created_ns) / 1000000);
+		msgpack_pack_uint64(pk, (now - v.first_ns) / 1000000);
 	}
-	vy_pack_cstr(pk, "programs");
-	msgpack_pack_array(pk, s->progs.count);
+	n = 0;
 	for (l = s->progs.lru.next; l != &s->progs.lru; l = l->next) {
 		struct vy_prog *p = VY_CONTAINER_OF(l, struct vy_prog, lru);
+		n += row_visible(&p->users, uid, admin, 0, 0, 0, &v);
+	}
+	vy_pack_cstr(pk, "programs");
+	msgpack_pack_array(pk, n);
+	for (l = s->progs.lru.next; l != &s->progs.lru; l = l->next) {
+		struct vy_prog *p = VY_CONTAINER_OF(l, struct vy_prog, lru);
+		if (!row_visible(&p->users, uid, admin, p->hits, 0, p->last_use_ns, &v)) {
+			continue;
+		}
 		char hex[VY_PROGRAM_ID_HEX];
 		vy_program_id_hex(&p->id, hex);
 		msgpack_pack_map(pk, 5);
@@ -903,7 +996,7 @@ void vy_caches_pack_list(struct vy_server *s, msgpack_packer *pk)
 		vy_pack_cstr(pk, "bytes");
 		msgpack_pack_uint64(pk, p->canonical_len);
 		vy_pack_cstr(pk, "hits");
-		msgpack_pack_uint64(pk, p->hits);
+		msgpack_pack_uint64(pk, v.hits);
 		vy_pack_cstr(pk, "from_disk");
 		if (p->from_disk) {
 			msgpack_pack_true(pk);

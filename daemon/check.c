@@ -158,11 +158,26 @@ static void check_cache_dir(const struct vy_config *cfg)
 	}
 	struct vy_err err = {0};
 	char detail[700];
+	if (vy_disk_dir_check(cfg->cache_dir, &err) != 0) {
+		snprintf(detail, sizeof(detail), "%s; the daemon runs without a disk cache",
+			err.message);
+		row("cache dir", CHECK_FAIL, detail, err.fix);
+		return;
+	}
 	if (vy_disk_mkdirs(cfg->cache_dir, &err) != 0) {
 		row("cache dir", CHECK_FAIL, err.message, err.fix);
 		return;
 	}
-	snprintf(detail, sizeof(detail), "%s is writable", cfg->cache_dir);
+	uint8_t key[VY_DISK_KEY_BYTES];
+	int rc = vy_disk_key_load(cfg->cache_dir, false, key, &err);
+	memset(key, 0, sizeof(key));
+	if (rc < 0) {
+		row("cache dir", CHECK_FAIL, err.message, err.fix);
+		return;
+	}
+	snprintf(detail, sizeof(detail),
+		"%s is writable by the daemon's user only; its key file %s", cfg->cache_dir,
+		rc == 0 ? "is private" : "is made at the first start");
 	row("cache dir", CHECK_OK, detail, "");
 }
 

@@ -627,6 +627,7 @@ static int open_backend(struct vy_server *s, const char *id, struct vy_err *err)
 	struct vy_registry_options opts = {
 		.subgroup_size = (uint32_t)s->cfg.reference_subgroup_size,
 		.cache_dir = s->backend_dir,
+		.cache_key = s->backend_dir ? s->disk_key : NULL,
 		.enable_validation = s->cfg.vulkan_validation,
 	};
 	uint32_t indices[VY_MAX_DEVICES];
@@ -829,7 +830,7 @@ void vy_devices_pack(struct vy_server *s, msgpack_packer *pk, bool brief)
 				used += p.heaps[h].used_bytes;
 			}
 		}
-		msgpack_pack_map(pk, brief ? 15 : 25);
+		msgpack_pack_map(pk, brief ? 15 : 27);
 		pack_u64(pk, "index", d->index);
 		vy_pack_cstr(pk, "backend");
 		vy_pack_cstr(pk, d->backend->id);
@@ -881,6 +882,19 @@ void vy_devices_pack(struct vy_server *s, msgpack_packer *pk, bool brief)
 		pack_u64(pk, "running", running);
 		pack_u64(pk, "lost", lost);
 		pack_u64(pk, "timeouts", timeouts);
+		/* Files of the backend's disk cache that failed their MAC or another check, and
+		 * SPIR-V modules among them that spirv-val refused before the driver saw them. */
+		uint64_t rejected = 0;
+		uint64_t invalid = 0;
+#ifdef VY_HAVE_VULKAN
+		struct vy_vulkan_stats vs;
+		if (d->vulkan && vy_vulkan_stats(d->backend, &vs)) {
+			rejected = vs.disk_rejected;
+			invalid = vs.spirv_disk_invalid;
+		}
+#endif
+		pack_u64(pk, "disk_rejected", rejected);
+		pack_u64(pk, "spirv_invalid", invalid);
 		struct vy_pipeline_cache_stats pc = {0};
 		bool has = vy_backend_pipeline_cache_stats(d->backend, &pc);
 		vy_pack_cstr(pk, "backend_cache");

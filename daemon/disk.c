@@ -1,22 +1,26 @@
 /*
  * Program files of the disk cache: atomic writes, checked reads. A program file is small (the
- * canonical form of one program, at most 16 MiB), so it is read and written whole.
+ * canonical form of one program, at most 16 MiB), so it is read and written whole. Also the
+ * trust of the cache folder and its key file, which every file of the cache is authenticated
+ * with.
  */
 #include "disk.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "ir.h"
 
-#define HEADER_BYTES 48
+#define HEADER_BYTES 72
+#define HEADER_SIGNED 40 /* the header bytes before the MAC, which the MAC covers */
 
 int vy_disk_mkdirs(const char *dir, struct vy_err *err)
 {
@@ -96,8 +100,8 @@ static int write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
-int vy_disk_program_write(const char *dir, const struct vy_program_id *id, const void *bytes,
-	size_t len, struct vy_err *err)
+int vy_disk_program_write(const char *dir, const uint8_t key[VY_DISK_KEY_BYTES],
+	const struct vy_program_id *id, const void *bytes, size_t len, struct vy_err *err)
 {
 	char hex[VY_PROGRAM_ID_HEX];
 	vy_program_id_hex(id, hex);
@@ -115,8 +119,8 @@ int vy_disk_program_write(const char *dir, const struct vy_program_id *id, const
 	memcpy(header, VY_DISK_PROGRAM_MAGIC, 8);
 	put_u32(header + 8, VY_DISK_PROGRAM_FORMAT);
 	put_u64(header + 16, len);
-	put_u64(header + 24, XXH3_64bits(bytes, len));
-	memcpy(header + 32, id->bytes, 16);
+	memcpy(header + 24, id->bytes, 16);
+	vy_disk_mac(key, header, HEADER_SIGNED, bytes, len, header + HEADER_SIGNED);
 	int rc = write_all(fd, header, sizeof(header)) || write_all(fd, bytes, len) || fsync(fd);
 	int saved = errno;
 	close(fd);
@@ -139,7 +143,8 @@ int vy_disk_program_write(const char *dir, const struct vy_program_id *id, const
 }
 
 /* The payload of a valid file, malloc'd, or NULL. */
-static uint8_t *read_program(const char *path, const struct vy_program_id *want, size_t *len)
+static uint8_t *read_program(const char *path, const uint8_t key[VY_DISK_KEY_BYTES],
+	const struct vy_program_id *want, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -154,12 +159,16 @@ static uint8_t *read_program(const char *path, const struct vy_program_id *want,
 		  memcmp(header, VY_DISK_PROGRAM_MAGIC, 8) == 0 &&
 		  get_u32(header + 8) == VY_DISK_PROGRAM_FORMAT &&
 		  get_u64(header + 16) == (uint64_t)st.st_size - HEADER_BYTES &&
-		  memcmp(header + 32, want->bytes, 16) == 0;
+		  memcmp(header + 24, want->bytes, 16) == 0;
 	if (ok) {
 		*len = (size_t)st.st_size - HEADER_BYTES;
 		payload = malloc(*len ? *len : 1);
-		ok = payload && read(fd, payload, *len) == (ssize_t)*len &&
-		     XXH3_64bits(payload, *len) == get_u64(header + 24);
+		uint8_t mac[VY_DISK_MAC_BYTES];
+		ok = payload && read(fd, payload, *len) == (ssize_t)*len;
+		if (ok) {
+			vy_disk_mac(key, header, HEADER_SIGNED, payload, *len, mac);
+			ok = sodium_memcmp(mac, header + HEADER_SIGNED, sizeof(mac)) == 0;
+		}
 	}
 	close(fd);
 	if (!ok) {
@@ -195,7 +204,7 @@ static int newest_first(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-void vy_disk_programs_load(const char *dir, size_t max,
+void vy_disk_programs_load(const char *dir, const uint8_t key[VY_DISK_KEY_BYTES], size_t max,
 	void (*fn)(void *ctx, const struct vy_program_id *id, const uint8_t *bytes, size_t len),
 	void *ctx, uint64_t *rejected)
 {
@@ -247,7 +256,7 @@ void vy_disk_programs_load(const char *dir, size_t max,
 		uint8_t *bytes = NULL;
 		if (i < max &&
 			vy_program_id_parse(files[i].name, VY_PROGRAM_ID_HEX - 1, &id, NULL) == 0) {
-			bytes = read_program(path, &id, &len);
+			bytes = read_program(path, key, &id, &len);
 		}
 		if (!bytes) {
 			*rejected += i < max;
@@ -278,4 +287,181 @@ size_t vy_disk_programs_clear(const char *dir)
 	}
 	closedir(d);
 	return n;
+}
+
+void vy_disk_mac(const uint8_t key[VY_DISK_KEY_BYTES], const void *header, size_t header_len,
+	const void *payload, size_t len, uint8_t out[VY_DISK_MAC_BYTES])
+{
+	crypto_generichash_state st;
+	crypto_generichash_init(&st, key, VY_DISK_KEY_BYTES, VY_DISK_MAC_BYTES);
+	crypto_generichash_update(&st, header, header_len);
+	crypto_generichash_update(&st, payload, len);
+	crypto_generichash_final(&st, out, VY_DISK_MAC_BYTES);
+}
+
+/* --- trust of the folder ---------------------------------------------------------------- */
+
+/*
+ * Whether a folder on the way to the cache lets no one but root and the daemon's user change
+ * what it holds. Like ssh's StrictModes: owned by root or the daemon's user, and writable by no
+ * one else, except that a folder above cache_dir (not cache_dir itself) may be a root-owned
+ * sticky folder like /tmp, where others cannot rename or delete what they do not own.
+ */
+static int folder_trusted(const char *path, bool above, struct vy_err *err)
+{
+	struct stat st;
+	if (lstat(path, &st) != 0) {
+		return vy_err_set(err, VY_E_INTERNAL, NULL, "create the folder or set cache_dir",
+			"cannot inspect %s: %s", path, strerror(errno));
+	}
+	uid_t me = geteuid();
+	if (!S_ISDIR(st.st_mode)) {
+		return vy_err_set(err, VY_E_INTERNAL, NULL,
+			"make cache_dir a real folder path (no symbolic link in it)",
+			"%s is not a folder", path);
+	}
+	if (st.st_uid != 0 && st.st_uid != me) {
+		return vy_err_set(err, VY_E_INTERNAL, NULL,
+			"chown the folder to root or to the daemon's user, or set cache_dir",
+			"%s is owned by uid %u, neither root nor the daemon's uid %u", path,
+			(unsigned)st.st_uid, (unsigned)me);
+	}
+	bool others = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+	bool sticky = above && st.st_uid == 0 && (st.st_mode & S_ISVTX);
+	if (others && !sticky) {
+		return vy_err_set(err, VY_E_INTERNAL, NULL,
+			"chmod go-w the folder (the cache must be writable by the daemon's user "
+			"only), or set cache_dir",
+			"%s is writable by users other than the daemon's (mode %04o)", path,
+			(unsigned)(st.st_mode & 07777));
+	}
+	return 0;
+}
+
+int vy_disk_dir_check(const char *dir, struct vy_err *err)
+{
+	if (dir[0] != '/') {
+		return vy_err_set(err, VY_E_INTERNAL, NULL, "set cache_dir to an absolute path",
+			"cache_dir %s is not an absolute path", dir);
+	}
+	/* The deepest folder that exists, resolved; what is missing is created by the daemon. */
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path)) {
+		return vy_err_set(err, VY_E_INTERNAL, NULL, "use a shorter cache_dir",
+			"the cache folder path is too long");
+	}
+	char real[PATH_MAX];
+	bool leaf = true;
+	while (!realpath(path, real)) {
+		char *slash = strrchr(path, '/');
+		if (errno != ENOENT || !slash) {
+			return vy_err_set(err, VY_E_INTERNAL, NULL,
+				"set cache_dir to a usable folder", "cannot resolve %s: %s", path,
+				strerror(errno));
+		}
+		*(slash == path ? slash + 1 : slash) = '\0';
+		leaf = false;
+	}
+	int rc = folder_trusted(real, !leaf, err);
+	static const char *const subs[] = {"programs", "vulkan", "vulkan/spirv"};
+	for (size_t i = 0; leaf && rc == 0 && i < sizeof(subs) / sizeof(subs[0]); i++) {
+		char sub[PATH_MAX + 16];
+		snprintf(sub, sizeof(sub), "%s/%s", real, subs[i]);
+		struct stat st;
+		if (lstat(sub, &st) == 0) {
+			rc = folder_trusted(sub, false, err);
+		}
+	}
+	while (rc == 0 && strcmp(real, "/") != 0) {
+		char *slash = strrchr(real, '/');
+		*(slash == real ? slash + 1 : slash) = '\0';
+		rc = folder_trusted(real, true, err);
+	}
+	/* A symbolic link on the way is only as safe as the folder that holds it. */
+	for (char *s = path + 1; rc == 0 && (s = strchr(s, '/')) != NULL; s++) {
+		*s = '\0';
+		if (realpath(path, real)) {
+			rc = folder_trusted(real, true, err);
+		}
+		*s = '/';
+	}
+	return rc;
+}
+
+/* --- the key ---------------------------------------------------------------------------- */
+
+/* Create the key file with fresh random bytes; losing a race to another daemon is no error. */
+static int key_create(const char *dir, const char *path, struct vy_err *err)
+{
+	char tmp[PATH_MAX + 16];
+	snprintf(tmp, sizeof(tmp), "%s/.key.XXXXXX", dir);
+	/* mkostemp creates the file with O_EXCL and mode 0600. */
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		return vy_err_set(err, VY_E_INTERNAL, NULL,
+			"give the daemon's user write access to cache_dir",
+			"cannot create the key file in %s: %s", dir, strerror(errno));
+	}
+	uint8_t key[VY_DISK_KEY_BYTES];
+	if (sodium_init() < 0) {
+		fprintf(stderr, "vyred: libsodium failed to initialise\n");
+		abort();
+	}
+	randombytes_buf(key, sizeof(key));
+	int rc = write_all(fd, key, sizeof(key)) || fsync(fd);
+	int saved = errno;
+	sodium_memzero(key, sizeof(key));
+	close(fd);
+	/* link, unlike rename, never replaces a key another daemon made meanwhile. */
+	if (rc == 0 && link(tmp, path) != 0 && errno != EEXIST) {
+		rc = -1;
+		saved = errno;
+	}
+	unlink(tmp);
+	if (rc) {
+		return vy_err_set(err, VY_E_INTERNAL, NULL,
+			"free space on the cache file system or give the daemon write access to it",
+			"cannot write %s: %s", path, strerror(saved));
+	}
+	return 0;
+}
+
+int vy_disk_key_load(
+	const char *dir, bool create, uint8_t key[VY_DISK_KEY_BYTES], struct vy_err *err)
+{
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof(path), "%s/" VY_DISK_KEY_FILE, dir);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && !create) {
+		return 1;
+	}
+	if (fd < 0 && errno == ENOENT) {
+		int rc = key_create(dir, path, err);
+		if (rc) {
+			return rc;
+		}
+		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		return vy_err_set(err, VY_E_INTERNAL, NULL,
+			"remove the file so that the daemon creates a new key (the cache is then "
+			"rebuilt)",
+			"cannot open the key file %s: %s", path, strerror(errno));
+	}
+	struct stat st;
+	int rc = 0;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+		(st.st_mode & 077) != 0 || st.st_size != VY_DISK_KEY_BYTES) {
+		rc = vy_err_set(err, VY_E_INTERNAL, NULL,
+			"remove the file so that the daemon creates a new key (0600, owned by the "
+			"daemon's user; the cache is then rebuilt)",
+			"the key file %s is not a %d-byte file of mode 0600 owned by uid %u", path,
+			VY_DISK_KEY_BYTES, (unsigned)geteuid());
+	} else if (read(fd, key, VY_DISK_KEY_BYTES) != VY_DISK_KEY_BYTES) {
+		rc = vy_err_set(err, VY_E_INTERNAL, NULL,
+			"remove the file so that the daemon creates a new key",
+			"cannot read the key file %s: %s", path, strerror(errno));
+	}
+	close(fd);
+	return rc;
 }

@@ -1,13 +1,21 @@
 /*
  * The daemon's own disk cache (DESIGN.md §7.3): the canonical bytes of every program it has
  * validated, one file per program id under <cache_dir>/programs/, so that after a restart a
- * client can dispatch by program_id and the pipeline is rebuilt from disk (the Vulkan backend
+ * client that sends a program again gets its pipeline rebuilt from disk (the Vulkan backend
  * keeps its SPIR-V and VkPipelineCache blob beside it, in <cache_dir>/vulkan/).
  *
  * File format (little-endian): the magic "VYREDPG\0", the format version (u32), a reserved u32,
- * the payload length (u64), the XXH3-64 of the payload (u64), the program id (16 bytes), then
- * the canonical msgpack bytes. A file that fails any check is deleted and never trusted; writes
- * are atomic (temporary file, fsync, rename, fsync of the folder).
+ * the payload length (u64), the program id (16 bytes), the MAC (32 bytes: keyed BLAKE2b-256 of
+ * the 40 header bytes before it and the payload, keyed with the install's key), then the
+ * canonical msgpack bytes. A file that fails any check (format 1 files, which had a plain XXH3,
+ * included) is deleted and never trusted; writes are atomic (temporary file, fsync, rename,
+ * fsync of the folder). Someone who can write the folder but not read the key cannot forge a
+ * file; the daemon also refuses a folder others can write (vy_disk_dir_check).
+ *
+ * The key: <cache_dir>/key, 32 random bytes made at the first start (a temporary file created
+ * with O_EXCL and mode 0600, then linked into place, so it appears whole or not at all), owned by
+ * the daemon's user and readable by no one else. The Vulkan backend authenticates its own files
+ * with the same key.
  *
  * Thread-safety: every function may run on any thread; files are written whole or not at all.
  */
@@ -22,21 +30,49 @@
 #include "err.h"
 
 #define VY_DISK_PROGRAM_MAGIC "VYREDPG"
-#define VY_DISK_PROGRAM_FORMAT 1u
+#define VY_DISK_PROGRAM_FORMAT 2u
+#define VY_DISK_KEY_BYTES 32
+#define VY_DISK_MAC_BYTES 32
+#define VY_DISK_KEY_FILE "key"
+
+/*
+ * Whether cache_dir can be trusted: it, its programs/ and vulkan/ folders (where they exist) and
+ * every folder above it are owned by root or the daemon's user and writable by no one else; a
+ * folder above cache_dir may instead be a root-owned sticky folder such as /tmp (as ssh's
+ * StrictModes accepts). Symbolic links are followed, and the folders holding them must pass as
+ * well. A cache_dir that does not exist yet is judged by the deepest folder that does. Errors:
+ * INTERNAL naming the folder, its owner or mode, with a Fix line.
+ */
+int vy_disk_dir_check(const char *dir, struct vy_err *err);
+
+/*
+ * Load the key of the disk cache from <dir>/key, creating it when missing if `create` (the
+ * daemon's start; `vyred --check` only looks, so that a check run as root makes no file the
+ * service's user could not read). Returns 0, 1 when the file is missing and not created, or
+ * INTERNAL (with a Fix line) when the file is not a regular 32-byte file of mode 0600 owned by the
+ * daemon's user.
+ */
+int vy_disk_key_load(
+	const char *dir, bool create, uint8_t key[VY_DISK_KEY_BYTES], struct vy_err *err);
+
+/* The keyed BLAKE2b-256 of `header` then `payload`. */
+void vy_disk_mac(const uint8_t key[VY_DISK_KEY_BYTES], const void *header, size_t header_len,
+	const void *payload, size_t len, uint8_t out[VY_DISK_MAC_BYTES]);
 
 /* Create `dir` and its parents (mode 0750). Errors: INTERNAL naming the path and errno. */
 int vy_disk_mkdirs(const char *dir, struct vy_err *err);
 
-/* Write one program file atomically. Errors: INTERNAL naming the path and errno. */
-int vy_disk_program_write(const char *dir, const struct vy_program_id *id, const void *bytes,
-	size_t len, struct vy_err *err);
+/* Write one program file atomically, authenticated with `key`. Errors: INTERNAL naming the path
+ * and errno. */
+int vy_disk_program_write(const char *dir, const uint8_t key[VY_DISK_KEY_BYTES],
+	const struct vy_program_id *id, const void *bytes, size_t len, struct vy_err *err);
 
 /*
  * Call `fn` for each valid program file of `dir`, newest first, at most `max` times; files that
  * fail a check are deleted and counted in *rejected, files beyond `max` are deleted. The bytes
  * passed to `fn` are freed after it returns.
  */
-void vy_disk_programs_load(const char *dir, size_t max,
+void vy_disk_programs_load(const char *dir, const uint8_t key[VY_DISK_KEY_BYTES], size_t max,
 	void (*fn)(void *ctx, const struct vy_program_id *id, const uint8_t *bytes, size_t len),
 	void *ctx, uint64_t *rejected);
 

@@ -1012,7 +1012,7 @@ void vy_ops_start(struct vy_req *req)
 	}
 	case VY_OP_CACHE_LIST: {
 		struct vy_reply *rp = vy_reply_begin(req, 2);
-		vy_caches_pack_list(s, &rp->pk);
+		vy_caches_pack_list(s, c, &rp->pk);
 		vy_reply_send(rp);
 		break;
 	}

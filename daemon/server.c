@@ -485,14 +485,21 @@ int vy_server_init(struct vy_server *s, const struct vy_config_args *args, struc
 		return rc;
 	}
 	if (s->cfg.disk_cache) {
+		/* A folder others can write is never read nor written: the daemon serves on without
+		 * a disk cache, as ssh's StrictModes ignores an unsafe authorized_keys. */
 		struct vy_err derr = {0};
 		char *programs = join(s->cfg.cache_dir, "programs");
 		char *backend = join(s->cfg.cache_dir, "vulkan");
-		if (vy_disk_mkdirs(programs, &derr) == 0 && vy_disk_mkdirs(backend, &derr) == 0) {
+		if (vy_disk_dir_check(s->cfg.cache_dir, &derr) == 0 &&
+			vy_disk_mkdirs(programs, &derr) == 0 &&
+			vy_disk_mkdirs(backend, &derr) == 0 &&
+			vy_disk_key_load(s->cfg.cache_dir, true, s->disk_key, &derr) == 0) {
 			s->programs_dir = programs;
 			s->backend_dir = backend;
 		} else {
-			vy_log_err(VY_LOG_WARNING, &derr, "disk cache disabled");
+			vy_log_err(VY_LOG_ERR, &derr,
+				"disk cache disabled: nothing is read from or written to "
+				"cache_dir");
 			free(programs);
 			free(backend);
 		}

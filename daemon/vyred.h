@@ -171,6 +171,24 @@ struct vy_spec_decl {
 
 enum vy_entry_state { VY_ENTRY_PENDING, VY_ENTRY_READY };
 
+/*
+ * The users of a cache entry: a program's are the users who sent its bytes (the only ones its
+ * id works for), a pipeline's those who used it; cache_list shows each user only entries they
+ * use, with their own figures.
+ */
+struct vy_cache_use {
+	uid_t uid;
+	uint64_t hits;
+	uint64_t first_ns;
+	uint64_t last_ns;
+};
+
+struct vy_cache_users {
+	struct vy_cache_use *items; /* owned */
+	uint32_t len;
+	uint32_t cap;
+};
+
 struct vy_prog {
 	struct vy_server *srv;
 	struct vy_hlink link; /* in the program cache's index, hashed by id */
@@ -191,6 +209,7 @@ struct vy_prog {
 	struct vy_spec_decl *specs; /* owned */
 	uint64_t hits;
 	uint64_t last_use_ns;
+	struct vy_cache_users users; /* who sent its bytes; none for one restored from disk */
 	uv_work_t work;
 	int rc;
 	struct vy_err err;
@@ -230,6 +249,7 @@ struct vy_pipe {
 	uint64_t hits;
 	uint64_t created_ns;
 	uint64_t last_use_ns;
+	struct vy_cache_users users;
 	uv_work_t work;
 	int rc;
 	struct vy_err err;
@@ -486,6 +506,8 @@ struct vy_server {
 	uint32_t works;     /* thread-pool work items not yet completed */
 	char *programs_dir; /* owned: <cache_dir>/programs, NULL when the disk cache is off */
 	char *backend_dir;  /* owned: <cache_dir>/vulkan, NULL when the disk cache is off */
+	/* The disk cache's MAC key (disk.h), when programs_dir is set. */
+	uint8_t disk_key[32];
 	uid_t uid;
 	int exit_code;
 	uint32_t corking;      /* nesting of vy_replies_cork; loop thread */
@@ -607,8 +629,9 @@ void vy_caches_trim(struct vy_server *s);
 void vy_caches_restore(struct vy_server *s);
 /* The pipeline_cache, spec_cache and program_cache fields of the stats reply. */
 void vy_caches_pack_stats(struct vy_server *s, msgpack_packer *pk);
-/* The pipelines and programs fields of the cache_list reply. */
-void vy_caches_pack_list(struct vy_server *s, msgpack_packer *pk);
+/* The pipelines and programs fields of the cache_list reply: every row for an admin, otherwise
+ * the rows `viewer` uses, with the viewer's own hits and times. */
+void vy_caches_pack_list(struct vy_server *s, struct vy_conn *viewer, msgpack_packer *pk);
 
 /* device.c */
 /* Open the configured backend's devices (devices = all or a list) and start their submit

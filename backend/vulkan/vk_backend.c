@@ -96,7 +96,7 @@ static int device_up(struct vy__vk_backend *b, uint32_t index, struct vy_err *er
 	};
 	memcpy(id.cache_uuid, b->dev.props.pipelineCacheUUID, 16);
 	vy__vk_disk_close(&b->disk);
-	rc = vy__vk_disk_open(&b->disk, b->cache_dir, &id, err);
+	rc = vy__vk_disk_open(&b->disk, b->cache_dir, b->cache_key, &id, err);
 	if (rc) {
 		goto error;
 	}
@@ -1080,7 +1080,8 @@ static int create(const struct vy_vulkan_options *opts, unsigned test_flags,
 	const char *env = getenv("VYRED_VULKAN_VALIDATION");
 	b->validation = opts->enable_validation || (env && strcmp(env, "1") == 0);
 	b->test_flags = test_flags;
-	if (opts->cache_dir) {
+	if (opts->cache_dir && opts->cache_key) {
+		memcpy(b->cache_key, opts->cache_key, sizeof(b->cache_key));
 		b->cache_dir = strdup(opts->cache_dir);
 		if (!b->cache_dir) {
 			fprintf(stderr, "vyred: out of memory\n");
@@ -1127,6 +1128,7 @@ bool vy_vulkan_stats(struct vy_backend *base, struct vy_vulkan_stats *out)
 	out->spirv_disk_misses = atomic_load(&b->disk.spirv_misses);
 	out->disk_writes = atomic_load(&b->disk.writes);
 	out->disk_rejected = atomic_load(&b->disk.rejected);
+	out->spirv_disk_invalid = atomic_load(&b->disk.spirv_invalid);
 	out->disk_write_errors = atomic_load(&b->disk.write_errors);
 	out->pipeline_cache_from_disk = b->pipes.cache_from_disk;
 	if (b->open) {

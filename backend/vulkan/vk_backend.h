@@ -131,6 +131,7 @@ struct vy__vk_import {
 struct vy__vk_backend {
 	struct vy_backend base;
 	char *cache_dir; /* owned, or NULL */
+	uint8_t cache_key[VY_VK_DISK_MAC_KEY_BYTES];
 	bool validation;
 	unsigned test_flags; /* VY__VK_TEST_* */
 	char version[128];

@@ -1,6 +1,6 @@
 /*
- * Files of the disk cache. Nothing read from disk reaches the driver before its header and
- * checksum have been checked: a damaged pipeline-cache blob can crash a driver, and the cache
+ * Files of the disk cache. Nothing read from disk reaches the driver before its header and MAC
+ * have been checked: a damaged or planted pipeline-cache blob can crash a driver, and the cache
  * directory outlives driver updates and may be shared by different GPUs.
  */
 #include "vk_disk.h"
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <xxhash.h>
+#include <sodium.h>
 
 /* A payload above this is not a file this cache wrote. */
 #define MAX_PAYLOAD ((uint64_t)1 << 30)
@@ -44,8 +44,19 @@ static uint64_t get64(const uint8_t *p)
 	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
 }
 
+static void mac_of(const uint8_t mac_key[VY_VK_DISK_MAC_KEY_BYTES], const uint8_t *header,
+	const void *data, size_t len, uint8_t out[32])
+{
+	crypto_generichash_state st;
+	crypto_generichash_init(&st, mac_key, VY_VK_DISK_MAC_KEY_BYTES, 32);
+	crypto_generichash_update(&st, header, VY_VK_DISK_SIGNED_BYTES);
+	crypto_generichash_update(&st, data, len);
+	crypto_generichash_final(&st, out, 32);
+}
+
 void vy__vk_disk_header(const struct vy_vk_disk_identity *id, enum vy_vk_disk_kind kind,
-	const uint8_t key[16], const void *data, size_t len, uint8_t out[VY_VK_DISK_HEADER_BYTES])
+	const uint8_t key[16], const uint8_t mac_key[VY_VK_DISK_MAC_KEY_BYTES], const void *data,
+	size_t len, uint8_t out[VY_VK_DISK_HEADER_BYTES])
 {
 	memset(out, 0, VY_VK_DISK_HEADER_BYTES);
 	memcpy(out, VY_VK_DISK_MAGIC, sizeof(VY_VK_DISK_MAGIC));
@@ -59,7 +70,7 @@ void vy__vk_disk_header(const struct vy_vk_disk_identity *id, enum vy_vk_disk_ki
 		memcpy(out + 48, key, 16);
 	}
 	put64(out + 64, (uint64_t)len);
-	put64(out + 72, XXH3_64bits(data, len));
+	mac_of(mac_key, out, data, len, out + VY_VK_DISK_SIGNED_BYTES);
 }
 
 static int make_dir(const char *path, struct vy_err *err)
@@ -77,14 +88,16 @@ static int make_dir(const char *path, struct vy_err *err)
 		"cache folder %s: %s (%s)", path, strerror(e), strerrorname_np(e));
 }
 
-int vy__vk_disk_open(struct vy_vk_disk *disk, const char *dir, const struct vy_vk_disk_identity *id,
+int vy__vk_disk_open(struct vy_vk_disk *disk, const char *dir,
+	const uint8_t mac_key[VY_VK_DISK_MAC_KEY_BYTES], const struct vy_vk_disk_identity *id,
 	struct vy_err *err)
 {
 	memset(disk, 0, sizeof(*disk));
 	disk->id = *id;
-	if (!dir) {
+	if (!dir || !mac_key) {
 		return 0;
 	}
+	memcpy(disk->mac_key, mac_key, sizeof(disk->mac_key));
 	size_t n = strlen(dir);
 	while (n > 1 && dir[n - 1] == '/') {
 		n--;
@@ -114,6 +127,7 @@ int vy__vk_disk_open(struct vy_vk_disk *disk, const char *dir, const struct vy_v
 
 void vy__vk_disk_close(struct vy_vk_disk *disk)
 {
+	sodium_memzero(disk->mac_key, sizeof(disk->mac_key));
 	free(disk->dir);
 	disk->dir = NULL;
 }
@@ -207,7 +221,12 @@ bool vy__vk_disk_read(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const 
 			fprintf(stderr, "vyred: out of memory reading %s\n", path);
 			abort();
 		}
-		ok = read_all(fd, payload, n) && XXH3_64bits(payload, n) == get64(h + 72);
+		uint8_t mac[32];
+		ok = read_all(fd, payload, n);
+		if (ok) {
+			mac_of(disk->mac_key, h, payload, n, mac);
+			ok = sodium_memcmp(mac, h + VY_VK_DISK_SIGNED_BYTES, sizeof(mac)) == 0;
+		}
 	}
 	close(fd);
 	if (!ok) {
@@ -260,7 +279,7 @@ int vy__vk_disk_write(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const 
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld.%llu", path, (long)getpid(),
 		(unsigned long long)atomic_fetch_add(&temp_counter, 1));
 	uint8_t h[VY_VK_DISK_HEADER_BYTES];
-	vy__vk_disk_header(&disk->id, kind, key, data, len, h);
+	vy__vk_disk_header(&disk->id, kind, key, disk->mac_key, data, len, h);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	bool ok = fd >= 0 && write_all(fd, h, sizeof(h)) && write_all(fd, data, len) &&
 		  fsync(fd) == 0;

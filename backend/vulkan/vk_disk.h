@@ -5,13 +5,17 @@
  *   <cache_dir>/pipeline-cache-<vendor>-<device>.bin   the VkPipelineCache data
  *   <cache_dir>/spirv/<32 hex digits>.spv              one SPIR-V module per key
  *
- * Every file starts with an 80-byte little-endian header: magic "VYREDVK\0", format version,
+ * Every file starts with a 104-byte little-endian header: magic "VYREDVK\0", format version,
  * kind (1 SPIR-V, 2 pipeline cache), vendor id, device id, driver version, a reserved word, the
- * device's pipelineCacheUUID, the key (zero for the pipeline cache), the payload length and the
- * XXH3-64 of the payload. A file that fails any check (short, truncated, damaged, another
- * device's or driver's, another key's) is counted as rejected and never handed to the driver; the
- * next write replaces it. Writes are atomic: a temporary file in the same directory, fsync,
- * rename, fsync of the directory.
+ * device's pipelineCacheUUID, the key (zero for the pipeline cache), the payload length, then the
+ * MAC: the keyed BLAKE2b-256 (libsodium's crypto_generichash) of the 72 header bytes before it
+ * and the payload, keyed with the install's secret (the daemon's <cache_dir>/key, passed in
+ * through the options). A file that fails any check (short, truncated, damaged, another device's
+ * or driver's, another key's, format 1 with its plain XXH3, or forged by someone without the
+ * secret) is counted as rejected and never handed to the driver; the next write replaces it.
+ * SPIR-V that passes these checks is also validated (spirv-val) before it reaches the driver
+ * (vk_kernel.c). Writes are atomic: a temporary file in the same directory, fsync, rename, fsync
+ * of the directory.
  *
  * Ownership: struct vy_vk_disk is embedded in the backend (open/close). Payloads read are
  * malloc'd and freed by the caller.
@@ -29,8 +33,10 @@
 #include "err.h"
 
 #define VY_VK_DISK_MAGIC "VYREDVK"
-#define VY_VK_DISK_FORMAT 1
-#define VY_VK_DISK_HEADER_BYTES 80
+#define VY_VK_DISK_FORMAT 2
+#define VY_VK_DISK_HEADER_BYTES 104
+#define VY_VK_DISK_SIGNED_BYTES 72 /* header bytes the MAC covers, before the MAC */
+#define VY_VK_DISK_MAC_KEY_BYTES 32
 
 enum vy_vk_disk_kind {
 	VY_VK_DISK_SPIRV = 1,
@@ -48,19 +54,23 @@ struct vy_vk_disk_identity {
 struct vy_vk_disk {
 	char *dir; /* owned; NULL when the disk cache is off */
 	struct vy_vk_disk_identity id;
+	uint8_t mac_key[VY_VK_DISK_MAC_KEY_BYTES];
 	_Atomic uint64_t spirv_hits;
 	_Atomic uint64_t spirv_misses;
 	_Atomic uint64_t writes;
 	_Atomic uint64_t rejected;
+	_Atomic uint64_t spirv_invalid; /* authenticated SPIR-V that spirv-val refused */
 	_Atomic uint64_t write_errors;
 };
 
 /*
- * Open the cache under `dir` (created, with its spirv/ folder, when missing). `dir` NULL turns the
- * cache off: reads find nothing and writes do nothing. Errors: DISPATCH_FAILED naming the folder
- * and errno when it cannot be created.
+ * Open the cache under `dir` (created, with its spirv/ folder, when missing), its files
+ * authenticated with `mac_key` (copied). `dir` or `mac_key` NULL turns the cache off: reads find
+ * nothing and writes do nothing. Errors: DISPATCH_FAILED naming the folder and errno when it
+ * cannot be created.
  */
-int vy__vk_disk_open(struct vy_vk_disk *disk, const char *dir, const struct vy_vk_disk_identity *id,
+int vy__vk_disk_open(struct vy_vk_disk *disk, const char *dir,
+	const uint8_t mac_key[VY_VK_DISK_MAC_KEY_BYTES], const struct vy_vk_disk_identity *id,
 	struct vy_err *err);
 void vy__vk_disk_close(struct vy_vk_disk *disk);
 
@@ -83,8 +93,10 @@ bool vy__vk_disk_read(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const 
 int vy__vk_disk_write(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const uint8_t key[16],
 	const void *data, size_t len, struct vy_err *err);
 
-/* Build the 80-byte header of a payload (also used by tests to forge files). */
+/* Build the header of a payload, with its MAC under `mac_key` (also used by tests to forge
+ * files). */
 void vy__vk_disk_header(const struct vy_vk_disk_identity *id, enum vy_vk_disk_kind kind,
-	const uint8_t key[16], const void *data, size_t len, uint8_t out[VY_VK_DISK_HEADER_BYTES]);
+	const uint8_t key[16], const uint8_t mac_key[VY_VK_DISK_MAC_KEY_BYTES], const void *data,
+	size_t len, uint8_t out[VY_VK_DISK_HEADER_BYTES]);
 
 #endif

@@ -217,14 +217,20 @@ static int spirv_of(struct vy__vk_backend *b, const char *glsl, uint32_t **words
 	void *data = NULL;
 	size_t len = 0;
 	if (vy__vk_disk_read(&b->disk, VY_VK_DISK_SPIRV, key, &data, &len)) {
+		/* Authenticated is not proof of sound: the driver sees only modules spirv-val
+		 * accepts (an invalid one can crash it), and a rejected file is rebuilt below. */
 		const uint32_t *w = data;
-		if (len >= 20 && len % 4 == 0 && w[0] == 0x07230203u) {
+		if (len >= 20 && len % 4 == 0 && w[0] == 0x07230203u &&
+			vy__vk_validate_spirv(w, len / 4, NULL) == 0) {
 			*words = data;
 			*n_words = len / 4;
 			*from_disk = true;
 			return 0;
 		}
 		atomic_fetch_add(&b->disk.rejected, 1);
+		atomic_fetch_add(&b->disk.spirv_invalid, 1);
+		atomic_fetch_sub(&b->disk.spirv_hits, 1);
+		atomic_fetch_add(&b->disk.spirv_misses, 1);
 		free(data);
 	}
 	*from_disk = false;

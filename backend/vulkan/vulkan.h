@@ -47,6 +47,11 @@ struct vy_vulkan_options {
 	uint32_t device_index; /* in vy_vulkan_devices_enumerate order */
 	const char *cache_dir; /* borrowed; NULL: no disk cache */
 	/*
+	 * Borrowed: the 32 secret bytes every file of the disk cache is authenticated with (a keyed
+	 * BLAKE2b MAC); NULL turns the disk cache off.
+	 */
+	const uint8_t *cache_key;
+	/*
 	 * Enable VK_LAYER_KHRONOS_validation and check every generated module with spirv-val.
 	 * The environment variable VYRED_VULKAN_VALIDATION=1 turns it on too.
 	 */
@@ -89,7 +94,8 @@ struct vy_vulkan_stats {
 	uint64_t spirv_disk_hits;   /* shaders loaded from disk instead of compiled */
 	uint64_t spirv_disk_misses; /* shaders compiled because disk had none or a bad one */
 	uint64_t disk_writes;
-	uint64_t disk_rejected; /* cache files that failed a check and were ignored */
+	uint64_t disk_rejected;      /* cache files that failed a check and were ignored */
+	uint64_t spirv_disk_invalid; /* of those, SPIR-V files spirv-val refused */
 	uint64_t disk_write_errors;
 	bool pipeline_cache_from_disk; /* the VkPipelineCache was seeded from disk at open */
 	uint64_t submits;              /* vkQueueSubmit calls */

@@ -1078,8 +1078,13 @@ Test(vulkan, lost_device_is_reported_and_recovered)
 	done();
 }
 
+/* The secret the disk cache's files are authenticated with in these tests. */
+static const uint8_t mac_key[VY_VK_DISK_MAC_KEY_BYTES] = "vyred test key: 32 bytes long..";
+
 /* Damage a file of the disk cache: 0 truncates it, 1 flips a payload byte, 2 rewrites it as
- * another device's file with a valid checksum. */
+ * another device's file with a valid MAC, 3 forges it with another key (what someone without
+ * the secret can do), 4 replaces a SPIR-V payload by a module spirv-val refuses, with a valid
+ * MAC (a blob gets a flipped byte instead). */
 static void damage(const char *path, int how)
 {
 	FILE *f = fopen(path, "r+b");
@@ -1095,13 +1100,40 @@ static void damage(const char *path, int how)
 		cr_assert_eq(truncate(path, size / 2), 0);
 	} else if (how == 1) {
 		data[size - 1] ^= 0x40;
-	} else {
-		struct vy_vk_disk_identity other = {.vendor_id = 0x10de, .device_id = 0x2330};
+	} else if (how == 2 || how == 3) {
+		struct vy_vk_disk_identity id = {.vendor_id = 0x10de, .device_id = 0x2330};
+		uint8_t other_key[VY_VK_DISK_MAC_KEY_BYTES] = {1};
+		if (how == 3) {
+			memcpy(&id.vendor_id, data + 16, 4);
+			memcpy(&id.device_id, data + 20, 4);
+			memcpy(&id.driver_version, data + 24, 4);
+			memcpy(id.cache_uuid, data + 32, 16);
+		}
 		uint8_t key[16];
 		memcpy(key, data + 48, 16);
 		uint32_t kind = data[12];
-		vy__vk_disk_header(&other, kind, key, data + VY_VK_DISK_HEADER_BYTES,
-			(size_t)size - VY_VK_DISK_HEADER_BYTES, data);
+		vy__vk_disk_header(&id, kind, key, how == 3 ? other_key : mac_key,
+			data + VY_VK_DISK_HEADER_BYTES, (size_t)size - VY_VK_DISK_HEADER_BYTES,
+			data);
+	} else if (data[12] == VY_VK_DISK_PIPELINE_CACHE) {
+		data[size - 1] ^= 0x40;
+	} else {
+		/* The SPIR-V header, then words no module can hold. */
+		uint32_t *w = (uint32_t *)(data + VY_VK_DISK_HEADER_BYTES);
+		size_t n = ((size_t)size - VY_VK_DISK_HEADER_BYTES) / 4;
+		for (size_t i = 5; i < n; i++) {
+			w[i] = 0xdeadbeefu ^ (uint32_t)i;
+		}
+		struct vy_vk_disk_identity id;
+		memcpy(&id.vendor_id, data + 16, 4);
+		memcpy(&id.device_id, data + 20, 4);
+		memcpy(&id.driver_version, data + 24, 4);
+		memcpy(id.cache_uuid, data + 32, 16);
+		uint8_t key[16];
+		memcpy(key, data + 48, 16);
+		vy__vk_disk_header(&id, VY_VK_DISK_SPIRV, key, mac_key,
+			data + VY_VK_DISK_HEADER_BYTES, (size_t)size - VY_VK_DISK_HEADER_BYTES,
+			data);
 	}
 	if (how != 0) {
 		f = fopen(path, "wb");
@@ -1131,7 +1163,7 @@ static void find_spirv(char *out, size_t size)
 /* Open a backend on the cache, dispatch vector_add, and return its stats before closing. */
 static struct vy_vulkan_stats cached_run(void)
 {
-	struct vy_vulkan_options opts = {.cache_dir = cache_dir};
+	struct vy_vulkan_options opts = {.cache_dir = cache_dir, .cache_key = mac_key};
 	struct vy_backend *b = open_with(&opts, 0);
 	enum { N = 96 };
 	struct vy_program *p = vector_add(N);
@@ -1161,7 +1193,7 @@ static void check_cache_files(const struct vy_device_profile *prof, int how)
 	memcpy(id.cache_uuid, prof->pipeline_cache_uuid, 16);
 	struct vy_vk_disk disk;
 	struct vy_err err;
-	cr_assert_eq(vy__vk_disk_open(&disk, cache_dir, &id, &err), 0, "%s", err.message);
+	cr_assert_eq(vy__vk_disk_open(&disk, cache_dir, mac_key, &id, &err), 0, "%s", err.message);
 	void *data = NULL;
 	size_t len = 0;
 	cr_assert(vy__vk_disk_read(&disk, VY_VK_DISK_PIPELINE_CACHE, NULL, &data, &len),
@@ -1204,7 +1236,7 @@ Test(vulkan, damaged_or_foreign_cache_files_are_ignored_and_replaced)
 	cr_assert_eq(st.spirv_disk_hits, 1);
 	cr_assert_eq(st.disk_rejected, 0);
 
-	for (int how = 0; how < 3; how++) {
+	for (int how = 0; how < 5; how++) {
 		char spv[600];
 		find_spirv(spv, sizeof(spv));
 		damage(blob, how);
@@ -1214,6 +1246,8 @@ Test(vulkan, damaged_or_foreign_cache_files_are_ignored_and_replaced)
 			st.pipeline_cache_from_disk, "damage %d: the blob is not trusted", how);
 		cr_assert_eq(st.spirv_disk_hits, 0, "damage %d: the module is not trusted", how);
 		cr_assert_eq(st.disk_rejected, 2, "damage %d", how);
+		cr_assert_eq(
+			st.spirv_disk_invalid, how == 4, "damage %d: spirv-val's refusals", how);
 		check_cache_files(&prof, how);
 	}
 	done();
