@@ -31,8 +31,6 @@
 #include "reference.h"
 #include "rel.h"
 
-TestSuite(isolation, .fini = rel_fini, .timeout = 240);
-
 #define ATTACKER 61001
 #define VICTIM 61002
 #define MIB ((size_t)1 << 20)

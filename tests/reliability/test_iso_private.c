@@ -24,8 +24,6 @@
 
 #include "rel.h"
 
-TestSuite(isolation, .fini = rel_fini, .timeout = 120);
-
 #define ATTACKER 61001
 #define VICTIM 61002
 
