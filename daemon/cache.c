@@ -252,9 +252,22 @@ struct vy_pool_user {
 };
 
 static void pool_after(uv_work_t *work, int status);
+static void pool_finish(struct vy_pool_item *it, int status);
+
+/* Whether a request of a live connection waits for the item. */
+static bool pool_wanted(const struct vy_pool_item *it)
+{
+	for (struct vy_link *l = it->waiters->next; l != it->waiters; l = l->next) {
+		if (vy_conn_alive(VY_CONTAINER_OF(l, struct vy_req, wait)->conn)) {
+			return true;
+		}
+	}
+	return false;
+}
 
 /* Start queued items while the pool has room: each from the user served least recently among
- * those under compile_per_user. */
+ * those under compile_per_user. An item whose every requester has gone is not run: it ends as
+ * cancelled, which takes its entry out of the cache (a later request queues it again). */
 static void pool_pump(struct vy_server *s)
 {
 	while (s->pool_running < s->cfg.compile_threads) {
@@ -273,15 +286,20 @@ static void pool_pump(struct vy_server *s)
 			VY_CONTAINER_OF(pick->queue.next, struct vy_pool_item, link);
 		vy_list_remove(&it->link);
 		pick->running++;
-		pick->served = ++s->pool_served;
 		s->pool_running++;
+		if (!pool_wanted(it)) {
+			pool_finish(it, UV_ECANCELED);
+			continue;
+		}
+		pick->served = ++s->pool_served;
 		uv_queue_work(&s->loop, &it->work, it->run, pool_after);
 	}
 }
 
-/* Queue `it` for the pool as work of `uid`; `after` runs on the loop when it is done. */
-static void pool_submit(struct vy_server *s, uid_t uid, struct vy_pool_item *it, uv_work_cb run,
-	uv_after_work_cb after)
+/* Queue `it` for the pool as work of `uid` for the requests in `waiters`; `after` runs on the
+ * loop when it is done (with UV_ECANCELED when it never ran). */
+static void pool_submit(struct vy_server *s, uid_t uid, struct vy_pool_item *it,
+	struct vy_link *waiters, uv_work_cb run, uv_after_work_cb after)
 {
 	struct vy_pool_user *u = NULL;
 	for (struct vy_link *l = s->pool_users.next; l != &s->pool_users; l = l->next) {
@@ -299,6 +317,7 @@ static void pool_submit(struct vy_server *s, uid_t uid, struct vy_pool_item *it,
 	}
 	it->srv = s;
 	it->user = u;
+	it->waiters = waiters;
 	it->run = run;
 	it->after = after;
 	vy_list_insert_tail(&u->queue, &it->link);
@@ -306,9 +325,9 @@ static void pool_submit(struct vy_server *s, uid_t uid, struct vy_pool_item *it,
 	pool_pump(s);
 }
 
-static void pool_after(uv_work_t *work, int status)
+/* The item is done (or was never run): its user's slot is free again. */
+static void pool_finish(struct vy_pool_item *it, int status)
 {
-	struct vy_pool_item *it = VY_CONTAINER_OF(work, struct vy_pool_item, work);
 	struct vy_server *s = it->srv;
 	struct vy_pool_user *u = it->user;
 	u->running--;
@@ -318,7 +337,14 @@ static void pool_after(uv_work_t *work, int status)
 		free(u);
 	}
 	/* May free the item's entry. */
-	it->after(work, status);
+	it->after(&it->work, status);
+}
+
+static void pool_after(uv_work_t *work, int status)
+{
+	struct vy_pool_item *it = VY_CONTAINER_OF(work, struct vy_pool_item, work);
+	struct vy_server *s = it->srv;
+	pool_finish(it, status);
 	pool_pump(s);
 }
 
@@ -488,7 +514,8 @@ void vy_prog_acquire(struct vy_req *req)
 			fresh->refs++; /* the request's */
 			req->prog = fresh;
 			vy_list_insert_tail(&fresh->waiters, &req->wait);
-			pool_submit(s, req->conn->uid, &fresh->work, prog_work, prog_after);
+			pool_submit(s, req->conn->uid, &fresh->work, &fresh->waiters, prog_work,
+				prog_after);
 			return;
 		}
 	} else {
@@ -714,7 +741,7 @@ void vy_pipe_acquire(struct vy_req *req)
 	pipe_insert(c, p);
 	p->refs++; /* the work's */
 	vy_list_insert_tail(&p->waiters, &req->wait);
-	pool_submit(s, req->conn->uid, &p->work, pipe_work, pipe_after);
+	pool_submit(s, req->conn->uid, &p->work, &p->waiters, pipe_work, pipe_after);
 }
 
 static void trim_pipes(struct vy_server *s)

@@ -204,6 +204,7 @@ struct vy_pool_item {
 	struct vy_link link; /* in its user's queue until it starts */
 	struct vy_server *srv;
 	struct vy_pool_user *user; /* borrowed: a user lives while it has items */
+	struct vy_link *waiters;   /* the entry's requests (vy_req.wait) */
 	uv_work_t work;
 	uv_work_cb run;
 	uv_after_work_cb after;

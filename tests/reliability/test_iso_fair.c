@@ -442,7 +442,7 @@ Test(isolation, heavy_dispatches_on_several_connections_delay_another_user_by_ab
 /* --- a flood of large compiles --------------------------------------------------------- */
 
 #define LARGE_STEPS 1500
-#define LARGE_MS 250
+#define LARGE_MS 300
 #define FLOOD_COMPILES 16
 
 /* acc = gid; then LARGE_STEPS times acc = (acc ^ c1) * c2 + i; out[gid] = acc. The constants
@@ -503,9 +503,9 @@ static int compile_attacker(void *arg)
 	if (tc_connect(&c, a->sock) != 0 || tc_hello(&c, "attacker") != 0) {
 		return fail(a->b, 1);
 	}
-	/* One large compile alone, the median of three distinct programs. */
-	long alone[3];
-	for (int k = 0; k < 3; k++) {
+	/* One large compile alone, the larger of two distinct programs. */
+	long alone[2];
+	for (int k = 0; k < 2; k++) {
 		struct vy_program *p = large_program(a->salt + (uint32_t)k, a->steps);
 		alone[k] = compile_timed(&c, p);
 		vy_program_destroy(p);
@@ -513,7 +513,7 @@ static int compile_attacker(void *arg)
 			return fail(a->b, 2);
 		}
 	}
-	a->b->alone_us = quantile(alone, 3, 0.5);
+	a->b->alone_us = quantile(alone, 2, 1.0);
 	struct vy_program *progs[FLOOD_COMPILES];
 	for (int k = 0; k < FLOOD_COMPILES; k++) {
 		progs[k] = large_program(a->salt + 100 + (uint32_t)k, a->steps);
@@ -537,12 +537,23 @@ static int compile_attacker(void *arg)
 	}
 	tc_close(&watch);
 	a->b->phase = PHASE_FLOODING;
-	for (int k = 0; k < FLOOD_COMPILES; k++) {
-		if (heavy_recv(&c) != 0) {
+	/* Replies until the victim's compile came back; the rest are left to the daemon, which
+	 * drops the queued work of a closed connection. */
+	int got = 0;
+	while (got < FLOOD_COMPILES && a->b->phase < PHASE_MEASURED) {
+		struct tc_reply r;
+		int rc = tc_recv(&c, &r, 20);
+		if (rc == -ETIMEDOUT) {
+			continue;
+		}
+		if (rc != 0 || tc_code(&r) != 0) {
 			return fail(a->b, 4);
 		}
+		tc_reply_free(&r);
+		got++;
 	}
-	a->b->extra = now_us() - t0;
+	a->b->extra = got;
+	a->b->extra2 = now_us() - t0;
 	for (int k = 0; k < FLOOD_COMPILES; k++) {
 		vy_program_destroy(progs[k]);
 	}
@@ -618,12 +629,11 @@ Test(isolation, large_compiles_of_one_user_delay_another_users_compile_by_about_
 
 	long bound = 2 * b->alone_us + b->quiet_p99 + 50000;
 	printf("isolation: victim small compile behind %d large compiles (%u steps) of another "
-	       "user (%s): "
-	       "quiet %.1f ms (max %.1f), under the flood %.1f ms; one large compile alone %.1f "
-	       "ms, "
-	       "the flood %.1f ms; bound <= %.1f ms\n",
+	       "user "
+	       "(%s): quiet %.1f ms (max %.1f), under the flood %.1f ms, after %ld of the large "
+	       "ones; one large compile alone %.1f ms; bound <= %.1f ms\n",
 		FLOOD_COMPILES, a.steps, vulkan ? "vulkan" : "reference", b->quiet_p50 / 1e3,
-		b->quiet_p99 / 1e3, b->flood_p99 / 1e3, b->alone_us / 1e3, b->extra / 1e3,
+		b->quiet_p99 / 1e3, b->flood_p99 / 1e3, (long)b->extra, b->alone_us / 1e3,
 		bound / 1e3);
 	fflush(stdout);
 	cr_expect_leq(b->flood_p99, bound,
