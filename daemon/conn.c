@@ -607,6 +607,7 @@ static void on_closed(uv_handle_t *handle)
 {
 	struct vy_conn *c = handle->data;
 	struct vy_server *s = c->srv;
+	vy_device_conn_finish(s, c);
 	vy_frame_reader_finish(&c->reader);
 	free(c);
 	vy_server_poke(s);

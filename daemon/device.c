@@ -558,11 +558,6 @@ void vy_device_cancel_conn(struct vy_server *s, struct vy_conn *c)
 				vy_list_remove(&q->user->active);
 			}
 		}
-		/* Its running jobs hold the user by references of their own. */
-		if (q->user) {
-			user_unref(q->user);
-			q->user = NULL;
-		}
 		d->depth -= n;
 		pthread_mutex_unlock(&d->lock);
 		while (!vy_list_empty(&jobs)) {
@@ -572,6 +567,22 @@ void vy_device_cancel_conn(struct vy_server *s, struct vy_conn *c)
 			loop_job_done(d);
 			vy_ops_on_job(j);
 		}
+	}
+}
+
+void vy_device_conn_finish(struct vy_server *s, struct vy_conn *c)
+{
+	for (uint32_t i = 0; i < s->n_devices; i++) {
+		struct vy_device *d = &s->devices[i];
+		struct vy_cqueue *q = &c->queues[i];
+		if (!q->user) {
+			continue;
+		}
+		pthread_mutex_lock(&d->lock);
+		assert(vy_list_empty(&q->jobs) && !vy_link_linked(&q->ring));
+		user_unref(q->user);
+		q->user = NULL;
+		pthread_mutex_unlock(&d->lock);
 	}
 }
 

@@ -648,6 +648,8 @@ struct vy_device *vy_device_pick(struct vy_server *s, const struct vy_request_co
 void vy_device_submit(struct vy_job *job);
 /* Take every queued job of `c` off the devices and complete them as canceled. */
 void vy_device_cancel_conn(struct vy_server *s, struct vy_conn *c);
+/* Release the devices' records of `c`, which is being freed (no job of it queued or running). */
+void vy_device_conn_finish(struct vy_server *s, struct vy_conn *c);
 /* Queued plus running jobs of the device. */
 uint32_t vy_device_load(struct vy_device *d);
 /* No job queued, running or waiting for the loop on any device. */
