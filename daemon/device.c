@@ -31,7 +31,9 @@
  *
  * Device loss: when a batch reports DEVICE_LOST, every job that failed with it is answered
  * DEVICE_LOST naming its own request, the thread calls vy_backend_try_recover and carries on;
- * the loop then drops the device's pipelines and marks its resident buffers lost.
+ * the loop then drops the device's pipelines and marks its resident buffers lost. The jobs of
+ * the batch that end after the loss are handed to the loop only after the recovery, so that the
+ * loop drops those caches before it answers them.
  */
 #include <assert.h>
 #include <ctype.h>
@@ -290,15 +292,11 @@ static void name_lost(struct vy_device *d, struct vy_job *j)
 }
 
 /*
- * Hand a finished job to the loop at once. It is charged the batch's time since the previous
- * job ended (*mark), so the jobs of a batch share its wall time in the order they end. Once on
- * the done list the job belongs to the loop, which may free it (and its connection).
+ * Hand a finished job to the loop, charging its user `took`. Once on the done list the job
+ * belongs to the loop, which may free it (and its connection).
  */
-static void hand_over(struct vy_device *d, struct vy_job *j, uint64_t *mark)
+static void hand_over(struct vy_device *d, struct vy_job *j, uint64_t took)
 {
-	uint64_t now = vy_now_ns();
-	uint64_t took = now - *mark;
-	*mark = now;
 	if (j->rc == VY_E_DEVICE_LOST) {
 		name_lost(d, j);
 	}
@@ -311,6 +309,35 @@ static void hand_over(struct vy_device *d, struct vy_job *j, uint64_t *mark)
 	vy_list_insert_tail(&d->done, &j->link);
 	pthread_mutex_unlock(&d->lock);
 	uv_async_send(&d->async);
+}
+
+/* A batch being run. */
+struct run {
+	uint64_t mark; /* when the previous job ended (or the batch began) */
+	bool lost;     /* a job failed with DEVICE_LOST */
+	uint32_t n_held;
+	struct vy_job *held[MAX_BATCH];
+	uint64_t took[MAX_BATCH];
+};
+
+/*
+ * A job of the batch ended: it goes to the loop at once, charged the batch's time since the
+ * previous job ended, so the jobs of a batch share its wall time in the order they end. Once
+ * the device is lost, jobs are held until it is recovered: the loop then drops the device's
+ * caches before it answers them, so no client retries against stale pipelines.
+ */
+static void job_ended(struct vy_device *d, struct run *r, struct vy_job *j)
+{
+	uint64_t now = vy_now_ns();
+	uint64_t took = now - r->mark;
+	r->mark = now;
+	r->lost = r->lost || j->rc == VY_E_DEVICE_LOST;
+	if (r->lost) {
+		r->held[r->n_held] = j;
+		r->took[r->n_held++] = took;
+		return;
+	}
+	hand_over(d, j, took);
 }
 
 static void recover(struct vy_device *d)
@@ -330,20 +357,22 @@ static void recover(struct vy_device *d)
 	d->generation++;
 	d->reset_pending = true;
 	pthread_mutex_unlock(&d->lock);
+	uv_async_send(&d->async);
 }
 
 static void run_batch(struct vy_device *d, struct vy_job **batch, uint32_t n)
 {
-	uint64_t mark = vy_now_ns();
+	struct run r = {.mark = vy_now_ns()};
 	uint32_t plain = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		batch[i]->t_start = mark;
+		batch[i]->t_start = r.mark;
 		plain += batch[i]->kind == VY_JOB_DISPATCH && !batch[i]->cfg.timing;
 	}
 	/* Plain dispatches of one batch never touch resident buffers, so they may run beside the
 	 * resident operations of the same batch in any order. */
 	struct vy_pending *pend[MAX_BATCH] = {0};
 	bool started[MAX_BATCH] = {0};
+	uint32_t waiting = 0;
 	if (plain >= 2) {
 		for (uint32_t i = 0; i < n; i++) {
 			struct vy_job *j = batch[i];
@@ -352,13 +381,9 @@ static void run_batch(struct vy_device *d, struct vy_job **batch, uint32_t n)
 				j->rc = vy_backend_dispatch_async(d->backend, j->program, j->inputs,
 					j->n_inputs, &j->cfg, &pend[i], &j->err);
 				started[i] = true;
+				waiting++;
 			}
 		}
-	}
-	bool lost = false;
-	uint32_t waiting = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		waiting += started[i];
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		if (started[i]) {
@@ -374,13 +399,11 @@ static void run_batch(struct vy_device *d, struct vy_job **batch, uint32_t n)
 				batch[k]->t_end = vy_now_ns();
 				started[k] = false;
 				waiting--;
-				lost = lost || batch[k]->rc == VY_E_DEVICE_LOST;
-				hand_over(d, batch[k], &mark);
+				job_ended(d, &r, batch[k]);
 			}
 		}
 		run_one(d, batch[i]);
-		lost = lost || batch[i]->rc == VY_E_DEVICE_LOST;
-		hand_over(d, batch[i], &mark);
+		job_ended(d, &r, batch[i]);
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		if (started[i]) {
@@ -389,12 +412,14 @@ static void run_batch(struct vy_device *d, struct vy_job **batch, uint32_t n)
 					pend[i], &batch[i]->outputs, &batch[i]->err);
 			}
 			batch[i]->t_end = vy_now_ns();
-			lost = lost || batch[i]->rc == VY_E_DEVICE_LOST;
-			hand_over(d, batch[i], &mark);
+			job_ended(d, &r, batch[i]);
 		}
 	}
-	if (lost || vy_backend_device_lost(d->backend)) {
+	if (r.lost || vy_backend_device_lost(d->backend)) {
 		recover(d);
+	}
+	for (uint32_t i = 0; i < r.n_held; i++) {
+		hand_over(d, r.held[i], r.took[i]);
 	}
 }
 

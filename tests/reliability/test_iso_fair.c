@@ -117,7 +117,7 @@ static struct vy_program *small_program(uint32_t k, uint32_t salt)
 }
 
 /* The latency of one tiny dispatch of `p` (a program without inputs) in us, or -1 when it
- * failed. */
+ * failed; the time it waited for the device, as the daemon reports it, into *queue_us. */
 static long tiny_once(struct tc *c, const struct vy_program *p, long *queue_us)
 {
 	struct tc_reply r;
@@ -328,7 +328,7 @@ struct victim {
 	int flood;                  /* dispatches measured under it at most */
 	long budget_ms;             /* ... and for this long at most */
 	long settle_ms;             /* wait after the attack began before measuring */
-	bool wait_alone;            /* also wait settle_ms per attacker dispatch alone */
+	bool wait_alone;            /* and also one attacker dispatch (alone) */
 };
 
 static int tiny_victim(void *arg)
@@ -445,7 +445,7 @@ Test(isolation, heavy_dispatches_on_several_connections_delay_another_user_by_ab
 #define LARGE_MS 300
 #define FLOOD_COMPILES 16
 
-/* acc = gid; then LARGE_STEPS times acc = (acc ^ c1) * c2 + i; out[gid] = acc. The constants
+/* acc = gid; then `steps` times acc = (acc ^ c1) * c2 + i; out[gid] = acc. The constants
  * come from `salt`, so each salt is a program of its own (nothing is cached). */
 static struct vy_program *large_program(uint32_t salt, uint32_t steps)
 {
