@@ -371,7 +371,8 @@ static void run_batch(struct vy_device *d, struct vy_job **batch, uint32_t n)
 	/* Plain dispatches of one batch never touch resident buffers, so they may run beside the
 	 * resident operations of the same batch in any order. */
 	struct vy_pending *pend[MAX_BATCH] = {0};
-	bool started[MAX_BATCH] = {0};
+	bool started[MAX_BATCH] = {0}; /* started together, not run one by one */
+	bool waited[MAX_BATCH] = {0};  /* started, and its result taken */
 	uint32_t waiting = 0;
 	if (plain >= 2) {
 		for (uint32_t i = 0; i < n; i++) {
@@ -391,13 +392,14 @@ static void run_batch(struct vy_device *d, struct vy_job **batch, uint32_t n)
 		}
 		/* Started dispatches that ended meanwhile go back before this job runs. */
 		for (uint32_t k = 0; k < n && waiting; k++) {
-			if (started[k] && (!pend[k] || vy_pending_is_ready(pend[k]))) {
+			if (started[k] && !waited[k] &&
+				(!pend[k] || vy_pending_is_ready(pend[k]))) {
 				if (pend[k]) {
 					batch[k]->rc = vy_pending_wait(
 						pend[k], &batch[k]->outputs, &batch[k]->err);
 				}
 				batch[k]->t_end = vy_now_ns();
-				started[k] = false;
+				waited[k] = true;
 				waiting--;
 				job_ended(d, &r, batch[k]);
 			}
@@ -406,7 +408,7 @@ static void run_batch(struct vy_device *d, struct vy_job **batch, uint32_t n)
 		job_ended(d, &r, batch[i]);
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		if (started[i]) {
+		if (started[i] && !waited[i]) {
 			if (pend[i]) {
 				batch[i]->rc = vy_pending_wait(
 					pend[i], &batch[i]->outputs, &batch[i]->err);
