@@ -26,6 +26,15 @@
  * cache_list shows a user only the rows they use, with their own hits and times, so that it
  * tells nothing of another user's activity. Admins see every row with the totals.
  *
+ * The thread pool is shared per user: validation and compile work waits in per-user queues, and
+ * vyred hands libuv's pool (compile_threads threads) at most compile_threads items at once,
+ * each from the user served least recently among those with work waiting and fewer than
+ * compile_per_user items running. So one user's flood of large programs delays another user's
+ * small one by about one compile, and never fills every thread while compile_per_user is below
+ * compile_threads. What bounds one item's cost is the program: the IR limits (docs/ir.md §15:
+ * 100,000 nodes, nesting 64, expression depth 128, 32 buffers, a 16 MiB document) and the
+ * frame limit (max_frame) bound the work of validation, planning and code generation.
+ *
  * Outcome of a pipeline miss: "disk" when the compile was served from the disk cache (the Vulkan
  * backend's SPIR-V files, seen through its disk-hit counter; for a backend with no compiled
  * artifacts of its own, a program restored from the daemon's program files), otherwise "miss".
@@ -273,6 +282,114 @@ static void use_touch(struct vy_cache_users *u, uid_t uid, bool hit)
 	e->last_ns = now;
 }
 
+/* --- the thread pool, shared per user ------------------------------------------------- */
+
+/* A user with pool work queued or running; freed when it has neither. */
+struct vy_pool_user {
+	struct vy_link link; /* in srv->pool_users */
+	uid_t uid;
+	struct vy_link queue; /* vy_pool_item.link, oldest first */
+	uint32_t running;
+	uint64_t served; /* srv->pool_served when its last item started; 0: never */
+};
+
+static void pool_after(uv_work_t *work, int status);
+static void pool_finish(struct vy_pool_item *it, int status);
+
+/* Whether a request of a live connection waits for the item. */
+static bool pool_wanted(const struct vy_pool_item *it)
+{
+	for (struct vy_link *l = it->waiters->next; l != it->waiters; l = l->next) {
+		if (vy_conn_alive(VY_CONTAINER_OF(l, struct vy_req, wait)->conn)) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Start queued items while the pool has room: each from the user served least recently among
+ * those under compile_per_user. An item whose every requester has gone is not run: it ends as
+ * cancelled, which takes its entry out of the cache (a later request queues it again). */
+static void pool_pump(struct vy_server *s)
+{
+	while (s->pool_running < s->cfg.compile_threads) {
+		struct vy_pool_user *pick = NULL;
+		for (struct vy_link *l = s->pool_users.next; l != &s->pool_users; l = l->next) {
+			struct vy_pool_user *u = VY_CONTAINER_OF(l, struct vy_pool_user, link);
+			if (!vy_list_empty(&u->queue) && u->running < s->cfg.compile_per_user &&
+				(!pick || u->served < pick->served)) {
+				pick = u;
+			}
+		}
+		if (!pick) {
+			return;
+		}
+		struct vy_pool_item *it =
+			VY_CONTAINER_OF(pick->queue.next, struct vy_pool_item, link);
+		vy_list_remove(&it->link);
+		pick->running++;
+		s->pool_running++;
+		if (!pool_wanted(it)) {
+			pool_finish(it, UV_ECANCELED);
+			continue;
+		}
+		pick->served = ++s->pool_served;
+		uv_queue_work(&s->loop, &it->work, it->run, pool_after);
+	}
+}
+
+/* Queue `it` for the pool as work of `uid` for the requests in `waiters`; `after` runs on the
+ * loop when it is done (with UV_ECANCELED when it never ran). */
+static void pool_submit(struct vy_server *s, uid_t uid, struct vy_pool_item *it,
+	struct vy_link *waiters, uv_work_cb run, uv_after_work_cb after)
+{
+	struct vy_pool_user *u = NULL;
+	for (struct vy_link *l = s->pool_users.next; l != &s->pool_users; l = l->next) {
+		struct vy_pool_user *x = VY_CONTAINER_OF(l, struct vy_pool_user, link);
+		if (x->uid == uid) {
+			u = x;
+			break;
+		}
+	}
+	if (!u) {
+		u = xcalloc(1, sizeof(*u));
+		u->uid = uid;
+		vy_list_init(&u->queue);
+		vy_list_insert_tail(&s->pool_users, &u->link);
+	}
+	it->srv = s;
+	it->user = u;
+	it->waiters = waiters;
+	it->run = run;
+	it->after = after;
+	vy_list_insert_tail(&u->queue, &it->link);
+	s->works++;
+	pool_pump(s);
+}
+
+/* The item is done (or was never run): its user's slot is free again. */
+static void pool_finish(struct vy_pool_item *it, int status)
+{
+	struct vy_server *s = it->srv;
+	struct vy_pool_user *u = it->user;
+	u->running--;
+	s->pool_running--;
+	if (u->running == 0 && vy_list_empty(&u->queue)) {
+		vy_list_remove(&u->link);
+		free(u);
+	}
+	/* May free the item's entry. */
+	it->after(&it->work, status);
+}
+
+static void pool_after(uv_work_t *work, int status)
+{
+	struct vy_pool_item *it = VY_CONTAINER_OF(work, struct vy_pool_item, work);
+	struct vy_server *s = it->srv;
+	pool_finish(it, status);
+	pool_pump(s);
+}
+
 /* --- program entries ------------------------------------------------------------------- */
 
 static void prog_destroy(struct vy_prog *p)
@@ -377,7 +494,7 @@ static int prog_prepare(struct vy_prog *p)
 
 static void prog_work(uv_work_t *work)
 {
-	struct vy_prog *p = VY_CONTAINER_OF(work, struct vy_prog, work);
+	struct vy_prog *p = VY_CONTAINER_OF(work, struct vy_prog, work.work);
 	if (prog_prepare(p) == 0 && p->srv->programs_dir) {
 		struct vy_err err;
 		p->disk_written = vy_disk_program_write(p->srv->programs_dir, p->srv->disk_key,
@@ -392,7 +509,7 @@ static void trim_progs(struct vy_server *s);
 
 static void prog_after(uv_work_t *work, int status)
 {
-	struct vy_prog *p = VY_CONTAINER_OF(work, struct vy_prog, work);
+	struct vy_prog *p = VY_CONTAINER_OF(work, struct vy_prog, work.work);
 	struct vy_server *s = p->srv;
 	s->works--;
 	work_cancelled(status, &p->rc, &p->err);
@@ -441,8 +558,8 @@ void vy_prog_acquire(struct vy_req *req)
 			fresh->refs++; /* the request's */
 			req->prog = fresh;
 			vy_list_insert_tail(&fresh->waiters, &req->wait);
-			s->works++;
-			uv_queue_work(&s->loop, &fresh->work, prog_work, prog_after);
+			pool_submit(s, req->conn->uid, &fresh->work, &fresh->waiters, prog_work,
+				prog_after);
 			return;
 		}
 		use_touch(&p->users, req->conn->uid, true);
@@ -568,7 +685,7 @@ static void pipe_remove(struct vy_pcache *c, struct vy_pipe *p)
 
 static void pipe_work(uv_work_t *work)
 {
-	struct vy_pipe *p = VY_CONTAINER_OF(work, struct vy_pipe, work);
+	struct vy_pipe *p = VY_CONTAINER_OF(work, struct vy_pipe, work.work);
 	struct vy_device *d = p->dev;
 	uint64_t t0 = vy_now_ns();
 	/* The capability check writes types, so it runs on a copy of the shared program. */
@@ -599,7 +716,7 @@ static void trim_pipes(struct vy_server *s);
 
 static void pipe_after(uv_work_t *work, int status)
 {
-	struct vy_pipe *p = VY_CONTAINER_OF(work, struct vy_pipe, work);
+	struct vy_pipe *p = VY_CONTAINER_OF(work, struct vy_pipe, work.work);
 	struct vy_server *s = p->srv;
 	struct vy_pcache *c = &s->pipes;
 	s->works--;
@@ -675,8 +792,7 @@ void vy_pipe_acquire(struct vy_req *req)
 	pipe_insert(c, p);
 	p->refs++; /* the work's */
 	vy_list_insert_tail(&p->waiters, &req->wait);
-	s->works++;
-	uv_queue_work(&s->loop, &p->work, pipe_work, pipe_after);
+	pool_submit(s, req->conn->uid, &p->work, &p->waiters, pipe_work, pipe_after);
 }
 
 static void trim_pipes(struct vy_server *s)
@@ -702,6 +818,7 @@ void vy_caches_init(struct vy_server *s)
 	memset(&s->pipes, 0, sizeof(s->pipes));
 	vy_list_init(&s->progs.lru);
 	vy_list_init(&s->pipes.lru);
+	vy_list_init(&s->pool_users);
 }
 
 void vy_caches_finish(struct vy_server *s)

@@ -383,6 +383,21 @@ static int check(const struct vy_config *c, struct vy_err *err)
 			"set batch_max between 1 and 256", "batch_max %" PRIu64 " is out of range",
 			c->batch_max);
 	}
+	if (c->batch_cost_us > 60000000) {
+		return vy_err_set(err, VY_E_BAD_REQUEST, "batch_cost_us",
+			"set batch_cost_us to at most 60000000 (a minute); 2000 suits most devices",
+			"batch_cost_us %" PRIu64 " is out of range", c->batch_cost_us);
+	}
+	if (c->compile_threads < 1 || c->compile_threads > 1024) {
+		return vy_err_set(err, VY_E_BAD_REQUEST, "compile_threads",
+			"set compile_threads between 1 and 1024",
+			"compile_threads %" PRIu64 " is out of range", c->compile_threads);
+	}
+	if (c->compile_per_user < 1) {
+		return vy_err_set(err, VY_E_BAD_REQUEST, "compile_per_user",
+			"set compile_per_user to 1 or more (at most compile_threads has effect)",
+			"compile_per_user is 0: no user could compile");
+	}
 	if (c->max_clients < 1) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, "max_clients",
 			"set max_clients to 1 or more", "max_clients is 0");

@@ -46,6 +46,9 @@
 	X(reference_subgroup_size, "devices", U64, "0", false,                                     \
 		"subgroup width the reference backend simulates; 0 for its default (8)")           \
 	X(batch_max, "devices", U64, "64", true, "most jobs a submit thread takes per wake-up")    \
+	X(batch_cost_us, "devices", U64, "2000", true,                                             \
+		"expected device time of one batch in microseconds; a job expected to take "       \
+		"longer runs alone")                                                               \
 	X(spin, "devices", STR, "auto", false,                                                     \
 		"poll for work and completions instead of sleeping while a device is busy: auto "  \
 		"(on GPUs, not on CPU devices), on or off")                                        \
@@ -58,6 +61,10 @@
 	X(pipeline_cache_entries, "cache", U64, "1024", true, "compiled pipelines kept in memory") \
 	X(pipeline_cache_bytes, "cache", SIZE, "512M", true,                                       \
 		"estimated bytes of compiled pipelines kept in memory")                            \
+	X(compile_threads, "cache", U64, "4", false,                                               \
+		"threads that validate and compile programs (the size of libuv's pool)")           \
+	X(compile_per_user, "cache", U64, "2", true,                                               \
+		"validations and compiles of one user running at once; the rest wait their turn")  \
 	X(max_frame, "limits", SIZE, "256M", true, "largest frame a client may send")              \
 	X(max_inflight, "limits", U64, "64", true,                                                 \
 		"requests one connection may have in flight; beyond it: BUSY")                     \

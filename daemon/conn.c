@@ -853,6 +853,7 @@ static void on_closed(uv_handle_t *handle)
 		c->user = NULL;
 		user_put(u);
 	}
+	vy_device_conn_finish(s, c);
 	vy_frame_reader_finish(&c->reader);
 	free(c);
 	vy_server_poke(s);

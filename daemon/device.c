@@ -2,19 +2,38 @@
  * Devices and their submit threads (DESIGN.md §7.1, §7.2, §7.8).
  *
  * Each opened backend instance is a device with one submit thread. Jobs wait in per-connection
- * queues; the thread serves the connections with queued jobs round-robin, one job from each in
- * turn, taking up to batch_max jobs per wake-up, so that a client with a thousand queued jobs
- * delays another client's single job by at most one round. Plain dispatches of a batch are
- * started together with vy_backend_dispatch_async (the Vulkan backend records them into shared
- * submits) and then awaited; a lone dispatch runs through its compiled pipeline. Finished jobs go
- * back to the loop through the device's uv_async.
+ * queues, and the device is shared between users by weighted fair queueing on device time, as
+ * GPU schedulers do: each user has a virtual time, charged with the device time its jobs took;
+ * the thread serves the active user with the least, round-robin among that user's connections,
+ * in arrival order within a connection. A user that becomes active starts no earlier than the
+ * virtual time of the work last served (the device's virtual clock), so idle time is not banked
+ * to be spent later in one burst.
+ *
+ * A wake-up takes a batch of up to batch_max jobs, picking the least-charged user again for each
+ * job (charged with the job's expected cost as it is taken, corrected by what it measured when it
+ * ends), and closes the batch before its expected device time passes batch_cost_us: tiny
+ * dispatches of many clients still share one submit, while a job expected to take longer runs in
+ * a batch of its own. So a job that arrives while another user's heavy work runs waits for about
+ * one of that user's dispatches. The expected cost of a job is its connection's estimate: the
+ * device time its last job took when that was more, else an average that moves an eighth of the
+ * way per job (a connection that turns heavy is treated as heavy at once; one that turns light
+ * is believed slowly). A new connection starts from its user's estimate, a new user from
+ * batch_cost_us (its first job runs alone).
+ *
+ * Plain dispatches of a batch are started together with vy_backend_dispatch_async (the Vulkan
+ * backend records them into shared submits) and then awaited; a lone dispatch runs through its
+ * compiled pipeline. Each job goes back to the loop (the done list and the device's uv_async) as
+ * soon as it ends, never held for the rest of its batch. The batch's wall time is divided among
+ * its jobs in the order they end: each is charged the time since the previous one ended.
  *
  * Jobs of one connection on one device run in the order they arrived, so an upload followed by
  * a dispatch that reads the buffer sees the upload.
  *
  * Device loss: when a batch reports DEVICE_LOST, every job that failed with it is answered
  * DEVICE_LOST naming its own request, the thread calls vy_backend_try_recover and carries on;
- * the loop then drops the device's pipelines and marks its resident buffers lost.
+ * the loop then drops the device's pipelines and marks its resident buffers lost. The jobs of
+ * the batch that end after the loss are handed to the loop only after the recovery, so that the
+ * loop drops those caches before it answers them.
  */
 #include <assert.h>
 #include <ctype.h>
@@ -152,73 +171,177 @@ static bool is_dispatch(const struct vy_job *j)
 	return j->kind == VY_JOB_DISPATCH || j->kind == VY_JOB_RESIDENT_DISPATCH;
 }
 
-static void run_batch(struct vy_device *d, struct vy_job **batch, uint32_t n)
+/* --- fair sharing ---------------------------------------------------------------------- */
+
+/* The next expected cost: what a job took when that is more, else an eighth of the way to it. */
+static uint64_t estimate_next(uint64_t est, uint64_t took)
 {
-	uint64_t now = vy_now_ns();
-	uint32_t plain = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		batch[i]->t_start = now;
-		plain += batch[i]->kind == VY_JOB_DISPATCH && !batch[i]->cfg.timing;
-	}
-	/* Plain dispatches of one batch never touch resident buffers, so they may run beside the
-	 * resident operations of the same batch in any order. */
-	struct vy_pending *pend[MAX_BATCH] = {0};
-	bool started[MAX_BATCH] = {0};
-	if (plain >= 2) {
-		for (uint32_t i = 0; i < n; i++) {
-			struct vy_job *j = batch[i];
-			if (j->kind == VY_JOB_DISPATCH && !j->cfg.timing) {
-				j->timing.device_ns = VY_TIMING_NONE;
-				j->rc = vy_backend_dispatch_async(d->backend, j->program, j->inputs,
-					j->n_inputs, &j->cfg, &pend[i], &j->err);
-				started[i] = true;
-			}
+	return took >= est ? took : est - (est - took) / 8;
+}
+
+/* The record of `uid` on the device, made on first use. Lock held. */
+static struct vy_fair_user *user_get(struct vy_device *d, uid_t uid)
+{
+	for (struct vy_link *l = d->users.next; l != &d->users; l = l->next) {
+		struct vy_fair_user *u = VY_CONTAINER_OF(l, struct vy_fair_user, link);
+		if (u->uid == uid) {
+			return u;
 		}
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		if (!started[i]) {
-			run_one(d, batch[i]);
+	struct vy_fair_user *u = calloc(1, sizeof(*u));
+	if (!u) {
+		fprintf(stderr, "vyred: out of memory for a user's device share\n");
+		abort();
+	}
+	u->uid = uid;
+	/* Nothing is known of its jobs yet: the first one runs in a batch of its own. */
+	u->est_ns = d->batch_cost_ns;
+	vy_list_init(&u->active);
+	vy_list_init(&u->ring);
+	vy_list_insert_tail(&d->users, &u->link);
+	return u;
+}
+
+/* Lock held. */
+static void user_unref(struct vy_fair_user *u)
+{
+	assert(u->refs > 0);
+	if (--u->refs == 0) {
+		assert(!vy_link_linked(&u->active) && vy_list_empty(&u->ring));
+		vy_list_remove(&u->link);
+		free(u);
+	}
+}
+
+/* The active user charged the least so far. Lock held; some user is active. */
+static struct vy_fair_user *least_charged(struct vy_device *d)
+{
+	struct vy_fair_user *best = NULL;
+	for (struct vy_link *l = d->active.next; l != &d->active; l = l->next) {
+		struct vy_fair_user *u = VY_CONTAINER_OF(l, struct vy_fair_user, active);
+		if (!best || u->vtime < best->vtime) {
+			best = u;
 		}
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		if (started[i]) {
-			if (pend[i]) {
-				batch[i]->rc = vy_pending_wait(
-					pend[i], &batch[i]->outputs, &batch[i]->err);
-			}
-			batch[i]->t_end = vy_now_ns();
+	return best;
+}
+
+/*
+ * Take up to `max` jobs: each from the least-charged user, from its connections in turn, until
+ * the next one would carry the batch's expected device time past batch_cost_ns. Lock held.
+ */
+static uint32_t take_batch(struct vy_device *d, struct vy_job **batch, uint32_t max)
+{
+	uint32_t n = 0;
+	uint64_t cost = 0;
+	while (n < max && !vy_list_empty(&d->active)) {
+		struct vy_fair_user *u = least_charged(d);
+		struct vy_cqueue *q = VY_CONTAINER_OF(u->ring.next, struct vy_cqueue, ring);
+		uint64_t est = q->est_ns;
+		if (n > 0 && cost + est > d->batch_cost_ns) {
+			break;
+		}
+		struct vy_link *l = q->jobs.next;
+		vy_list_remove(l);
+		struct vy_job *j = VY_CONTAINER_OF(l, struct vy_job, link);
+		if (u->vtime > d->vclock) {
+			d->vclock = u->vtime;
+		}
+		u->vtime += est;
+		u->refs++;
+		j->user = u;
+		j->cost_ns = est;
+		cost += est;
+		batch[n++] = j;
+		vy_list_remove(&q->ring);
+		if (!vy_list_empty(&q->jobs)) {
+			vy_list_insert_tail(&u->ring, &q->ring);
+		} else if (vy_list_empty(&u->ring)) {
+			vy_list_remove(&u->active);
 		}
 	}
-	bool lost = vy_backend_device_lost(d->backend);
-	uint64_t dispatched = 0;
-	uint64_t timed_out = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		dispatched += is_dispatch(batch[i]);
-		timed_out += batch[i]->rc == VY_E_TIMEOUT;
-		lost = lost || batch[i]->rc == VY_E_DEVICE_LOST;
+	d->depth -= n;
+	return n;
+}
+
+/* Charge the job's user what it took instead of what was expected. Lock held. */
+static void charge(struct vy_device *d, struct vy_job *j, uint64_t took)
+{
+	struct vy_fair_user *u = j->user;
+	struct vy_cqueue *q = &j->req->conn->queues[d->index];
+	u->vtime = u->vtime - j->cost_ns + took;
+	q->est_ns = estimate_next(q->est_ns, took);
+	u->est_ns = estimate_next(u->est_ns, took);
+	j->user = NULL;
+	user_unref(u);
+}
+
+/* --- the batch ------------------------------------------------------------------------- */
+
+/* Name the job's request in its DEVICE_LOST error. */
+static void name_lost(struct vy_device *d, struct vy_job *j)
+{
+	char cause[VY_ERR_MESSAGE_MAX];
+	snprintf(cause, sizeof(cause), "%s", j->err.message);
+	vy_err_set(&j->err, VY_E_DEVICE_LOST, NULL,
+		"send the request again; resident buffers of this device must be allocated and "
+		"uploaded again",
+		"device %u (%s) was lost while running request %" PRIu64 "%s%s%s: %.200s", d->index,
+		d->profile.name, j->req->r.id, j->cfg.label ? " (" : "",
+		j->cfg.label ? j->cfg.label : "", j->cfg.label ? ")" : "", cause);
+}
+
+/*
+ * Hand a finished job to the loop, charging its user `took`. Once on the done list the job
+ * belongs to the loop, which may free it (and its connection).
+ */
+static void hand_over(struct vy_device *d, struct vy_job *j, uint64_t took)
+{
+	if (j->rc == VY_E_DEVICE_LOST) {
+		name_lost(d, j);
 	}
 	pthread_mutex_lock(&d->lock);
-	d->dispatches += dispatched;
-	d->timeouts += timed_out;
+	charge(d, j, took);
+	d->running--;
+	d->jobs_done++;
+	d->dispatches += is_dispatch(j);
+	d->timeouts += j->rc == VY_E_TIMEOUT;
+	vy_list_insert_tail(&d->done, &j->link);
 	pthread_mutex_unlock(&d->lock);
-	if (!lost) {
+	uv_async_send(&d->async);
+}
+
+/* A batch being run. */
+struct run {
+	uint64_t mark; /* when the previous job ended (or the batch began) */
+	bool lost;     /* a job failed with DEVICE_LOST */
+	uint32_t n_held;
+	struct vy_job *held[MAX_BATCH];
+	uint64_t took[MAX_BATCH];
+};
+
+/*
+ * A job of the batch ended: it goes to the loop at once, charged the batch's time since the
+ * previous job ended, so the jobs of a batch share its wall time in the order they end. Once
+ * the device is lost, jobs are held until it is recovered: the loop then drops the device's
+ * caches before it answers them, so no client retries against stale pipelines.
+ */
+static void job_ended(struct vy_device *d, struct run *r, struct vy_job *j)
+{
+	uint64_t now = vy_now_ns();
+	uint64_t took = now - r->mark;
+	r->mark = now;
+	r->lost = r->lost || j->rc == VY_E_DEVICE_LOST;
+	if (r->lost) {
+		r->held[r->n_held] = j;
+		r->took[r->n_held++] = took;
 		return;
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		struct vy_job *j = batch[i];
-		if (j->rc != VY_E_DEVICE_LOST) {
-			continue;
-		}
-		char cause[VY_ERR_MESSAGE_MAX];
-		snprintf(cause, sizeof(cause), "%s", j->err.message);
-		vy_err_set(&j->err, VY_E_DEVICE_LOST, NULL,
-			"send the request again; resident buffers of this device must be allocated "
-			"and "
-			"uploaded again",
-			"device %u (%s) was lost while running request %" PRIu64 "%s%s%s: %.200s",
-			d->index, d->profile.name, j->req->r.id, j->cfg.label ? " (" : "",
-			j->cfg.label ? j->cfg.label : "", j->cfg.label ? ")" : "", cause);
-	}
+	hand_over(d, j, took);
+}
+
+static void recover(struct vy_device *d)
+{
 	struct vy_err err = {0};
 	/* Recovery closes the Vulkan instance, which would unload its driver. */
 	vy_devices_pin_libraries();
@@ -234,24 +357,72 @@ static void run_batch(struct vy_device *d, struct vy_job **batch, uint32_t n)
 	d->generation++;
 	d->reset_pending = true;
 	pthread_mutex_unlock(&d->lock);
+	uv_async_send(&d->async);
 }
 
-/* Take up to `max` jobs, one per connection in turn. Called with the lock held. */
-static uint32_t take_batch(struct vy_device *d, struct vy_job **batch, uint32_t max)
+static void run_batch(struct vy_device *d, struct vy_job **batch, uint32_t n)
 {
-	uint32_t n = 0;
-	while (n < max && !vy_list_empty(&d->ring)) {
-		struct vy_cqueue *q = VY_CONTAINER_OF(d->ring.next, struct vy_cqueue, ring);
-		struct vy_link *l = q->jobs.next;
-		vy_list_remove(l);
-		batch[n++] = VY_CONTAINER_OF(l, struct vy_job, link);
-		vy_list_remove(&q->ring);
-		if (!vy_list_empty(&q->jobs)) {
-			vy_list_insert_tail(&d->ring, &q->ring);
+	struct run r = {.mark = vy_now_ns()};
+	uint32_t plain = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		batch[i]->t_start = r.mark;
+		plain += batch[i]->kind == VY_JOB_DISPATCH && !batch[i]->cfg.timing;
+	}
+	/* Plain dispatches of one batch never touch resident buffers, so they may run beside the
+	 * resident operations of the same batch in any order. */
+	struct vy_pending *pend[MAX_BATCH] = {0};
+	bool started[MAX_BATCH] = {0}; /* started together, not run one by one */
+	bool waited[MAX_BATCH] = {0};  /* started, and its result taken */
+	uint32_t waiting = 0;
+	if (plain >= 2) {
+		for (uint32_t i = 0; i < n; i++) {
+			struct vy_job *j = batch[i];
+			if (j->kind == VY_JOB_DISPATCH && !j->cfg.timing) {
+				j->timing.device_ns = VY_TIMING_NONE;
+				j->rc = vy_backend_dispatch_async(d->backend, j->program, j->inputs,
+					j->n_inputs, &j->cfg, &pend[i], &j->err);
+				started[i] = true;
+				waiting++;
+			}
 		}
 	}
-	d->depth -= n;
-	return n;
+	for (uint32_t i = 0; i < n; i++) {
+		if (started[i]) {
+			continue;
+		}
+		/* Started dispatches that ended meanwhile go back before this job runs. */
+		for (uint32_t k = 0; k < n && waiting; k++) {
+			if (started[k] && !waited[k] &&
+				(!pend[k] || vy_pending_is_ready(pend[k]))) {
+				if (pend[k]) {
+					batch[k]->rc = vy_pending_wait(
+						pend[k], &batch[k]->outputs, &batch[k]->err);
+				}
+				batch[k]->t_end = vy_now_ns();
+				waited[k] = true;
+				waiting--;
+				job_ended(d, &r, batch[k]);
+			}
+		}
+		run_one(d, batch[i]);
+		job_ended(d, &r, batch[i]);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (started[i] && !waited[i]) {
+			if (pend[i]) {
+				batch[i]->rc = vy_pending_wait(
+					pend[i], &batch[i]->outputs, &batch[i]->err);
+			}
+			batch[i]->t_end = vy_now_ns();
+			job_ended(d, &r, batch[i]);
+		}
+	}
+	if (r.lost || vy_backend_device_lost(d->backend)) {
+		recover(d);
+	}
+	for (uint32_t i = 0; i < r.n_held; i++) {
+		hand_over(d, r.held[i], r.took[i]);
+	}
 }
 
 /* How long a GPU's submit thread polls an empty queue before it sleeps. */
@@ -280,10 +451,10 @@ static void *submit_thread(void *arg)
 	struct vy_job *batch[MAX_BATCH];
 	pthread_mutex_lock(&d->lock);
 	for (;;) {
-		if (d->spin && !d->stop && vy_list_empty(&d->ring)) {
+		if (d->spin && !d->stop && vy_list_empty(&d->active)) {
 			spin_for_work(d);
 		}
-		while (!d->stop && vy_list_empty(&d->ring)) {
+		while (!d->stop && vy_list_empty(&d->active)) {
 			pthread_cond_wait(&d->cond, &d->lock);
 		}
 		if (d->stop) {
@@ -291,24 +462,17 @@ static void *submit_thread(void *arg)
 		}
 		uint32_t n = take_batch(d, batch, d->batch_max);
 		d->running = n;
+		if (n > d->largest_batch) {
+			d->largest_batch = n;
+		}
 		pthread_mutex_unlock(&d->lock);
 		uint64_t t0 = vy_now_ns();
 		run_batch(d, batch, n);
 		uint64_t t1 = vy_now_ns();
 		pthread_mutex_lock(&d->lock);
-		for (uint32_t i = 0; i < n; i++) {
-			vy_list_insert_tail(&d->done, &batch[i]->link);
-		}
-		d->running = 0;
+		assert(d->running == 0);
 		d->batches++;
-		d->jobs_done += n;
 		d->busy_ns += t1 - t0;
-		if (n > d->largest_batch) {
-			d->largest_batch = n;
-		}
-		pthread_mutex_unlock(&d->lock);
-		uv_async_send(&d->async);
-		pthread_mutex_lock(&d->lock);
 	}
 	pthread_mutex_unlock(&d->lock);
 	return NULL;
@@ -371,12 +535,26 @@ static void on_async(uv_async_t *async)
 void vy_device_submit(struct vy_job *job)
 {
 	struct vy_device *d = job->dev;
-	struct vy_cqueue *q = &job->req->conn->queues[d->index];
+	struct vy_conn *c = job->req->conn;
+	struct vy_cqueue *q = &c->queues[d->index];
 	job->t_enqueue = vy_now_ns();
 	pthread_mutex_lock(&d->lock);
+	if (!q->user) {
+		q->user = user_get(d, c->uid);
+		q->user->refs++;
+		q->est_ns = q->user->est_ns;
+	}
 	vy_list_insert_tail(&q->jobs, &job->link);
 	if (!vy_link_linked(&q->ring)) {
-		vy_list_insert_tail(&d->ring, &q->ring);
+		struct vy_fair_user *u = q->user;
+		if (!vy_link_linked(&u->active)) {
+			/* No credit for the time it was idle. */
+			if (u->vtime < d->vclock) {
+				u->vtime = d->vclock;
+			}
+			vy_list_insert_tail(&d->active, &u->active);
+		}
+		vy_list_insert_tail(&u->ring, &q->ring);
 	}
 	d->depth++;
 	atomic_fetch_add_explicit(&d->submitted, 1, memory_order_release);
@@ -403,6 +581,9 @@ void vy_device_cancel_conn(struct vy_server *s, struct vy_conn *c)
 		vy_list_splice(&jobs, &q->jobs);
 		if (vy_link_linked(&q->ring)) {
 			vy_list_remove(&q->ring);
+			if (vy_list_empty(&q->user->ring)) {
+				vy_list_remove(&q->user->active);
+			}
 		}
 		d->depth -= n;
 		pthread_mutex_unlock(&d->lock);
@@ -413,6 +594,22 @@ void vy_device_cancel_conn(struct vy_server *s, struct vy_conn *c)
 			loop_job_done(d);
 			vy_ops_on_job(j);
 		}
+	}
+}
+
+void vy_device_conn_finish(struct vy_server *s, struct vy_conn *c)
+{
+	for (uint32_t i = 0; i < s->n_devices; i++) {
+		struct vy_device *d = &s->devices[i];
+		struct vy_cqueue *q = &c->queues[i];
+		if (!q->user) {
+			continue;
+		}
+		pthread_mutex_lock(&d->lock);
+		assert(vy_list_empty(&q->jobs) && !vy_link_linked(&q->ring));
+		user_unref(q->user);
+		q->user = NULL;
+		pthread_mutex_unlock(&d->lock);
 	}
 }
 
@@ -569,6 +766,7 @@ static int add_device(struct vy_server *s, struct vy_backend *b, struct vy_err *
 	d->backend = b;
 	d->vulkan = strcmp(b->id, "vulkan") == 0;
 	d->batch_max = (uint32_t)s->cfg.batch_max;
+	d->batch_cost_ns = s->cfg.batch_cost_us * 1000;
 	vy_backend_device_profile(b, &d->profile);
 	d->caps.subgroups = d->profile.supports_subgroup_ops;
 	d->caps.max_workgroup_invocations = d->profile.max_workgroup_invocations;
@@ -578,7 +776,8 @@ static int add_device(struct vy_server *s, struct vy_backend *b, struct vy_err *
 					   ? UINT32_MAX
 					   : (uint32_t)d->profile.max_shared_bytes;
 	d->fingerprint = fingerprint_of(&d->profile, d->index);
-	vy_list_init(&d->ring);
+	vy_list_init(&d->users);
+	vy_list_init(&d->active);
 	vy_list_init(&d->done);
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
@@ -783,6 +982,8 @@ void vy_devices_destroy(struct vy_server *s)
 	for (uint32_t i = 0; i < s->n_devices; i++) {
 		struct vy_device *d = &s->devices[i];
 		assert(!d->thread_started);
+		/* Every connection released its share when it closed. */
+		assert(vy_list_empty(&d->users));
 		struct vy_err err = {0};
 		if (vy_backend_flush(d->backend, &err) != 0) {
 			vy_log_err(VY_LOG_WARNING, &err,

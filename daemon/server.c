@@ -411,6 +411,7 @@ static void reload(struct vy_server *s)
 			struct vy_device *d = &s->devices[i];
 			pthread_mutex_lock(&d->lock);
 			d->batch_max = (uint32_t)s->cfg.batch_max;
+			d->batch_cost_ns = s->cfg.batch_cost_us * 1000;
 			pthread_mutex_unlock(&d->lock);
 		}
 		vy_conn_apply_config(s);
@@ -470,6 +471,11 @@ int vy_server_init(struct vy_server *s, const struct vy_config_args *args, struc
 		return rc;
 	}
 	vy_log_set_level((enum vy_log_level)s->cfg.log_level);
+	/* libuv sizes its pool from this variable when the pool is first used, which is later;
+	 * no other thread runs yet. */
+	char threads[24];
+	snprintf(threads, sizeof(threads), "%" PRIu64, s->cfg.compile_threads);
+	setenv("UV_THREADPOOL_SIZE", threads, 1);
 	rc = uv_loop_init(&s->loop);
 	if (rc) {
 		return vy_err_set(err, VY_E_INTERNAL, NULL, "check the process limits",

@@ -58,11 +58,28 @@ struct vy_req;
 
 /* --- devices and jobs ---------------------------------------------------------------------- */
 
-/* One connection's queue of jobs for one device; in the device's ring while it holds jobs. */
+/*
+ * One user's share of one device (device.c): the device time charged to the user, in virtual
+ * nanoseconds, and its connections' queues that hold jobs. Guarded by the device lock; held by
+ * each queue bound to it and by each of its jobs being run.
+ */
+struct vy_fair_user {
+	struct vy_link link;   /* in the device's users */
+	struct vy_link active; /* in the device's active users while one of its queues holds jobs */
+	struct vy_link ring;   /* vy_cqueue.ring: its queues holding jobs, served round-robin */
+	uid_t uid;
+	uint32_t refs;
+	uint64_t vtime;  /* device time charged so far, from the device's virtual clock */
+	uint64_t est_ns; /* expected device time of a job of a new connection of the user */
+};
+
+/* One connection's queue of jobs for one device; in its user's ring while it holds jobs. */
 struct vy_cqueue {
 	struct vy_link jobs; /* guarded by the device lock */
 	struct vy_link ring; /* guarded by the device lock */
 	struct vy_conn *conn;
+	struct vy_fair_user *user; /* a reference, from the first job on; guarded by the lock */
+	uint64_t est_ns;           /* expected device time of its next job; guarded by the lock */
 };
 
 struct vy_device {
@@ -90,13 +107,19 @@ struct vy_device {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	/* Guarded by lock. */
-	struct vy_link ring; /* vy_cqueue.ring, served round-robin */
 	struct vy_link done; /* finished jobs, handed to the loop by the async */
 	uint32_t depth;      /* jobs queued */
-	uint32_t running;    /* jobs of the batch in progress */
+	uint32_t running;    /* jobs of the batch in progress not yet handed to the loop */
 	bool stop;
 	uint32_t batch_max; /* from the configuration; changed by SIGHUP */
 	bool reset_pending; /* the device was lost and recovered; the loop drops its caches */
+
+	/* The fair scheduler (device.c); guarded by lock. */
+	struct vy_link users;   /* vy_fair_user.link: every user with a queue bound to the device */
+	struct vy_link active;  /* vy_fair_user.active: users with queued jobs */
+	uint64_t vclock;        /* virtual time: the charge of the user last served, when it was */
+	uint64_t batch_cost_ns; /* expected device time one batch may hold; changed by SIGHUP */
+
 	uint64_t generation;
 	uint64_t dispatches;
 	uint64_t busy_ns;
@@ -134,6 +157,8 @@ struct vy_job {
 	enum vy_job_kind kind;
 	struct vy_req *req;
 	struct vy_device *dev;
+	struct vy_fair_user *user; /* a reference while the submit thread runs it */
+	uint64_t cost_ns;          /* expected device time, charged to the user when taken */
 	bool canceled;
 	uint64_t t_enqueue;
 	uint64_t t_start;
@@ -189,6 +214,20 @@ struct vy_cache_users {
 	uint32_t cap;
 };
 
+struct vy_pool_user;
+
+/* Validation or a compile for the thread pool, queued per user until the pool takes it
+ * (cache.c). */
+struct vy_pool_item {
+	struct vy_link link; /* in its user's queue until it starts */
+	struct vy_server *srv;
+	struct vy_pool_user *user; /* borrowed: a user lives while it has items */
+	struct vy_link *waiters;   /* the entry's requests (vy_req.wait) */
+	uv_work_t work;
+	uv_work_cb run;
+	uv_after_work_cb after;
+};
+
 struct vy_prog {
 	struct vy_server *srv;
 	struct vy_hlink link; /* in the program cache's index, hashed by id */
@@ -210,7 +249,7 @@ struct vy_prog {
 	uint64_t hits;
 	uint64_t last_use_ns;
 	struct vy_cache_users users; /* who sent its bytes; none for one restored from disk */
-	uv_work_t work;
+	struct vy_pool_item work;
 	int rc;
 	struct vy_err err;
 	struct vy_err_list errs;
@@ -250,7 +289,7 @@ struct vy_pipe {
 	uint64_t created_ns;
 	uint64_t last_use_ns;
 	struct vy_cache_users users;
-	uv_work_t work;
+	struct vy_pool_item work;
 	int rc;
 	struct vy_err err;
 	struct vy_err_list errs;
@@ -512,6 +551,11 @@ struct vy_server {
 	int exit_code;
 	uint32_t corking;      /* nesting of vy_replies_cork; loop thread */
 	struct vy_link corked; /* vy_conn.cork_link: connections holding corked replies */
+
+	/* The thread pool shared per user (cache.c). */
+	struct vy_link pool_users; /* vy_pool_user.link: users with pool work queued or running */
+	uint32_t pool_running;     /* pool work items handed to libuv's pool */
+	uint64_t pool_served;      /* pool work items started so far */
 };
 
 static inline void vy_pack_kv_u64(msgpack_packer *pk, const char *key, uint64_t v)
@@ -652,6 +696,8 @@ struct vy_device *vy_device_pick(struct vy_server *s, const struct vy_request_co
 void vy_device_submit(struct vy_job *job);
 /* Take every queued job of `c` off the devices and complete them as canceled. */
 void vy_device_cancel_conn(struct vy_server *s, struct vy_conn *c);
+/* Release the devices' records of `c`, which is being freed (no job of it queued or running). */
+void vy_device_conn_finish(struct vy_server *s, struct vy_conn *c);
 /* Queued plus running jobs of the device. */
 uint32_t vy_device_load(struct vy_device *d);
 /* No job queued, running or waiting for the loop on any device. */
