@@ -476,13 +476,15 @@ void rel_fini(void)
 	while (crowds) {
 		crowd_free(crowds);
 	}
-	/* The small file systems of the cache cases (test_recovery.c). */
+	/* The small file systems of the cache cases (test_recovery.c), this process's only: another
+	 * run of the suite beside this one keeps its own. */
+	char own[64];
+	snprintf(own, sizeof(own), REL_FS_PREFIX "%ld-", (long)getpid());
 	FILE *mounts = fopen("/proc/self/mounts", "r");
 	char line[1024];
 	while (mounts && fgets(line, sizeof(line), mounts)) {
 		char dir[512];
-		if (sscanf(line, "%*s %511s", dir) == 1 &&
-			strncmp(dir, REL_FS_PREFIX, strlen(REL_FS_PREFIX)) == 0) {
+		if (sscanf(line, "%*s %511s", dir) == 1 && strncmp(dir, own, strlen(own)) == 0) {
 			umount2(dir, MNT_DETACH);
 			rmdir(dir);
 		}
@@ -650,7 +652,8 @@ pid_t rel_spawn_as_user(uid_t uid, gid_t gid, int (*fn)(void *), void *arg)
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0) {
-			fprintf(stderr, "cannot become uid %u: %s\n", (unsigned)uid, strerror(errno));
+			fprintf(stderr, "cannot become uid %u: %s\n", (unsigned)uid,
+				strerror(errno));
 			_exit(255);
 		}
 		int rc = fn(arg);

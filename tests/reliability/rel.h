@@ -21,7 +21,8 @@
 #include "util.h"
 
 #define REL_MAX_CROWD 16
-/* Where the cases that need a small file system mount one (rel_fini unmounts what is left). */
+/* Where the cases that need a small file system mount one, followed by the test process's pid
+ * (rel_fini unmounts what that process left). */
 #define REL_FS_PREFIX "/tmp/vyred-rel-fs-"
 #define REL_SETS 4
 

@@ -162,7 +162,7 @@ Test(faults, kill_9_mid_dispatch_then_a_restart_serves_the_disk_cache)
  * privilege to mount. */
 static void mount_small(char *dir, size_t size, unsigned kib)
 {
-	snprintf(dir, size, REL_FS_PREFIX "XXXXXX");
+	snprintf(dir, size, REL_FS_PREFIX "%ld-XXXXXX", (long)getpid());
 	cr_assert(mkdtemp(dir));
 	char opts[64];
 	snprintf(opts, sizeof(opts), "size=%uk,mode=0755", kib);
