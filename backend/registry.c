@@ -32,6 +32,8 @@ static int open_vulkan(
 		.device_index = opts->device_index,
 		.cache_dir = opts->cache_dir,
 		.enable_validation = opts->enable_validation,
+		.disk_quota = opts->disk_quota,
+		.kernel_cache_entries = opts->kernel_cache_entries,
 	};
 	return vy_vulkan_backend_create(&vk, out, err);
 }

@@ -489,6 +489,12 @@ int vy_server_init(struct vy_server *s, const struct vy_config_args *args, struc
 		if (vy_disk_mkdirs(programs, &derr) == 0 && vy_disk_mkdirs(backend, &derr) == 0) {
 			s->programs_dir = programs;
 			s->backend_dir = backend;
+			s->disk_budget = calloc(1, sizeof(*s->disk_budget));
+			if (!s->disk_budget) {
+				abort();
+			}
+			vy_disk_budget_init(
+				s->disk_budget, s->cfg.disk_cache_bytes, programs, backend);
 		} else {
 			vy_log_err(VY_LOG_WARNING, &derr, "disk cache disabled");
 			free(programs);
@@ -575,5 +581,9 @@ void vy_server_finish(struct vy_server *s)
 	free(s->read_buf);
 	free(s->programs_dir);
 	free(s->backend_dir);
+	if (s->disk_budget) {
+		vy_disk_budget_finish(s->disk_budget);
+		free(s->disk_budget);
+	}
 	vy_config_finish(&s->cfg);
 }
