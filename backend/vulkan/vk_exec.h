@@ -101,7 +101,8 @@ struct vy_vk_exec {
 	uint64_t submits; /* vkQueueSubmit calls, for tests and stats */
 	uint64_t jobs;    /* jobs submitted */
 	uint64_t stopped; /* unfinished jobs told to stop when abandoned */
-	VkFence reap;     /* signalled by the last vy__vk_exec_reap, or VK_NULL_HANDLE */
+	VkFence reap;     /* of vy__vk_exec_reap, or VK_NULL_HANDLE */
+	bool reap_queued; /* `reap` was submitted and not reset since */
 	uint64_t reaps;
 };
 
