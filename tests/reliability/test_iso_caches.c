@@ -5,6 +5,9 @@
  * recently used files first, so that a program in use survives a restart.
  *
  * Every attack runs as uid 61001 against a daemon of its own whose socket is open to all.
+ *
+ * By hand: VYRED_ISO_FLOOD_MS lengthens the flood of distinct programs (14000 by default) and
+ * VYRED_ISO_TRACE=1 prints its RSS curve, to measure what a change costs per program.
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
