@@ -356,7 +356,8 @@ int vy__vk_backend_compile(struct vy_backend *b, const char *glsl, struct vy_err
 
 /*
  * After pipelines were destroyed, let the driver free them now (vy__vk_exec_reap) rather than at
- * the next dispatch. Call it holding neither b->life nor any lock of the backend.
+ * the next dispatch; skipped (left to the next call) while a recovery holds b->life. Never
+ * blocks. Call it holding no lock of the backend.
  */
 void vy__vk_reap(struct vy__vk_backend *b);
 

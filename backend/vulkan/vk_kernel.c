@@ -128,10 +128,16 @@ void vy__vk_kernel_unref(struct vy__vk_kernel *k)
 
 void vy__vk_reap(struct vy__vk_backend *b)
 {
-	if (atomic_exchange(&b->destroyed, 0) == 0) {
+	uint64_t n = atomic_exchange(&b->destroyed, 0);
+	if (n == 0) {
 		return;
 	}
-	pthread_rwlock_rdlock(&b->life);
+	/* Never wait for a recovery (it holds life for writing, and frees everything with the
+	 * device): the caller may be the daemon's loop. Busy, the count waits for the next call. */
+	if (pthread_rwlock_tryrdlock(&b->life) != 0) {
+		atomic_fetch_add(&b->destroyed, n);
+		return;
+	}
 	if (b->open && !atomic_load(&b->lost)) {
 		vy__vk_exec_reap(&b->exec);
 	}
