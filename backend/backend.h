@@ -485,6 +485,20 @@ struct vy_pipeline_ops {
 	void (*destroy)(struct vy_pipeline *pl);
 };
 
+/*
+ * A bound on the bytes of a disk cache that several writers share (the daemon's program files and
+ * a backend's compiled files). Before writing a file of `bytes`, a writer calls reserve, which
+ * removes the least recently used files of the whole cache until the new one fits and returns
+ * true, or returns false when the file cannot fit at all (the writer then skips it); after the
+ * write, done or failed, it calls release with the same count. A writer records a use of a file
+ * it read by setting the file's modification time to now: that time orders the files.
+ * Thread-safety: both functions may be called from any thread.
+ */
+struct vy_disk_quota {
+	bool (*reserve)(struct vy_disk_quota *q, uint64_t bytes);
+	void (*release)(struct vy_disk_quota *q, uint64_t bytes, bool written);
+};
+
 struct vy_pipeline {
 	const struct vy_pipeline_ops *ops; /* borrowed, static */
 	struct vy_backend *backend;        /* borrowed */

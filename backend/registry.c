@@ -33,6 +33,8 @@ static int open_vulkan(
 		.cache_dir = opts->cache_dir,
 		.cache_key = opts->cache_key,
 		.enable_validation = opts->enable_validation,
+		.disk_quota = opts->disk_quota,
+		.kernel_cache_entries = opts->kernel_cache_entries,
 	};
 	return vy_vulkan_backend_create(&vk, out, err);
 }

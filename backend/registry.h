@@ -47,6 +47,10 @@ struct vy_registry_options {
 	const char *cache_dir;
 	const uint8_t *cache_key;
 	bool enable_validation;
+	/* The bound on the disk cache's bytes (borrowed; NULL: none), and the compiled programs a
+	 * backend keeps beyond those its callers hold (0: the backend's default). */
+	struct vy_disk_quota *disk_quota;
+	uint32_t kernel_cache_entries;
 };
 
 /* One compiled-in backend. */

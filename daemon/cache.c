@@ -495,14 +495,50 @@ static int prog_prepare(struct vy_prog *p)
 static void prog_work(uv_work_t *work)
 {
 	struct vy_prog *p = VY_CONTAINER_OF(work, struct vy_prog, work.work);
-	if (prog_prepare(p) == 0 && p->srv->programs_dir) {
-		struct vy_err err;
-		p->disk_written = vy_disk_program_write(p->srv->programs_dir, p->srv->disk_key,
-					  &p->id, p->canonical, p->canonical_len, &err) == 0;
-		if (!p->disk_written) {
-			vy_log_err(VY_LOG_WARNING, &err, "disk cache");
-		}
+	prog_prepare(p);
+}
+
+/*
+ * Saving a program: only once a request using it succeeded (its pipeline built for a compile, its
+ * dispatch done), so that requests whose programs fail store nothing; a program already on disk
+ * has its use recorded instead, for the budget's least-recently-used order.
+ */
+static void keep_work(uv_work_t *work)
+{
+	struct vy_prog *p = VY_CONTAINER_OF(work, struct vy_prog, work.work);
+	struct vy_server *s = p->srv;
+	struct vy_err err;
+	bool written = false;
+	if (vy_disk_program_keep(s->programs_dir, s->disk_key, s->disk_budget, &p->id, p->canonical,
+		    p->canonical_len, &written, &err) != 0) {
+		vy_log_err(VY_LOG_WARNING, &err, "disk cache");
 	}
+	p->disk_written = written;
+}
+
+static void keep_after(uv_work_t *work, int status)
+{
+	struct vy_prog *p = VY_CONTAINER_OF(work, struct vy_prog, work.work);
+	struct vy_server *s = p->srv;
+	s->works--;
+	s->progs.disk_writes += status == 0 && p->disk_written;
+	p->disk_keeping = false;
+	vy_prog_unref(p);
+}
+
+void vy_prog_keep(struct vy_server *s, struct vy_prog *p)
+{
+	if (!s->programs_dir || !p || p->state != VY_ENTRY_READY || p->disk_keeping ||
+		p->disk_kept) {
+		return;
+	}
+	p->disk_kept = true;
+	p->disk_keeping = true;
+	p->refs++;
+	s->works++;
+	/* A short write outside the per-user pool queues: the entry is ready, its pool item idle.
+	 */
+	uv_queue_work(&s->loop, &p->work.work, keep_work, keep_after);
 }
 
 static void trim_progs(struct vy_server *s);
@@ -515,7 +551,6 @@ static void prog_after(uv_work_t *work, int status)
 	work_cancelled(status, &p->rc, &p->err);
 	if (p->rc == 0) {
 		p->state = VY_ENTRY_READY;
-		s->progs.disk_writes += p->disk_written;
 	} else if (p->in_table) {
 		prog_remove(&s->progs, p);
 	}

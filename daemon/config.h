@@ -55,6 +55,8 @@
 	X(cache_dir, "cache", STR, "/var/cache/vyred", false,                                      \
 		"folder of the disk cache (programs, SPIR-V, pipeline cache)")                     \
 	X(disk_cache, "cache", BOOL, "true", false, "keep programs and pipelines on disk")         \
+	X(disk_cache_bytes, "cache", SIZE, "1G", false,                                            \
+		"bytes of the disk cache's files; the least recently used go first")               \
 	X(program_cache_entries, "cache", U64, "4096", true, "programs kept in memory")            \
 	X(program_cache_bytes, "cache", SIZE, "256M", true,                                        \
 		"canonical program bytes kept in memory")                                          \

@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "disk.h"
 #include "launch.h"
 #include "log.h"
 #include "registry.h"
@@ -828,6 +829,11 @@ static int open_backend(struct vy_server *s, const char *id, struct vy_err *err)
 		.cache_dir = s->backend_dir,
 		.cache_key = s->backend_dir ? s->disk_key : NULL,
 		.enable_validation = s->cfg.vulkan_validation,
+		.disk_quota = s->disk_budget ? &s->disk_budget->quota : NULL,
+		/* The daemon's pipeline cache holds what it uses; the backend keeps no more. */
+		.kernel_cache_entries = s->cfg.pipeline_cache_entries < UINT32_MAX
+						? (uint32_t)s->cfg.pipeline_cache_entries
+						: UINT32_MAX,
 	};
 	uint32_t indices[VY_MAX_DEVICES];
 	bool all;

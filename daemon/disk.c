@@ -465,3 +465,200 @@ int vy_disk_key_load(
 	close(fd);
 	return rc;
 }
+
+/* --- the budget ------------------------------------------------------------------------ */
+
+struct budget_file {
+	char *path; /* owned */
+	uint64_t bytes;
+	struct timespec used;
+};
+
+struct budget_scan {
+	struct budget_file *files;
+	size_t n;
+	size_t cap;
+	uint64_t total;
+};
+
+/* Files of the cache: program files, SPIR-V modules, pipeline-cache blobs; never a temporary
+ * file of a write under way (".name.XXXXXX", "name.tmp.pid.n"). */
+static bool cache_file(const char *name)
+{
+	size_t len = strlen(name);
+	if (name[0] == '.' || strstr(name, ".tmp.")) {
+		return false;
+	}
+	return len > 4 &&
+	       (strcmp(name + len - 4, ".vyp") == 0 || strcmp(name + len - 4, ".spv") == 0 ||
+		       strcmp(name + len - 4, ".bin") == 0);
+}
+
+static void scan_dir(struct budget_scan *sc, const char *dir, int depth)
+{
+	DIR *d = opendir(dir);
+	if (!d) {
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
+			continue;
+		}
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		struct stat st;
+		if (lstat(path, &st) != 0) {
+			continue;
+		}
+		if (S_ISDIR(st.st_mode) && depth > 0) {
+			scan_dir(sc, path, depth - 1);
+			continue;
+		}
+		if (!S_ISREG(st.st_mode) || !cache_file(e->d_name)) {
+			continue;
+		}
+		if (sc->n == sc->cap) {
+			sc->cap = sc->cap ? sc->cap * 2 : 256;
+			struct budget_file *grown = realloc(sc->files, sc->cap * sizeof(*grown));
+			if (!grown) {
+				fprintf(stderr, "vyred: out of memory scanning the disk cache\n");
+				abort();
+			}
+			sc->files = grown;
+		}
+		char *copy = strdup(path);
+		if (!copy) {
+			fprintf(stderr, "vyred: out of memory scanning the disk cache\n");
+			abort();
+		}
+		sc->files[sc->n++] = (struct budget_file){copy, (uint64_t)st.st_size, st.st_mtim};
+		sc->total += (uint64_t)st.st_size;
+	}
+	closedir(d);
+}
+
+static int oldest_first(const void *a, const void *b)
+{
+	const struct budget_file *x = a;
+	const struct budget_file *y = b;
+	if (x->used.tv_sec != y->used.tv_sec) {
+		return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+	}
+	if (x->used.tv_nsec != y->used.tv_nsec) {
+		return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
+	}
+	return strcmp(x->path, y->path);
+}
+
+/* Scan the folders and remove the oldest files until `room` more bytes fit an eighth under the
+ * cap. The caller holds b->lock. */
+static void budget_trim_locked(struct vy_disk_budget *b, uint64_t room)
+{
+	struct budget_scan sc = {0};
+	for (int i = 0; i < 2; i++) {
+		if (b->dirs[i]) {
+			scan_dir(&sc, b->dirs[i], 1);
+		}
+	}
+	b->scans++;
+	uint64_t target = b->cap - b->cap / 8;
+	if (sc.n > 1) {
+		qsort(sc.files, sc.n, sizeof(*sc.files), oldest_first);
+	}
+	for (size_t i = 0; i < sc.n; i++) {
+		if (sc.total + b->pending + room > target && unlink(sc.files[i].path) == 0) {
+			sc.total -= sc.files[i].bytes;
+			b->removed++;
+		}
+		free(sc.files[i].path);
+	}
+	free(sc.files);
+	b->total = sc.total;
+}
+
+static bool budget_reserve(struct vy_disk_quota *q, uint64_t bytes)
+{
+	struct vy_disk_budget *b = (struct vy_disk_budget *)q;
+	pthread_mutex_lock(&b->lock);
+	bool ok = bytes <= b->cap - b->cap / 8;
+	if (!ok) {
+		b->refused++;
+	} else {
+		if (b->total + b->pending + bytes > b->cap) {
+			budget_trim_locked(b, bytes);
+		}
+		b->pending += bytes;
+	}
+	pthread_mutex_unlock(&b->lock);
+	return ok;
+}
+
+static void budget_release(struct vy_disk_quota *q, uint64_t bytes, bool written)
+{
+	struct vy_disk_budget *b = (struct vy_disk_budget *)q;
+	pthread_mutex_lock(&b->lock);
+	b->pending -= bytes;
+	/* A file that replaced another (a pipeline-cache blob) counts twice until the next scan:
+	 * the estimate only errs towards trimming early. */
+	b->total += written ? bytes : 0;
+	pthread_mutex_unlock(&b->lock);
+}
+
+void vy_disk_budget_init(
+	struct vy_disk_budget *b, uint64_t cap, const char *programs_dir, const char *backend_dir)
+{
+	memset(b, 0, sizeof(*b));
+	b->quota = (struct vy_disk_quota){budget_reserve, budget_release};
+	pthread_mutex_init(&b->lock, NULL);
+	b->cap = cap;
+	const char *dirs[2] = {programs_dir, backend_dir};
+	for (int i = 0; i < 2; i++) {
+		if (dirs[i] && !(b->dirs[i] = strdup(dirs[i]))) {
+			fprintf(stderr, "vyred: out of memory\n");
+			abort();
+		}
+	}
+	pthread_mutex_lock(&b->lock);
+	b->total = UINT64_MAX / 4; /* unknown until scanned: forces the first scan */
+	budget_trim_locked(b, 0);
+	pthread_mutex_unlock(&b->lock);
+}
+
+void vy_disk_budget_finish(struct vy_disk_budget *b)
+{
+	for (int i = 0; i < 2; i++) {
+		free(b->dirs[i]);
+	}
+	pthread_mutex_destroy(&b->lock);
+	memset(b, 0, sizeof(*b));
+}
+
+int vy_disk_program_keep(const char *dir, const uint8_t key[VY_DISK_KEY_BYTES],
+	struct vy_disk_budget *b, const struct vy_program_id *id, const void *bytes, size_t len,
+	bool *written, struct vy_err *err)
+{
+	*written = false;
+	char hex[VY_PROGRAM_ID_HEX];
+	vy_program_id_hex(id, hex);
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/%s.vyp", dir, hex);
+	struct stat st;
+	/* The file is checked whole when it is read at start; here its size is enough to know that
+	 * the same program is there, and touching it records the use. */
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+		(uint64_t)st.st_size == HEADER_BYTES + (uint64_t)len &&
+		utimensat(AT_FDCWD, path, NULL, 0) == 0) {
+		return 0;
+	}
+	uint64_t need = HEADER_BYTES + (uint64_t)len;
+	if (b && !b->quota.reserve(&b->quota, need)) {
+		return 0;
+	}
+	int rc = vy_disk_program_write(dir, key, id, bytes, len, err);
+	if (b) {
+		b->quota.release(&b->quota, need, rc == 0);
+	}
+	*written = rc == 0;
+	return rc;
+}

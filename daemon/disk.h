@@ -1,6 +1,6 @@
 /*
- * The daemon's own disk cache (DESIGN.md §7.3): the canonical bytes of every program it has
- * validated, one file per program id under <cache_dir>/programs/, so that after a restart a
+ * The daemon's own disk cache (DESIGN.md §7.3): the canonical bytes of every program a request
+ * used successfully, one file per program id under <cache_dir>/programs/, so that after a restart a
  * client that sends a program again gets its pipeline rebuilt from disk (the Vulkan backend
  * keeps its SPIR-V and VkPipelineCache blob beside it, in <cache_dir>/vulkan/).
  *
@@ -22,10 +22,12 @@
 #ifndef VY_DAEMON_DISK_H
 #define VY_DAEMON_DISK_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend.h"
 #include "codec.h"
 #include "err.h"
 
@@ -78,5 +80,43 @@ void vy_disk_programs_load(const char *dir, const uint8_t key[VY_DISK_KEY_BYTES]
 
 /* Delete every program file of `dir`; returns how many were deleted. */
 size_t vy_disk_programs_clear(const char *dir);
+
+/*
+ * The bound on the disk cache (disk_cache_bytes): the program files plus the backends' files
+ * (SPIR-V modules, pipeline-cache blobs), least recently used first out. A file's modification
+ * time is its last use: writers set it when they write, readers when they use a file. Before each
+ * write the writer reserves the file's bytes; when the bytes known (the last scan of the folders,
+ * plus what was written since, plus reservations under way) would pass the cap, the folders are
+ * scanned and the oldest files removed until the total is an eighth below the cap, so a scan
+ * comes at most once per cap/8 bytes written.
+ * Thread-safety: reserve and release may be called from any thread.
+ */
+struct vy_disk_budget {
+	struct vy_disk_quota quota; /* handed to the writers */
+	pthread_mutex_t lock;
+	uint64_t cap;
+	uint64_t total;   /* bytes of the files as of the last scan, plus writes since */
+	uint64_t pending; /* reserved by writes under way */
+	char *dirs[2];    /* owned: the folders bounded together */
+	uint64_t scans;
+	uint64_t removed; /* files removed to stay under the cap */
+	uint64_t refused; /* files larger than the cap, not written */
+};
+
+/* Bound `programs_dir` and `backend_dir` (either may be NULL) together by `cap` bytes, trimming
+ * them now. */
+void vy_disk_budget_init(
+	struct vy_disk_budget *b, uint64_t cap, const char *programs_dir, const char *backend_dir);
+void vy_disk_budget_finish(struct vy_disk_budget *b);
+
+/*
+ * Keep the program file of `id`: when a valid-looking file is there, record its use (its
+ * modification time); otherwise write it (vy_disk_program_write, authenticated with `key`)
+ * within the budget `b` (may be NULL). Sets *written when a file was written. Errors: those of
+ * vy_disk_program_write.
+ */
+int vy_disk_program_keep(const char *dir, const uint8_t key[VY_DISK_KEY_BYTES],
+	struct vy_disk_budget *b, const struct vy_program_id *id, const void *bytes, size_t len,
+	bool *written, struct vy_err *err);
 
 #endif

@@ -225,6 +225,7 @@ void vy_ops_on_prog(
 
 static void reply_compile(struct vy_req *req)
 {
+	vy_prog_keep(req->conn->srv, req->prog);
 	char hex[VY_PROGRAM_ID_HEX];
 	vy_program_id_hex(&req->prog->id, hex);
 	struct vy_reply *rp = vy_reply_begin(req, 4);
@@ -550,6 +551,7 @@ void vy_ops_on_pipe(
 
 static void reply_dispatch(struct vy_req *req)
 {
+	vy_prog_keep(req->conn->srv, req->prog);
 	struct vy_job *j = &req->job;
 	struct vy_reply *rp = vy_reply_begin(req, 3);
 	msgpack_packer *pk = &rp->pk;

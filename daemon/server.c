@@ -502,6 +502,12 @@ int vy_server_init(struct vy_server *s, const struct vy_config_args *args, struc
 			vy_disk_key_load(s->cfg.cache_dir, true, s->disk_key, &derr) == 0) {
 			s->programs_dir = programs;
 			s->backend_dir = backend;
+			s->disk_budget = calloc(1, sizeof(*s->disk_budget));
+			if (!s->disk_budget) {
+				abort();
+			}
+			vy_disk_budget_init(
+				s->disk_budget, s->cfg.disk_cache_bytes, programs, backend);
 		} else {
 			vy_log_err(VY_LOG_ERR, &derr,
 				"disk cache disabled: nothing is read from or written to "
@@ -590,5 +596,9 @@ void vy_server_finish(struct vy_server *s)
 	free(s->read_buf);
 	free(s->programs_dir);
 	free(s->backend_dir);
+	if (s->disk_budget) {
+		vy_disk_budget_finish(s->disk_budget);
+		free(s->disk_budget);
+	}
 	vy_config_finish(&s->cfg);
 }

@@ -241,7 +241,9 @@ struct vy_prog {
 	uint32_t refs;
 	bool in_table;
 	bool from_disk;               /* restored from the program files at start-up */
-	bool disk_written;            /* saved to the program files by its validation */
+	bool disk_written;            /* saved to (or found in) the program files */
+	bool disk_keeping;            /* a work item is saving it */
+	bool disk_kept;               /* saved or its use recorded, once per entry */
 	struct vy_binding_plan *plan; /* owned, built without inputs */
 	unsigned features;
 	uint32_t n_specs;
@@ -547,6 +549,7 @@ struct vy_server {
 	char *backend_dir;  /* owned: <cache_dir>/vulkan, NULL when the disk cache is off */
 	/* The disk cache's MAC key (disk.h), when programs_dir is set. */
 	uint8_t disk_key[32];
+	struct vy_disk_budget *disk_budget; /* owned: bounds both folders, NULL when off */
 	uid_t uid;
 	int exit_code;
 	uint32_t corking;      /* nesting of vy_replies_cork; loop thread */
@@ -657,6 +660,8 @@ void vy_prog_acquire(struct vy_req *req);
  * vy_ops_on_pipe. */
 void vy_pipe_acquire(struct vy_req *req);
 void vy_prog_unref(struct vy_prog *p);
+/* A request using the program succeeded: keep it in the program files (once per entry). */
+void vy_prog_keep(struct vy_server *s, struct vy_prog *p);
 void vy_pipe_unref(struct vy_pipe *p);
 /* Resolve the request's config.spec against the program's declarations. BAD_REQUEST for an
  * unknown name or a value of the wrong type. */

@@ -97,11 +97,13 @@ static int device_up(struct vy__vk_backend *b, uint32_t index, struct vy_err *er
 	memcpy(id.cache_uuid, b->dev.props.pipelineCacheUUID, 16);
 	vy__vk_disk_close(&b->disk);
 	rc = vy__vk_disk_open(&b->disk, b->cache_dir, b->cache_key, &id, err);
+	b->disk.quota = b->disk_quota;
 	if (rc) {
 		goto error;
 	}
 	bool push = b->dev.push_descriptors && !(b->test_flags & VY__VK_TEST_NO_PUSH_DESCRIPTORS);
 	rc = vy__vk_pipelines_init(&b->pipes, &b->dev, &b->disk, push, err);
+	b->pipes.cache_limit = 2 * (uint64_t)b->kernel_limit;
 	if (rc) {
 		goto error;
 	}
@@ -412,10 +414,12 @@ static int compiled_dispatch(struct vy_pipeline *pl, const struct vy_bytes *inpu
 static void compiled_destroy(struct vy_pipeline *pl)
 {
 	struct vk_compiled *c = pl->impl;
+	struct vy__vk_backend *b = vy__vk_from(pl->backend);
 	vy__vk_kernel_unref(c->k);
 	vy_program_destroy(c->program);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
+	vy__vk_reap(b);
 }
 
 static const struct vy_pipeline_ops compiled_ops = {
@@ -447,8 +451,11 @@ static int vk_compile_native(struct vy_backend *base, const struct vy_program *p
 	pthread_rwlock_unlock(&b->life);
 	if (rc) {
 		vy__vk_kernel_unref(k);
+		vy__vk_reap(b);
 		return vy__vk_note(b, rc);
 	}
+	/* Kernels this compile pushed out of the table die here when nothing else holds them. */
+	vy__vk_reap(b);
 	struct vk_compiled *c = calloc(1, sizeof(*c));
 	if (!c) {
 		fprintf(stderr, "vyred: out of memory for a compiled pipeline\n");
@@ -1080,6 +1087,9 @@ static int create(const struct vy_vulkan_options *opts, unsigned test_flags,
 	const char *env = getenv("VYRED_VULKAN_VALIDATION");
 	b->validation = opts->enable_validation || (env && strcmp(env, "1") == 0);
 	b->test_flags = test_flags;
+	b->kernel_limit =
+		opts->kernel_cache_entries ? opts->kernel_cache_entries : VY__VK_CACHE_MAX_ENTRIES;
+	b->disk_quota = opts->disk_quota;
 	if (opts->cache_dir && opts->cache_key) {
 		memcpy(b->cache_key, opts->cache_key, sizeof(b->cache_key));
 		b->cache_dir = strdup(opts->cache_dir);

@@ -58,6 +58,11 @@ struct vy__vk_segment {
 	const struct vy_vk_layout *vk_layout; /* borrowed from the layout cache */
 	VkShaderModule module;
 	uint32_t subgroup_size; /* to pin, or 0 */
+	/* owned: SPIR-V compiled now, written to the disk cache once a pipeline of it is built (a
+	 * module whose pipelines all fail is not kept); NULL once written or when not to write */
+	uint32_t *unsaved;
+	size_t unsaved_words;
+	uint8_t spirv_key[16];
 };
 
 struct vy__vk_variant {
@@ -151,6 +156,11 @@ struct vy__vk_backend {
 	struct vy_vk_probe probe;
 	struct vy_vk_codegen_options cg;
 	bool subgroups; /* VY_CAP_SUBGROUP_OPS */
+
+	uint32_t
+		kernel_limit; /* kernels the table keeps (vy_vulkan_options.kernel_cache_entries) */
+	struct vy_disk_quota *disk_quota; /* borrowed, or NULL */
+	_Atomic uint64_t destroyed;       /* pipelines destroyed since the last vy__vk_reap */
 
 	pthread_mutex_t cache_lock;
 	struct vy__vk_kernel *buckets[VY__VK_CACHE_BUCKETS];
@@ -344,5 +354,12 @@ int vy__vk_hold_submissions(struct vy_backend *b, bool hold, struct vy_err *err)
 const struct vy_vk_probe *vy__vk_backend_probe(struct vy_backend *b);
 /* Compile GLSL with the backend's compiler (compile errors as a dispatch reports them). */
 int vy__vk_backend_compile(struct vy_backend *b, const char *glsl, struct vy_err *err);
+
+/*
+ * After pipelines were destroyed, let the driver free them now (vy__vk_exec_reap) rather than at
+ * the next dispatch; skipped (left to the next call) while a recovery holds b->life. Never
+ * blocks. Call it holding no lock of the backend.
+ */
+void vy__vk_reap(struct vy__vk_backend *b);
 
 #endif

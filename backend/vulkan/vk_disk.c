@@ -280,6 +280,12 @@ int vy__vk_disk_write(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const 
 		(unsigned long long)atomic_fetch_add(&temp_counter, 1));
 	uint8_t h[VY_VK_DISK_HEADER_BYTES];
 	vy__vk_disk_header(&disk->id, kind, key, disk->mac_key, data, len, h);
+	/* A file that cannot fit under the folder's bound is not kept: a later compile makes it
+	 * again. */
+	uint64_t bytes = sizeof(h) + len;
+	if (disk->quota && !disk->quota->reserve(disk->quota, bytes)) {
+		return 0;
+	}
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	bool ok = fd >= 0 && write_all(fd, h, sizeof(h)) && write_all(fd, data, len) &&
 		  fsync(fd) == 0;
@@ -291,6 +297,9 @@ int vy__vk_disk_write(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const 
 	if (ok && rename(tmp, path) != 0) {
 		ok = false;
 		e = errno;
+	}
+	if (disk->quota) {
+		disk->quota->release(disk->quota, bytes, ok);
 	}
 	if (!ok) {
 		if (fd >= 0) {
@@ -304,4 +313,13 @@ int vy__vk_disk_write(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const 
 	sync_dir(path);
 	atomic_fetch_add(&disk->writes, 1);
 	return 0;
+}
+
+void vy__vk_disk_touch(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const uint8_t key[16])
+{
+	char path[4200];
+	if (vy__vk_disk_path(disk, kind, key, path, sizeof(path))) {
+		/* A file another process just removed is no use to record. */
+		(void)utimensat(AT_FDCWD, path, NULL, 0);
+	}
 }

@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend.h"
 #include "err.h"
 
 #define VY_VK_DISK_MAGIC "VYREDVK"
@@ -52,7 +53,8 @@ struct vy_vk_disk_identity {
 };
 
 struct vy_vk_disk {
-	char *dir; /* owned; NULL when the disk cache is off */
+	char *dir;                   /* owned; NULL when the disk cache is off */
+	struct vy_disk_quota *quota; /* borrowed, or NULL: the folder's bound shared with others */
 	struct vy_vk_disk_identity id;
 	uint8_t mac_key[VY_VK_DISK_MAC_KEY_BYTES];
 	_Atomic uint64_t spirv_hits;
@@ -92,6 +94,10 @@ bool vy__vk_disk_read(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const 
  */
 int vy__vk_disk_write(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const uint8_t key[16],
 	const void *data, size_t len, struct vy_err *err);
+
+/* Record a use of the file of `key` (its modification time, which orders the disk cache's files
+ * for trimming), after a read that passed its checks. */
+void vy__vk_disk_touch(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const uint8_t key[16]);
 
 /* Build the header of a payload, with its MAC under `mac_key` (also used by tests to forge
  * files). */

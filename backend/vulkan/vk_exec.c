@@ -140,6 +140,12 @@ void vy__vk_exec_finish(struct vy_vk_exec *x)
 	free(x->all);
 	free(x->batch);
 	vy__vk_slice_free(x->mem, &x->dummy);
+	if (x->reap) {
+		if (x->reap_queued && !x->lost) {
+			d->vk.vkWaitForFences(d->dev, 1, &x->reap, VK_TRUE, UINT64_MAX);
+		}
+		d->vk.vkDestroyFence(d->dev, x->reap, NULL);
+	}
 	if (x->gate) {
 		d->vk.vkDestroySemaphore(d->dev, x->gate, NULL);
 	}
@@ -681,4 +687,29 @@ int vy__vk_exec_gate_open(struct vy_vk_exec *x, struct vy_err *err)
 error:
 	pthread_mutex_unlock(&x->lock);
 	return rc;
+}
+
+void vy__vk_exec_reap(struct vy_vk_exec *x)
+{
+	struct vy_vk_device *d = x->dev;
+	pthread_mutex_lock(&x->lock);
+	VkResult r = x->lost ? VK_ERROR_DEVICE_LOST : VK_SUCCESS;
+	if (r == VK_SUCCESS && x->reap_queued) {
+		/* VK_NOT_READY: the last one is still queued, and frees what was destroyed before
+		 * it; the next call submits again. */
+		r = d->vk.vkGetFenceStatus(d->dev, x->reap);
+		if (r == VK_SUCCESS) {
+			r = d->vk.vkResetFences(d->dev, 1, &x->reap);
+			x->reap_queued = r != VK_SUCCESS;
+		}
+	}
+	if (r == VK_SUCCESS && !x->reap) {
+		VkFenceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+		r = d->vk.vkCreateFence(d->dev, &info, NULL, &x->reap);
+	}
+	if (r == VK_SUCCESS && d->vk.vkQueueSubmit(d->queue, 0, NULL, x->reap) == VK_SUCCESS) {
+		x->reap_queued = true;
+		x->reaps++;
+	}
+	pthread_mutex_unlock(&x->lock);
 }

@@ -101,6 +101,9 @@ struct vy_vk_exec {
 	uint64_t submits; /* vkQueueSubmit calls, for tests and stats */
 	uint64_t jobs;    /* jobs submitted */
 	uint64_t stopped; /* unfinished jobs told to stop when abandoned */
+	VkFence reap;     /* of vy__vk_exec_reap, or VK_NULL_HANDLE */
+	bool reap_queued; /* `reap` was submitted and not reset since */
+	uint64_t reaps;
 };
 
 int vy__vk_exec_init(struct vy_vk_exec *x, struct vy_vk_device *dev, struct vy_vk_memory *mem,
@@ -185,5 +188,13 @@ int vy__vk_exec_drain(struct vy_vk_exec *x, struct vy_err *err);
 int vy__vk_exec_gate_close(struct vy_vk_exec *x, struct vy_err *err);
 /* Tests: let the held submissions run. Errors: DEVICE_LOST. */
 int vy__vk_exec_gate_open(struct vy_vk_exec *x, struct vy_err *err);
+
+/*
+ * Let the driver free what it defers until a queue submission (lavapipe frees a destroyed
+ * pipeline only at its next vkQueueSubmit, so pipelines evicted while nothing is dispatched would
+ * pile up): submits nothing, with a fence, unless the previous such submission has not finished
+ * yet. Never waits; call it without x->lock held.
+ */
+void vy__vk_exec_reap(struct vy_vk_exec *x);
 
 #endif

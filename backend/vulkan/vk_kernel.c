@@ -62,6 +62,7 @@ static void destroy_vulkan(struct vy__vk_kernel *k)
 		for (uint32_t s = 0; s < k->n_segments; s++) {
 			if (v->pipelines[s]) {
 				d->vk.vkDestroyPipeline(d->dev, v->pipelines[s], NULL);
+				atomic_fetch_add(&k->b->destroyed, 1);
 			}
 		}
 		free(v->pipelines);
@@ -81,6 +82,7 @@ static void kernel_free(struct vy__vk_kernel *k)
 {
 	for (uint32_t s = 0; s < k->n_segments; s++) {
 		struct vy__vk_segment *seg = &k->segments[s];
+		free(seg->unsaved);
 		if (seg->program != seg->written) {
 			vy_program_destroy(seg->program);
 		}
@@ -122,6 +124,24 @@ void vy__vk_kernel_unref(struct vy__vk_kernel *k)
 	}
 	pthread_mutex_unlock(&b->cache_lock);
 	kernel_free(k);
+}
+
+void vy__vk_reap(struct vy__vk_backend *b)
+{
+	uint64_t n = atomic_exchange(&b->destroyed, 0);
+	if (n == 0) {
+		return;
+	}
+	/* Never wait for a recovery (it holds life for writing, and frees everything with the
+	 * device): the caller may be the daemon's loop. Busy, the count waits for the next call. */
+	if (pthread_rwlock_tryrdlock(&b->life) != 0) {
+		atomic_fetch_add(&b->destroyed, n);
+		return;
+	}
+	if (b->open && !atomic_load(&b->lost)) {
+		vy__vk_exec_reap(&b->exec);
+	}
+	pthread_rwlock_unlock(&b->life);
 }
 
 void vy__vk_kernel_release(void *kernel)
@@ -207,12 +227,11 @@ static void spirv_key(struct vy__vk_backend *b, const char *glsl, uint8_t key[16
 	memcpy(key, c.digest, 16);
 }
 
-/* SPIR-V of `glsl`, from the disk cache (*from_disk set) or compiled (and then written to the
- * disk cache). */
+/* SPIR-V of `glsl`, from the disk cache (*from_disk set, and the file's use recorded) or
+ * compiled; `key` receives its disk cache key. */
 static int spirv_of(struct vy__vk_backend *b, const char *glsl, uint32_t **words, size_t *n_words,
-	bool *from_disk, struct vy_err *err)
+	bool *from_disk, uint8_t key[16], struct vy_err *err)
 {
-	uint8_t key[16];
 	spirv_key(b, glsl, key);
 	void *data = NULL;
 	size_t len = 0;
@@ -225,6 +244,7 @@ static int spirv_of(struct vy__vk_backend *b, const char *glsl, uint32_t **words
 			*words = data;
 			*n_words = len / 4;
 			*from_disk = true;
+			vy__vk_disk_touch(&b->disk, VY_VK_DISK_SPIRV, key);
 			return 0;
 		}
 		atomic_fetch_add(&b->disk.rejected, 1);
@@ -234,13 +254,24 @@ static int spirv_of(struct vy__vk_backend *b, const char *glsl, uint32_t **words
 		free(data);
 	}
 	*from_disk = false;
-	int rc = vy__vk_compile_glsl(b->cc, glsl, strlen(glsl), "kernel.comp", words, n_words, err);
-	if (rc == 0 && b->disk.dir) {
-		/* A cache that cannot be written costs a recompile later, not this dispatch. */
-		(void)vy__vk_disk_write(
-			&b->disk, VY_VK_DISK_SPIRV, key, *words, *n_words * 4, NULL);
+	return vy__vk_compile_glsl(b->cc, glsl, strlen(glsl), "kernel.comp", words, n_words, err);
+}
+
+/* Write the SPIR-V compiled for the kernel's segments, now that a pipeline of each was built.
+ * The caller holds k->variants_lock. */
+static void save_spirv_locked(struct vy__vk_kernel *k)
+{
+	for (uint32_t s = 0; s < k->n_segments; s++) {
+		struct vy__vk_segment *seg = &k->segments[s];
+		if (seg->unsaved) {
+			/* A cache that cannot be written costs a recompile later, not this
+			 * dispatch. */
+			(void)vy__vk_disk_write(&k->b->disk, VY_VK_DISK_SPIRV, seg->spirv_key,
+				seg->unsaved, seg->unsaved_words * 4, NULL);
+			free(seg->unsaved);
+			seg->unsaved = NULL;
+		}
 	}
-	return rc;
 }
 
 /* Lower a copy of the segment and learn which written node each lowered node stands for, so that
@@ -283,7 +314,7 @@ static int build_segment(struct vy__vk_backend *b, struct vy__vk_kernel *k, uint
 	uint32_t *words = NULL;
 	size_t n_words = 0;
 	bool from_disk = false;
-	rc = spirv_of(b, glsl, &words, &n_words, &from_disk, err);
+	rc = spirv_of(b, glsl, &words, &n_words, &from_disk, seg->spirv_key, err);
 	free(glsl);
 	k->from_disk = k->from_disk && from_disk;
 	if (rc == 0 && b->validation) {
@@ -291,6 +322,11 @@ static int build_segment(struct vy__vk_backend *b, struct vy__vk_kernel *k, uint
 	}
 	if (rc == 0) {
 		rc = vy__vk_module_create(&b->pipes, words, n_words, &seg->module, err);
+	}
+	if (rc == 0 && !from_disk && b->disk.dir) {
+		seg->unsaved = words;
+		seg->unsaved_words = n_words;
+		words = NULL;
 	}
 	free(words);
 	if (rc) {
@@ -461,7 +497,7 @@ int vy__vk_kernel_get(struct vy__vk_backend *b, const struct vy_program *program
 	lru_push(b, k);
 	b->stats.entries++;
 	b->stats.bytes += k->bytes;
-	if (b->stats.entries > VY__VK_CACHE_MAX_ENTRIES) {
+	if (b->stats.entries > b->kernel_limit) {
 		evicted = table_remove(b, b->lru_tail);
 		b->stats.evictions++;
 	}
@@ -619,6 +655,7 @@ int vy__vk_variant_get(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
 	}
 	vy_spec_map_init_copy(&v->spec, spec);
 	pthread_mutex_lock(&k->variants_lock);
+	save_spirv_locked(k);
 	struct vy__vk_variant *other = find_variant(k, spec, workgroup_size);
 	if (!other) {
 		v->next = k->variants;

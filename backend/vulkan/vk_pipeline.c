@@ -19,6 +19,7 @@ int vy__vk_pipelines_init(struct vy_vk_pipelines *p, struct vy_vk_device *dev,
 	p->disk = disk;
 	p->push_descriptors = push_descriptors;
 	pthread_mutex_init(&p->lock, NULL);
+	pthread_rwlock_init(&p->cache_life, NULL);
 	int rc = 0;
 	void *blob = NULL;
 	size_t blob_len = 0;
@@ -56,6 +57,7 @@ void vy__vk_pipelines_finish(struct vy_vk_pipelines *p)
 		d->vk.vkDestroyPipelineCache(d->dev, p->cache, NULL);
 	}
 	pthread_mutex_destroy(&p->lock);
+	pthread_rwlock_destroy(&p->cache_life);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -64,6 +66,7 @@ int vy__vk_pipelines_save(struct vy_vk_pipelines *p, struct vy_err *err)
 	struct vy_vk_device *d = p->dev;
 	int rc = 0;
 	void *data = NULL;
+	bool held = false;
 	pthread_mutex_lock(&p->lock);
 	bool dirty = p->dirty;
 	p->dirty = false;
@@ -72,6 +75,8 @@ int vy__vk_pipelines_save(struct vy_vk_pipelines *p, struct vy_err *err)
 		return 0;
 	}
 	size_t len = 0;
+	pthread_rwlock_rdlock(&p->cache_life);
+	held = true;
 	VY_VK(d->vk.vkGetPipelineCacheData(d->dev, p->cache, &len, NULL));
 	data = malloc(len ? len : 1);
 	if (!data) {
@@ -80,6 +85,8 @@ int vy__vk_pipelines_save(struct vy_vk_pipelines *p, struct vy_err *err)
 	}
 	VkResult res;
 	VY_VK(res = d->vk.vkGetPipelineCacheData(d->dev, p->cache, &len, data));
+	pthread_rwlock_unlock(&p->cache_life);
+	held = false;
 	/* VK_INCOMPLETE: the cache grew between the calls; the prefix written is still valid. */
 	(void)res;
 	rc = vy__vk_disk_write(p->disk, VY_VK_DISK_PIPELINE_CACHE, NULL, data, len, err);
@@ -91,6 +98,9 @@ int vy__vk_pipelines_save(struct vy_vk_pipelines *p, struct vy_err *err)
 	}
 	return rc;
 error:
+	if (held) {
+		pthread_rwlock_unlock(&p->cache_life);
+	}
 	free(data);
 	pthread_mutex_lock(&p->lock);
 	p->dirty = true;
@@ -202,6 +212,27 @@ error:
 	return rc;
 }
 
+/* Replace a full VkPipelineCache by an empty one; on failure the old one stays. */
+static void cache_rebuild(struct vy_vk_pipelines *p)
+{
+	struct vy_vk_device *d = p->dev;
+	pthread_rwlock_wrlock(&p->cache_life);
+	pthread_mutex_lock(&p->lock);
+	bool full = p->cache_pipelines >= p->cache_limit;
+	pthread_mutex_unlock(&p->lock);
+	VkPipelineCacheCreateInfo info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+	VkPipelineCache fresh = VK_NULL_HANDLE;
+	if (full && d->vk.vkCreatePipelineCache(d->dev, &info, NULL, &fresh) == VK_SUCCESS) {
+		d->vk.vkDestroyPipelineCache(d->dev, p->cache, NULL);
+		p->cache = fresh;
+		pthread_mutex_lock(&p->lock);
+		p->cache_pipelines = 0;
+		p->cache_rebuilds++;
+		pthread_mutex_unlock(&p->lock);
+	}
+	pthread_rwlock_unlock(&p->cache_life);
+}
+
 int vy__vk_pipeline_create(struct vy_vk_pipelines *p, VkShaderModule module,
 	const struct vy_vk_layout *layout, const VkSpecializationInfo *spec, uint32_t subgroup_size,
 	VkPipeline *out, struct vy_err *err)
@@ -227,10 +258,17 @@ int vy__vk_pipeline_create(struct vy_vk_pipelines *p, VkShaderModule module,
 			},
 		.layout = layout->pipeline_layout,
 	};
-	VY_VK(d->vk.vkCreateComputePipelines(d->dev, p->cache, 1, &info, NULL, out));
+	pthread_rwlock_rdlock(&p->cache_life);
+	VkResult res = d->vk.vkCreateComputePipelines(d->dev, p->cache, 1, &info, NULL, out);
+	pthread_rwlock_unlock(&p->cache_life);
+	VY_VK(res);
 	pthread_mutex_lock(&p->lock);
 	p->dirty = p->disk->dir != NULL;
+	bool full = p->cache_limit && ++p->cache_pipelines >= p->cache_limit;
 	pthread_mutex_unlock(&p->lock);
+	if (full) {
+		cache_rebuild(p);
+	}
 	return 0;
 error:
 	*out = VK_NULL_HANDLE;

@@ -53,6 +53,15 @@ struct vy_vk_pipelines {
 	VkPipelineCache cache;
 	bool cache_from_disk; /* the blob on disk passed its checks and was loaded */
 	bool dirty;           /* pipelines were created since the last save */
+	/*
+	 * A VkPipelineCache keeps every pipeline created with it, so after cache_limit pipelines
+	 * (0: never) it is replaced by an empty one. Users of `cache` hold cache_life for reading,
+	 * the replacement holds it for writing. Under `lock`: cache_pipelines, cache_rebuilds.
+	 */
+	pthread_rwlock_t cache_life;
+	uint64_t cache_limit;
+	uint64_t cache_pipelines; /* created with the current cache */
+	uint64_t cache_rebuilds;
 };
 
 /*

@@ -56,6 +56,15 @@ struct vy_vulkan_options {
 	 * The environment variable VYRED_VULKAN_VALIDATION=1 turns it on too.
 	 */
 	bool enable_validation;
+	/* Bounds the bytes of the cache folder together with other writers (borrowed; NULL: the
+	 * folder is not bounded). */
+	struct vy_disk_quota *disk_quota;
+	/*
+	 * Compiled programs kept in memory once no pipeline holds them (0: 512). Each holds its
+	 * shader modules and the pipelines made of them; the VkPipelineCache is rebuilt empty after
+	 * twice that many pipelines went into it.
+	 */
+	uint32_t kernel_cache_entries;
 };
 
 struct vy_vulkan_device_info {

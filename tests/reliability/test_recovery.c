@@ -243,16 +243,21 @@ Test(faults, a_full_cache_folder_degrades_to_memory_and_recovers)
 		cr_expect_eq(dispatch_checked(&c, p, NULL, NULL, 0), 0);
 		vy_program_destroy(p);
 	}
+	/* A program is written once a request using it succeeded, just after its reply: wait for
+	 * the warnings of the failed writes. */
+	for (int i = 0; i < 100 && !vyd_log_has(&d, "disk cache"); i++) {
+		usleep(50000);
+	}
+	cr_expect(vyd_log_has(&d, "disk cache"), "the failed writes are logged");
 	cr_expect_eq(
 		rel_stat(&c, "program_cache.disk_writes"), 0, "a write to a full folder counted");
-	cr_expect(vyd_log_has(&d, "disk cache"), "the failed writes are logged");
 	/* Space comes back: the next new program is written, without a restart. */
 	char filler[160];
 	snprintf(filler, sizeof(filler), "%s/filler", dir);
 	cr_assert_eq(unlink(filler), 0, "unlink %s: %s", filler, strerror(errno));
 	struct vy_program *p = numbered("after-full", 0);
 	cr_expect_eq(dispatch_checked(&c, p, NULL, NULL, 0), 0);
-	cr_expect_eq(rel_stat(&c, "program_cache.disk_writes"), 1);
+	cr_expect_eq(rel_wait_stat(&c, "program_cache.disk_writes", 1, 10000), 1);
 	vy_program_destroy(p);
 	tc_close(&c);
 	rel_stop(&d, rel_crowd_stop(crowd, 2, NULL));
@@ -273,7 +278,8 @@ Test(faults, a_read_only_cache_folder_degrades_to_memory)
 	uint64_t written = rel_stat(&c, "program_cache.disk_writes");
 	struct vy_program *before = numbered("before-ro", 0);
 	cr_expect_eq(dispatch_checked(&c, before, NULL, NULL, 0), 0);
-	cr_expect_eq(rel_stat(&c, "program_cache.disk_writes"), ++written);
+	written++;
+	cr_expect_eq(rel_wait_stat(&c, "program_cache.disk_writes", written, 10000), written);
 	/* The folder turns read-only under the running daemon. */
 	cr_assert_eq(remount(dir, true), 0, "remount read-only: %s", strerror(errno));
 	for (int k = 0; k < 3; k++) {
@@ -435,8 +441,9 @@ Test(faults, damaged_cache_files_are_rejected_and_replaced)
 			cr_expect_str_eq(cache, "disk");
 		}
 	}
-	cr_expect_eq(rel_stat(&c, "program_cache.disk_writes"), written + 5,
-		"the damaged files are replaced");
+	/* A program is written once a request using it succeeded, just after its reply. */
+	cr_expect_eq(rel_wait_stat(&c, "program_cache.disk_writes", written + 5, 10000),
+		written + 5, "the damaged files are replaced");
 	cr_log_info("damaged %d backend cache files", backend_files);
 	uint64_t total = rel_stat(&c, "program_cache.entries");
 	tc_close(&c);
