@@ -317,7 +317,7 @@ static int build_segment(struct vy__vk_backend *b, struct vy__vk_kernel *k, uint
 	rc = spirv_of(b, glsl, &words, &n_words, &from_disk, seg->spirv_key, err);
 	free(glsl);
 	k->from_disk = k->from_disk && from_disk;
-	if (rc == 0 && b->validation) {
+	if (rc == 0 && b->validation && !from_disk) {
 		rc = vy__vk_validate_spirv(words, n_words, err);
 	}
 	if (rc == 0) {

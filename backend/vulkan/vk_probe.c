@@ -186,6 +186,11 @@ int vy__vk_probe_run(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes, struct
 	struct probe_job job = {.x = x, .n = n};
 	int rc = vy__vk_compile_glsl(
 		cc, probe_glsl, sizeof(probe_glsl) - 1, "probe.comp", &words, &n_words, err);
+	/* The validator builds its tables on first use (about 2 ms): paid here, at start, rather
+	 * than by the first module read from the disk cache after a restart. */
+	if (rc == 0) {
+		rc = vy__vk_validate_spirv(words, n_words, err);
+	}
 	if (rc == 0) {
 		rc = vy__vk_module_create(pipes, words, n_words, &module, err);
 	}
