@@ -526,6 +526,23 @@ static int inject(struct tc *c, const char *fault)
 	return code;
 }
 
+/* Device 0's count of losses, waiting up to `timeout_ms` for it to reach `want`. */
+static uint64_t wait_lost(struct tc *c, uint64_t want, int timeout_ms)
+{
+	long t0 = rel_now_ms();
+	uint64_t lost = 0;
+	for (;;) {
+		struct tc_reply r;
+		cr_assert_eq(t_simple(c, VY_OP_STATS, &r), 0);
+		cr_assert(tc_row_u64(&r, "devices", "index", 0, "lost", &lost));
+		tc_reply_free(&r);
+		if (lost >= want || rel_now_ms() - t0 > timeout_ms) {
+			return lost;
+		}
+		usleep(20000);
+	}
+}
+
 Test(faults, device_loss_recovers_while_other_clients_keep_running)
 {
 	struct vyd d;
@@ -541,6 +558,7 @@ Test(faults, device_loss_recovers_while_other_clients_keep_running)
 	static const char *const faults[] = {"device_lost", "dispatch", "device_lost",
 		"out_of_memory", "compile", "device_lost"};
 	int injected = 0;
+	uint64_t losses = 0;
 	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
 		usleep(300000);
 		int code = inject(&c, faults[i]);
@@ -548,6 +566,14 @@ Test(faults, device_loss_recovers_while_other_clients_keep_running)
 			cr_expect_eq(code, 0, "inject_fault %s: %s", faults[i],
 				code ? vy_err_name(code) : "ok");
 			injected += code == 0;
+			/* A loss is one state until the device recovers: the next loss is injected
+			 * only once the crowd's work has met this one, however slow the machine. */
+			if (strcmp(faults[i], "device_lost") == 0) {
+				losses++;
+				cr_expect_eq(wait_lost(&c, losses, 20000), losses,
+					"the injected loss %lu was not met within 20 s",
+					(unsigned long)losses);
+			}
 		} else {
 			cr_expect_eq(
 				code, VY_E_UNSUPPORTED_FEATURE, "the reference has no fault hook");
