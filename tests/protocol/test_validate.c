@@ -612,6 +612,28 @@ Test(validate, workgroup_axes_are_at_least_one_and_within_caps)
 	expect_valid(vy_program_create(NULL, 16, 16, 1), &caps);
 }
 
+Test(validate, each_workgroup_limit_admits_its_cap_and_refuses_one_more)
+{
+	struct vy_caps axes = {true, 0, {1024, 512, 64}, 0};
+	expect_valid(vy_program_create(NULL, 1024, 1, 1), &axes);
+	expect_valid(vy_program_create(NULL, 1, 512, 1), &axes);
+	expect_valid(vy_program_create(NULL, 1, 1, 64), &axes);
+	expect_one(vy_program_create(NULL, 1025, 1, 1), &axes, VY_E_UNSUPPORTED_FEATURE,
+		"workgroup_size[0]", "1024 or less");
+	vy_err_list_finish(&errs);
+	expect_one(vy_program_create(NULL, 1, 513, 1), &axes, VY_E_UNSUPPORTED_FEATURE,
+		"workgroup_size[1]", "512 or less");
+	vy_err_list_finish(&errs);
+	expect_one(vy_program_create(NULL, 1, 1, 65), &axes, VY_E_UNSUPPORTED_FEATURE,
+		"workgroup_size[2]", "64 or less");
+	vy_err_list_finish(&errs);
+
+	struct vy_caps invocations = {true, 768, {0, 0, 0}, 0};
+	expect_valid(vy_program_create(NULL, 16, 16, 3), &invocations);
+	expect_one(vy_program_create(NULL, 769, 1, 1), &invocations, VY_E_UNSUPPORTED_FEATURE,
+		"workgroup_size", "768 or less");
+}
+
 Test(validate, at_most_32_buffers)
 {
 	struct vy_program *p = vy_program_create(NULL, 1, 1, 1);
