@@ -139,12 +139,25 @@ def configure(build, src, sanitize, log):
         sys.exit(f"mutate: meson setup failed; see {log}")
 
 
+def introspect(build, what):
+    return json.loads(subprocess.run(["meson", "introspect", "--" + what, build], check=True,
+                                     capture_output=True, text=True).stdout)
+
+
+def test_targets(build):
+    """Map every test name to the ninja targets it needs (its executable and its depends), so a
+    mutant rebuilds only what its tests run."""
+    files = {}
+    for t in introspect(build, "targets"):
+        files[t["id"]] = [os.path.relpath(f, build) for f in t["filename"]]
+    return {t["name"]: sorted({f for d in t["depends"] for f in files.get(d, [])})
+            for t in introspect(build, "tests")}
+
+
 def test_names(build):
     """Map every test name and suite name to the test names it selects."""
-    out = subprocess.run(["meson", "introspect", "--tests", build], check=True,
-                         capture_output=True, text=True).stdout
     names = {}
-    for t in json.loads(out):
+    for t in introspect(build, "tests"):
         names.setdefault(t["name"], set()).add(t["name"])
         for s in t["suite"]:
             names.setdefault(s, set()).add(t["name"])
@@ -176,8 +189,9 @@ def run_tests(build, tests, args, log, env):
     return run_capped(cmd, args.timeout, log, env)
 
 
-def build_tree(build, args, log):
-    return run_capped(["ninja", "-C", build, "-j", str(args.jobs)], args.build_timeout, log)
+def build_tree(build, args, log, targets=()):
+    cmd = ["ninja", "-C", build, "-j", str(args.jobs)] + list(targets)
+    return run_capped(cmd, args.build_timeout, log)
 
 
 def print_table(results):
@@ -274,8 +288,10 @@ def main():
         sys.exit(f"mutate: the unmutated tree does not build; see {log}")
     print(f"mutate: unmutated build {time.time() - t:.0f} s")
     names = test_names(build)
+    needs = test_targets(build)
     for m in mutants:
         m["tests"] = select_tests(names, m["suites"])
+        m["targets"] = sorted({f for t in m["tests"] for f in needs.get(t, [])})
 
     if not args.skip_baseline:
         wanted = sorted({t for m in mutants for t in m["tests"]})
@@ -300,7 +316,7 @@ def main():
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text.replace(m["find"], m["replace"], 1))
             try:
-                if build_tree(build, args, log) != 0:
+                if build_tree(build, args, log, m["targets"]) != 0:
                     r["outcome"] = "build broke"
                 else:
                     rc = run_tests(build, m["tests"], args, log, env)
