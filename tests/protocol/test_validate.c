@@ -514,6 +514,10 @@ Test(validate, literals_and_spec_defaults_hold_a_value_of_their_type)
 	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[0].let.value", "true or false");
 	vy_err_list_finish(&errs);
 	p = base();
+	one(p, vy_ir_let(p, "x", vy_ir_spec(p, "flag", VY_TYPE_BOOL, 2)));
+	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[0].let.value", "true or false");
+	vy_err_list_finish(&errs);
+	p = base();
 	one(p, vy_ir_let(p, "x", vy_ir_spec(p, "9lives", VY_TYPE_U32, 7)));
 	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[0].let.value", "letters");
 }
@@ -702,6 +706,12 @@ Test(validate, bindings_are_unique_among_non_workgroup_buffers)
 	vy_program_add_buffer(p, "b", 3, VY_ACCESS_UNIFORM, VY_TYPE_U32, 0);
 	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "buffers[3].binding", "own binding");
 	cr_assert(strstr(errs.items[0].message, "\"a\""));
+	vy_err_list_finish(&errs);
+
+	p = vy_program_create(NULL, 1, 1, 1);
+	vy_program_add_buffer(p, "a", 0, VY_ACCESS_READ_ONLY, VY_TYPE_U32, 0);
+	vy_program_add_buffer(p, "b", 0, VY_ACCESS_READ_WRITE, VY_TYPE_U32, 0);
+	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "buffers[1].binding", "own binding");
 }
 
 Test(validate, workgroup_buffers_need_a_count)
