@@ -127,6 +127,11 @@ def run_capped(cmd, timeout, log, env=None):
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
             return None
+        except BaseException:
+            # Interrupted (Ctrl-C): take the group down too; the caller puts the file back.
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            raise
 
 
 def configure(build, src, sanitize, log):
