@@ -10,6 +10,8 @@ the mutant names with a time cap, puts the file back, and records one outcome:
   timeout    the tests ran past --timeout and were killed; counted as caught (the unmutated
              tests finish far under the cap, so the mutant made them hang)
   survived   every named test passed
+  equivalent the tests passed, and the mutant says why no test can tell it apart (its
+             `equivalent` key): reported, left out of the score
   build broke  the mutant did not compile (a mistake in the mutant, not a catch)
   site gone  the original text is not in the file any more
   ambiguous  the original text occurs more than once in the file
@@ -31,7 +33,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CAUGHT = ("caught", "timeout")
-UNCOUNTED = ("build broke", "site gone", "ambiguous")
+UNCOUNTED = ("equivalent", "build broke", "site gone", "ambiguous")
 
 
 def unescape(text):
@@ -62,6 +64,7 @@ def load_mutants(path):
             "replace": replace,
             "suites": sec["suites"].split(),
             "why": " ".join(sec["why"].split()),
+            "equivalent": " ".join(sec.get("equivalent", "").split()),
         })
     return mutants
 
@@ -263,6 +266,8 @@ def main():
     if args.list:
         for m in mutants:
             print(f"{m['id']}  {m['file']}  [{' '.join(m['suites'])}]\n    {m['why']}")
+            if m["equivalent"]:
+                print(f"    equivalent: {m['equivalent']}")
         print(f"{len(mutants)} mutants")
         return 0
 
@@ -326,6 +331,11 @@ def main():
                 else:
                     rc = run_tests(build, m["tests"], args, log, env)
                     r["outcome"] = "timeout" if rc is None else "survived" if rc == 0 else "caught"
+                    if r["outcome"] == "survived" and m["equivalent"]:
+                        r["outcome"] = "equivalent"
+                    elif r["outcome"] != "survived" and m["equivalent"]:
+                        print(f"mutate: {m['id']} is marked equivalent but was caught; "
+                              "drop its equivalent key", flush=True)
             finally:
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(text)
