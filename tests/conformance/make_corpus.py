@@ -1285,6 +1285,14 @@ def node_cases():
          "(65535), so a backend folds the grid into y and z while gid stays the linear id.",
          prog, None, expect=[[3 * i for i in range(70000)]])
 
+    name = "grid_partial_last_part"
+    prog = program(name, 1, [buf("y", 0, "write_only", "u32", 5003)],
+                   [store("y", gid(), op("add", wgid(), U(1)))])
+    case(name, "5003 workgroups of one invocation on x alone: a backend that launches large "
+         "grids in parts (Vulkan: parts of 4096 workgroups on a CPU device) must run the "
+         "partial last part too, so every element is its workgroup id + 1.",
+         prog, None, expect=[[i + 1 for i in range(5003)]])
+
     name = "workgroup_size_override"
     prog = program(name, 64, [buf("l", 0, "write_only", "u32", 96),
                               buf("w", 1, "write_only", "u32", 96)],
