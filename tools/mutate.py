@@ -33,17 +33,17 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CAUGHT = ("caught", "timeout")
-UNCOUNTED = ("equivalent", "build broke", "site gone", "ambiguous")
+KEYS = ("file", "find", "replace", "suites", "why", "equivalent")
 
 
 def unescape(text):
-    """The INI values hold C fragments on one line: \\t is a tab, \\n a newline, \\\\ a backslash."""
+    """INI values hold C on one line: \\t is a tab, \\n a newline, \\\\ a backslash."""
     return re.sub(r"\\([tn\\])", lambda m: {"t": "\t", "n": "\n", "\\": "\\"}[m.group(1)], text)
 
 
 def load_mutants(path):
-    parser = configparser.ConfigParser(interpolation=None, delimiters=("=",), comment_prefixes=("#",),
-                                       empty_lines_in_values=False)
+    parser = configparser.ConfigParser(interpolation=None, delimiters=("=",),
+                                       comment_prefixes=("#",), empty_lines_in_values=False)
     parser.optionxform = str
     with open(path, encoding="utf-8") as f:
         parser.read_file(f)
@@ -53,6 +53,9 @@ def load_mutants(path):
         missing = [k for k in ("file", "find", "replace", "suites", "why") if k not in sec]
         if missing:
             sys.exit(f"mutate: {path}: [{mid}] lacks {', '.join(missing)}")
+        unknown = [k for k in sec if k not in KEYS]
+        if unknown:
+            sys.exit(f"mutate: {path}: [{mid}] has unknown keys {', '.join(unknown)}")
         find = unescape(sec["find"])
         replace = unescape(sec["replace"])
         if find == replace:
