@@ -10,6 +10,10 @@
 #                    release build into build-bench/, run the benchmark suite against its
 #                    anchors and print its table; results (JSON, plot) in OUTDIR (default
 #                    build-bench/bench-results)
+#   ./dev.sh mutate [OPTIONS]
+#                    mutation testing: plant each mutant of tests/mutants.ini in a scratch copy
+#                    (build-mutate/), rebuild, run the suites it names, and print caught /
+#                    survived with a score (tools/mutate.py --help; docs/testing.md)
 #
 # On a fresh Debian 12 machine it first installs whatever package is missing (quietly when
 # nothing is). Environment: VYRED_FUZZ_SECONDS (default 60 per target, 0 skips fuzzing).
@@ -148,8 +152,13 @@ bench)
 	install_missing
 	run_bench "${2:-}"
 	;;
+mutate)
+	shift
+	install_missing
+	exec python3 tools/mutate.py "$@"
+	;;
 *)
-	echo "usage: ./dev.sh demo|test|build|bench [OUTDIR]" >&2
+	echo "usage: ./dev.sh demo|test|build|bench [OUTDIR]|mutate [OPTIONS]" >&2
 	exit 2
 	;;
 esac

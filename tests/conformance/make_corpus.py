@@ -1285,6 +1285,14 @@ def node_cases():
          "(65535), so a backend folds the grid into y and z while gid stays the linear id.",
          prog, None, expect=[[3 * i for i in range(70000)]])
 
+    name = "grid_partial_last_part"
+    prog = program(name, 1, [buf("y", 0, "write_only", "u32", 5003)],
+                   [store("y", gid(), op("add", wgid(), U(1)))])
+    case(name, "5003 workgroups of one invocation on x alone: a backend that launches large "
+         "grids in parts (Vulkan: parts of 4096 workgroups on a CPU device) must run the "
+         "partial last part too, so every element is its workgroup id + 1.",
+         prog, None, expect=[[i + 1 for i in range(5003)]])
+
     name = "workgroup_size_override"
     prog = program(name, 64, [buf("l", 0, "write_only", "u32", 96),
                               buf("w", 1, "write_only", "u32", 96)],
@@ -1327,6 +1335,25 @@ def spec_cases():
          [gx], config={"spec": {"scale": -0.5, "reps": 7, "on": True}},
          expect=[shown([fmul(x, 0xBF000000) for x in xs], "f32"),
                  [sums(7, -1)] * 64, [True] * 64])
+
+    tiny = bits_to_float(0x00000001)
+    prog = program("spec_f32_noncanonical", 1, [buf("y", 0, "write_only", "f32", 8)],
+                   [if_(op("eq", gid(), U(0)), [
+                       store("y", U(0), ["spec", "sub", "f32", F(0.0)]),
+                       store("y", U(1), ["spec", "nsub", "f32", F(0.0)]),
+                       store("y", U(2), ["spec", "qnan", "f32", F(0.0)]),
+                       store("y", U(3), ["spec", "nnan", "f32", F(0.0)]),
+                       store("y", U(4), ["spec", "dsub", "f32", F(tiny)]),
+                       store("y", U(5), ["spec", "big", "f32", F(0.0)]),
+                       store("y", U(6), F(tiny)),
+                       store("y", U(7), F(-tiny))])])
+    case("spec_f32_noncanonical", "f32 spec values and literals stored straight to an output "
+         "come out canonical: the subnormal words 0x00000001 and 0x80000005 (and a subnormal "
+         "default) flush to +0 and -0, NaNs with payloads 0x7FC12345 and 0xFFC00001 become "
+         "0x7FC00000, the smallest normal number passes unchanged.", prog,
+         config={"spec": {"sub": "0x00000001", "nsub": "0x80000005", "qnan": "0x7fc12345",
+                          "nnan": "0xffc00001", "big": "0x00800000"}},
+         expect=[shown([0, 0x80000000, NAN, NAN, 0, 0x00800000, 0, 0x80000000], "f32")])
 
 
 spec_cases()

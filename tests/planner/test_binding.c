@@ -338,6 +338,39 @@ Test(binding, fingerprint_differs_when_a_role_differs)
 	vy_program_destroy(q);
 }
 
+Test(binding, fingerprint_differs_when_any_one_slot_field_differs)
+{
+	struct vy_program *p = three_binding_program();
+	struct vy_binding_plan *plan = build_ok(p);
+	struct vy_binding_set_fingerprint base;
+	vy_binding_set_fingerprint_init(&base, plan);
+	cr_assert(base.n_slots > 1);
+	for (int field = 0; field < 4; field++) {
+		struct vy_binding_set_fingerprint other = base;
+		struct vy_binding_slot *s = &other.slots[base.n_slots - 1];
+		switch (field) {
+		case 0:
+			s->binding += 7;
+			break;
+		case 1:
+			s->role = s->role == VY_ROLE_INPUT ? VY_ROLE_OUTPUT : VY_ROLE_INPUT;
+			break;
+		case 2:
+			s->element_size *= 2;
+			break;
+		default:
+			other.n_slots--;
+			break;
+		}
+		cr_assert_not(vy_binding_set_fingerprint_equal(&base, &other), "field %d", field);
+		cr_assert_not(vy_binding_set_fingerprint_equal(&other, &base), "field %d", field);
+		cr_assert_neq(vy_binding_set_fingerprint_hash(&base),
+			vy_binding_set_fingerprint_hash(&other), "field %d", field);
+	}
+	vy_binding_plan_destroy(plan);
+	vy_program_destroy(p);
+}
+
 Test(binding, layout_fingerprint_differs_when_read_only_differs)
 {
 	struct vy_layout_slot s = {.group = 0,

@@ -338,6 +338,33 @@ Test(launch, grid_beyond_every_axis_limit_fails_naming_the_sizes)
 	vy_program_destroy(p);
 }
 
+Test(launch, a_grid_at_each_axis_limit_runs_unfolded_and_one_more_fails)
+{
+	struct vy_launch_limits lim = {{7, 5, 3}};
+	struct vy_program *p = output_only(1, 7);
+	struct vy_launch l = launch_ok(p, NULL, &lim);
+	cr_assert_not(l.folded);
+	cr_assert_eq(l.workgroups[0], 7);
+	cr_assert_eq(l.workgroups[1], 1);
+	cr_assert_eq(l.workgroups[2], 1);
+
+	struct vy_launch_config at = {.grid = {7, 5, 3}};
+	l = launch_ok(p, &at, &lim);
+	cr_assert_not(l.folded);
+	cr_assert_eq(l.workgroups[0], 7);
+	cr_assert_eq(l.workgroups[1], 5);
+	cr_assert_eq(l.workgroups[2], 3);
+
+	for (int axis = 0; axis < 3; axis++) {
+		struct vy_launch_config past = at;
+		past.grid[axis]++;
+		struct vy_err err = {0};
+		cr_assert_eq(launch_err(p, &past, &lim, &err), VY_E_BAD_REQUEST, "axis %d", axis);
+		cr_assert(strstr(err.message, "[7, 5, 3]"), "got: %s", err.message);
+	}
+	vy_program_destroy(p);
+}
+
 Test(launch, multi_axis_grid_past_an_axis_limit_fails)
 {
 	struct vy_program *p = output_only(64, 64);

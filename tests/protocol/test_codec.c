@@ -264,6 +264,57 @@ Test(codec, f32_literals_keep_exact_bits_and_non_finite_values)
 	vy_program_destroy(p);
 }
 
+/* A program storing one f32 literal, encoded with 1.5 and then patched to `word`, decoded. */
+static uint32_t decoded_f32_literal(uint32_t word)
+{
+	struct vy_program *p = vy_program_create(NULL, 1, 1, 1);
+	vy_program_add_buffer(p, "o", 0, VY_ACCESS_READ_WRITE, VY_TYPE_F32, 1);
+	vy_program_set_entry(p, vy_ir_seq(p,
+					vy_ir_store(p, "o", vy_ir_u32(p, 0),
+						vy_ir_lit(p, VY_TYPE_F32, 0x3fc00000u)),
+					NULL));
+	msgpack_sbuffer sb;
+	msgpack_sbuffer_init(&sb);
+	vy_program_encode(p, &sb);
+	vy_program_destroy(p);
+	static const uint8_t one_and_half[5] = {0xca, 0x3f, 0xc0, 0x00, 0x00};
+	uint8_t *at = memmem(sb.data, sb.size, one_and_half, sizeof(one_and_half));
+	cr_assert_not_null(at);
+	at[1] = (uint8_t)(word >> 24);
+	at[2] = (uint8_t)(word >> 16);
+	at[3] = (uint8_t)(word >> 8);
+	at[4] = (uint8_t)word;
+	struct vy_err err;
+	cr_assert_eq(vy_program_decode(sb.data, sb.size, &p, &err), 0, "%s", err.message);
+	msgpack_sbuffer_destroy(&sb);
+	uint32_t bits = p->entry.items[0]->args[1]->bits;
+	vy_program_destroy(p);
+	return bits;
+}
+
+Test(codec, nan_literals_decode_to_the_canonical_nan_and_infinities_stay)
+{
+	cr_assert_eq(decoded_f32_literal(0x7fc12345u), 0x7fc00000u);
+	cr_assert_eq(decoded_f32_literal(0xffc00001u), 0x7fc00000u);
+	cr_assert_eq(decoded_f32_literal(0x7f800000u), 0x7f800000u);
+	cr_assert_eq(decoded_f32_literal(0xff800000u), 0xff800000u);
+	cr_assert_eq(decoded_f32_literal(0x00000001u), 0x00000001u);
+}
+
+Test(codec, i32_literals_take_the_whole_range)
+{
+	struct vy_program *p = decode_json_ok(
+		"{\"vyre\":1,\"workgroup_size\":[1,1,1],\"buffers\":[],\"entry\":["
+		"[\"let\",\"lo\",[\"i32\",-2147483648]],[\"let\",\"hi\",[\"i32\",2147483647]]]}");
+	cr_assert_eq(p->entry.items[0]->args[0]->bits, 0x80000000u);
+	cr_assert_eq(p->entry.items[1]->args[0]->bits, 0x7fffffffu);
+	vy_program_destroy(p);
+	struct vy_err err;
+	const char *past = "{\"vyre\":1,\"workgroup_size\":[1,1,1],\"buffers\":[],\"entry\":["
+			   "[\"let\",\"lo\",[\"i32\",-2147483649]]]}";
+	cr_assert_neq(vy_program_from_json(past, strlen(past), &p, &err), 0);
+}
+
 Test(codec, defaults_are_filled_and_left_out_of_the_canonical_form)
 {
 	struct vy_program *p = decode_json_ok(PROGRAM_WITH("[\"barrier\",\"seq_cst\"]"));

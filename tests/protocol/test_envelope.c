@@ -1,5 +1,6 @@
 /* Request and response envelopes of protocol version 1. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "envelope.h"
@@ -255,6 +256,66 @@ Test(envelope, malformed_requests_get_their_code_and_keep_the_id)
 	key(&d, "teleport");
 	msgpack_pack_nil(&d.pk);
 	expect_error(&d, VY_E_BAD_REQUEST, 16, "inputs", "unknown input kind");
+}
+
+/* A dispatch by program id with n empty inputs and, when n_spec > 0, that many spec values; the
+ * label, when given, is sent with its length (so it may hold a NUL byte). */
+static void pack_limits(struct doc *d, uint32_t n_inputs, uint32_t n_spec, uint64_t timeout,
+	const char *label, size_t label_len)
+{
+	doc_init(d);
+	vy_request_pack_head(&d->pk, 30, VY_OP_DISPATCH, 3);
+	key(d, "program_id");
+	vy_pack_cstr(&d->pk, "00112233445566778899aabbccddeeff");
+	key(d, "inputs");
+	msgpack_pack_array(&d->pk, n_inputs);
+	for (uint32_t i = 0; i < n_inputs; i++) {
+		msgpack_pack_bin(&d->pk, 0);
+	}
+	key(d, "config");
+	msgpack_pack_map(&d->pk, 1 + (n_spec > 0) + (label != NULL));
+	key(d, "timeout_ms");
+	msgpack_pack_uint64(&d->pk, timeout);
+	if (n_spec > 0) {
+		key(d, "spec");
+		msgpack_pack_map(&d->pk, n_spec);
+		for (uint32_t i = 0; i < n_spec; i++) {
+			char name[16];
+			snprintf(name, sizeof(name), "s%u", i);
+			key(d, name);
+			msgpack_pack_uint32(&d->pk, i);
+		}
+	}
+	if (label) {
+		key(d, "label");
+		msgpack_pack_str(&d->pk, label_len);
+		msgpack_pack_str_body(&d->pk, label, label_len);
+	}
+}
+
+Test(envelope, request_limits_admit_their_maximum_and_refuse_one_more)
+{
+	struct doc d;
+	struct vy_request req;
+	struct vy_err err;
+	pack_limits(&d, VY_MAX_INPUTS, VY_MAX_SPEC_SETTINGS, UINT32_MAX, "job", 3);
+	cr_assert_eq(decode(&d, &req, &err), 0, "%s", err.message);
+	cr_assert_eq(req.n_inputs, VY_MAX_INPUTS);
+	cr_assert_eq(req.config.n_spec, VY_MAX_SPEC_SETTINGS);
+	cr_assert_eq(req.config.spec[63].u, 63);
+	cr_assert_eq(req.config.timeout_ms, UINT32_MAX);
+	cr_assert_str_eq(req.config.label, "job");
+	vy_request_finish(&req);
+	msgpack_sbuffer_destroy(&d.sb);
+
+	pack_limits(&d, VY_MAX_INPUTS + 1, 0, 1, NULL, 0);
+	expect_error(&d, VY_E_BAD_REQUEST, 30, "inputs", "33 inputs is more than 32");
+	pack_limits(&d, 0, VY_MAX_SPEC_SETTINGS + 1, 1, NULL, 0);
+	expect_error(&d, VY_E_BAD_REQUEST, 30, "config", "65 spec values is more than 64");
+	pack_limits(&d, 0, 0, (uint64_t)UINT32_MAX + 1, NULL, 0);
+	expect_error(&d, VY_E_BAD_REQUEST, 30, "config", "4294967296");
+	pack_limits(&d, 0, 0, 1, "jo\0b", 4);
+	expect_error(&d, VY_E_BAD_REQUEST, 30, "config", "without NUL bytes");
 }
 
 Test(envelope, error_response_round_trips_with_every_field)

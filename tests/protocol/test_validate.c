@@ -514,6 +514,10 @@ Test(validate, literals_and_spec_defaults_hold_a_value_of_their_type)
 	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[0].let.value", "true or false");
 	vy_err_list_finish(&errs);
 	p = base();
+	one(p, vy_ir_let(p, "x", vy_ir_spec(p, "flag", VY_TYPE_BOOL, 2)));
+	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[0].let.value", "true or false");
+	vy_err_list_finish(&errs);
+	p = base();
 	one(p, vy_ir_let(p, "x", vy_ir_spec(p, "9lives", VY_TYPE_U32, 7)));
 	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[0].let.value", "letters");
 }
@@ -612,6 +616,28 @@ Test(validate, workgroup_axes_are_at_least_one_and_within_caps)
 	expect_valid(vy_program_create(NULL, 16, 16, 1), &caps);
 }
 
+Test(validate, each_workgroup_limit_admits_its_cap_and_refuses_one_more)
+{
+	struct vy_caps axes = {true, 0, {1024, 512, 64}, 0};
+	expect_valid(vy_program_create(NULL, 1024, 1, 1), &axes);
+	expect_valid(vy_program_create(NULL, 1, 512, 1), &axes);
+	expect_valid(vy_program_create(NULL, 1, 1, 64), &axes);
+	expect_one(vy_program_create(NULL, 1025, 1, 1), &axes, VY_E_UNSUPPORTED_FEATURE,
+		"workgroup_size[0]", "1024 or less");
+	vy_err_list_finish(&errs);
+	expect_one(vy_program_create(NULL, 1, 513, 1), &axes, VY_E_UNSUPPORTED_FEATURE,
+		"workgroup_size[1]", "512 or less");
+	vy_err_list_finish(&errs);
+	expect_one(vy_program_create(NULL, 1, 1, 65), &axes, VY_E_UNSUPPORTED_FEATURE,
+		"workgroup_size[2]", "64 or less");
+	vy_err_list_finish(&errs);
+
+	struct vy_caps invocations = {true, 768, {0, 0, 0}, 0};
+	expect_valid(vy_program_create(NULL, 16, 16, 3), &invocations);
+	expect_one(vy_program_create(NULL, 769, 1, 1), &invocations, VY_E_UNSUPPORTED_FEATURE,
+		"workgroup_size", "768 or less");
+}
+
 Test(validate, at_most_32_buffers)
 {
 	struct vy_program *p = vy_program_create(NULL, 1, 1, 1);
@@ -680,6 +706,12 @@ Test(validate, bindings_are_unique_among_non_workgroup_buffers)
 	vy_program_add_buffer(p, "b", 3, VY_ACCESS_UNIFORM, VY_TYPE_U32, 0);
 	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "buffers[3].binding", "own binding");
 	cr_assert(strstr(errs.items[0].message, "\"a\""));
+	vy_err_list_finish(&errs);
+
+	p = vy_program_create(NULL, 1, 1, 1);
+	vy_program_add_buffer(p, "a", 0, VY_ACCESS_READ_ONLY, VY_TYPE_U32, 0);
+	vy_program_add_buffer(p, "b", 0, VY_ACCESS_READ_WRITE, VY_TYPE_U32, 0);
+	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "buffers[1].binding", "own binding");
 }
 
 Test(validate, workgroup_buffers_need_a_count)

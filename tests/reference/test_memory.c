@@ -41,6 +41,24 @@ Test(reference_memory, out_of_bounds_load_reads_zero_and_store_does_nothing)
 	vy_program_destroy(p);
 }
 
+/* Index == count is the first index out of bounds: a second atomic there must not see the first. */
+Test(reference_memory, atomics_one_past_the_end_do_nothing_and_return_zero)
+{
+	struct vy_program *p = vy_program_create("oob_atomic", 1, 1, 1);
+	BUF("rw", 0, READ_WRITE, U32, 2);
+	BUF("out", 1, WRITE_ONLY, U32, 2);
+	vy_program_set_entry(p, SEQ(STORE("out", U32(0), ATOMIC(EXCHANGE, "rw", U32(2), U32(7))),
+					STORE("out", U32(1), ATOMIC(ADD, "rw", U32(2), U32(1)))));
+	uint32_t rw[] = {21, 22};
+	struct vy_bytes in[] = {ref_in(rw, 2)};
+	struct ref_result r = ref_dispatch(p, in, 1, NULL);
+	ref_expect(&r, (uint32_t[]){21, 22}, 2, "rw");
+	cr_assert_eq(ref_word(&r, 1, 0), 0);
+	cr_assert_eq(ref_word(&r, 1, 1), 0, "the first atomic past the end changed something");
+	ref_result_finish(&r);
+	vy_program_destroy(p);
+}
+
 Test(reference_memory, count_zero_buffers_take_their_length_from_the_input)
 {
 	struct vy_program *p = vy_program_create("double", 32, 1, 1);
