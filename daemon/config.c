@@ -387,9 +387,12 @@ static int check(const struct vy_config *c, struct vy_err *err)
 		return vy_err_set(err, VY_E_BAD_REQUEST, "max_clients",
 			"set max_clients to 1 or more", "max_clients is 0");
 	}
-	if (c->max_clients_per_user < 1 || c->max_inflight_per_user < 1) {
+	if (c->max_clients_per_user < 1 || c->max_inflight_per_user < 1 ||
+		c->max_inflight_total < 1) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, "max_clients_per_user",
-			"set max_clients_per_user and max_inflight_per_user to 1 or more",
+			"set max_clients_per_user, max_inflight_per_user and max_inflight_total to "
+			"1 "
+			"or more",
 			"a per-user limit of connections or requests is 0");
 	}
 	if (c->inbound_quota < 16 || c->inbound_total < 16 || c->max_output < 4) {

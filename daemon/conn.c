@@ -100,6 +100,7 @@ static void inflight_add(struct vy_conn *c)
 {
 	c->in_flight++;
 	c->user->in_flight++;
+	c->srv->in_flight++;
 }
 
 /* Inbound bytes `c` may still be given: its user's and the daemon's, whichever is smaller. */
@@ -244,6 +245,7 @@ static void req_settle(struct vy_req *req, int code)
 	}
 	c->in_flight--;
 	c->user->in_flight--;
+	s->in_flight--;
 }
 
 void vy_req_drop(struct vy_req *req)
@@ -836,6 +838,32 @@ int vy_conn_take_fd(struct vy_conn *c)
 
 /* --- accepting and closing ------------------------------------------------------------- */
 
+/* A refused connection's warning, at most one line a second: a client in a connect loop must not
+ * flood the log. The next line logged says how many were not. */
+static void refusal_log(struct vy_server *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void refusal_log(struct vy_server *s, const char *fmt, ...)
+{
+	uint64_t now = vy_now_ns();
+	if (s->refused_ns != 0 && now - s->refused_ns < 1000000000ull) {
+		s->refused_quiet++;
+		return;
+	}
+	char line[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (s->refused_quiet) {
+		vy_log(VY_LOG_WARNING, "%s (%" PRIu64 " more refused since the last such line)",
+			line, s->refused_quiet);
+	} else {
+		vy_log(VY_LOG_WARNING, "%s", line);
+	}
+	s->refused_ns = now;
+	s->refused_quiet = 0;
+}
+
 static void on_closed(uv_handle_t *handle)
 {
 	struct vy_conn *c = handle->data;
@@ -944,11 +972,9 @@ void vy_conn_on_connection(uv_stream_t *listener, int status)
 		uv_close((uv_handle_t *)&c->pipe, on_closed);
 		return;
 	}
-	if (s->state != VY_SERVER_RUNNING || s->n_conns >= s->cfg.max_clients) {
+	if (s->state != VY_SERVER_RUNNING) {
 		s->stats.connections_refused++;
-		vy_log(VY_LOG_WARNING, "refusing a connection: %s",
-			s->state != VY_SERVER_RUNNING ? "shutting down"
-						      : "max_clients connections are open");
+		refusal_log(s, "refusing a connection: shutting down");
 		c->state = VY_CONN_CLOSED;
 		uv_close((uv_handle_t *)&c->pipe, on_closed);
 		return;
@@ -958,12 +984,15 @@ void vy_conn_on_connection(uv_stream_t *listener, int status)
 	socklen_t len = sizeof(cred);
 	if (uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0 ||
 		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-		vy_log(VY_LOG_WARNING, "refusing a connection without peer credentials: %s",
-			strerror(errno));
+		refusal_log(
+			s, "refusing a connection without peer credentials: %s", strerror(errno));
 		c->state = VY_CONN_CLOSED;
 		uv_close((uv_handle_t *)&c->pipe, on_closed);
 		return;
 	}
+	/* Counted before this one joins: refused connections stay in the list only until their
+	 * error frame is written. */
+	uint32_t open = s->n_conns;
 	c->pid = cred.pid;
 	c->uid = cred.uid;
 	c->gid = cred.gid;
@@ -973,15 +1002,28 @@ void vy_conn_on_connection(uv_stream_t *listener, int status)
 	c->user->conns++;
 	vy_list_insert_tail(&s->conns, &c->link);
 	s->n_conns++;
-	if (c->user->conns > s->cfg.max_clients_per_user) {
-		/* Refused with a reply, so that the client learns why rather than seeing a reset.
-		 */
+	/* Refused with a reply, so that the client learns why rather than seeing a reset. */
+	struct vy_err err;
+	if (open >= s->cfg.max_clients) {
 		s->stats.connections_refused++;
-		vy_log(VY_LOG_WARNING,
+		refusal_log(s,
+			"refusing a connection of uid %u (pid %d): max_clients (%" PRIu64
+			") connections are open",
+			(unsigned)c->uid, (int)c->pid, s->cfg.max_clients);
+		vy_err_set(&err, VY_E_BUSY, NULL,
+			"retry once other clients have disconnected, or ask the operator to raise "
+			"max_clients",
+			"%" PRIu32 " connections are open; max_clients is %" PRIu64, open,
+			s->cfg.max_clients);
+		reply_unsolicited(c, &err);
+		return;
+	}
+	if (c->user->conns > s->cfg.max_clients_per_user) {
+		s->stats.connections_refused++;
+		refusal_log(s,
 			"refusing a connection of uid %u (pid %d): it holds max_clients_per_user "
 			"(%" PRIu64 ") connections",
 			(unsigned)c->uid, (int)c->pid, s->cfg.max_clients_per_user);
-		struct vy_err err;
 		vy_err_set(&err, VY_E_QUOTA_EXCEEDED, NULL,
 			"close connections this user no longer uses, or ask the operator to raise "
 			"max_clients_per_user",

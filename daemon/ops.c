@@ -962,6 +962,17 @@ void vy_ops_start(struct vy_req *req)
 			c->user->in_flight - 1, (unsigned)c->uid, s->cfg.max_inflight_per_user);
 		return;
 	}
+	if (s->in_flight > s->cfg.max_inflight_total) {
+		c->busy++;
+		fail(req, VY_E_BUSY, NULL,
+			"retry once replies have come back (other users' requests fill the "
+			"daemon), "
+			"or ask the operator to raise max_inflight_total",
+			"%" PRIu32 " requests of all users are in flight; max_inflight_total is "
+			"%" PRIu64,
+			s->in_flight - 1, s->cfg.max_inflight_total);
+		return;
+	}
 	if (vy_op_admin(op) && !vy_server_is_admin(s, c)) {
 		fail(req, VY_E_PERMISSION_DENIED, "op",
 			"run it as root, as the daemon's user, or as a member of admin_group",

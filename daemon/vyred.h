@@ -305,6 +305,8 @@ struct vy_resident_table {
 	struct vy_htable index;
 	size_t count;
 	uint64_t bytes;
+	uint64_t reserved;  /* vy_uid_usage.bytes over every user (resident_total) */
+	uint64_t shm_bytes; /* vy_uid_usage.shm_bytes over every user (shm_total) */
 	struct vy_link named;
 	struct vy_uid_usage *usage;
 	size_t n_usage;
@@ -496,6 +498,9 @@ struct vy_server {
 	struct vy_resident_table res;
 	struct vy_link conns;
 	uint32_t n_conns;
+	uint32_t in_flight;     /* requests in flight over every connection (max_inflight_total) */
+	uint64_t refused_ns;    /* when the last refused connection was logged */
+	uint64_t refused_quiet; /* refused connections not logged since (one line a second) */
 	struct vy_link users;   /* vy_user.link */
 	uint64_t inbound;       /* frame bytes counted over every user (inbound_total) */
 	uint64_t inbound_held;  /* of which bytes of frames that wait for room */
