@@ -404,6 +404,15 @@ static int check(const struct vy_config *c, struct vy_err *err)
 			" or max_output %" PRIu64 " is too small",
 			c->inbound_quota, c->inbound_total, c->max_output);
 	}
+	if (c->max_output > c->reply_quota || c->reply_quota > c->reply_total) {
+		return vy_err_set(err, VY_E_BAD_REQUEST, "reply_quota",
+			"keep max_output <= reply_quota <= reply_total, so that one dispatch of "
+			"the "
+			"largest output can always run",
+			"max_output %" PRIu64 ", reply_quota %" PRIu64 ", reply_total %" PRIu64
+			" are not in that order",
+			c->max_output, c->reply_quota, c->reply_total);
+	}
 	if (c->write_low_water >= c->write_high_water) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, "write_low_water",
 			"set write_low_water below write_high_water",

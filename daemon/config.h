@@ -81,6 +81,11 @@
 		"bytes of frames all users together may have arriving or waiting")                 \
 	X(max_output, "limits", SIZE, "1G", true,                                                  \
 		"output bytes one dispatch may return or allocate; beyond it: QUOTA_EXCEEDED")     \
+	X(reply_quota, "limits", SIZE, "1G", true,                                                 \
+		"reply bytes one user may have in preparation or unsent; beyond it dispatches "    \
+		"wait and downloads get BUSY")                                                     \
+	X(reply_total, "limits", SIZE, "4G", true,                                                 \
+		"reply bytes all users together may have in preparation or unsent")                \
 	X(max_shm_regions, "limits", U64, "64", true, "shared memory regions per connection")      \
 	X(shm_quota, "limits", SIZE, "64G", true,                                                  \
 		"shared memory bytes one user may have attached at once; beyond it: "              \

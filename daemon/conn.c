@@ -90,10 +90,25 @@ static struct vy_user *user_get(struct vy_server *s, uid_t uid)
 static void user_put(struct vy_user *u)
 {
 	if (u->conns == 0 && u->in_flight == 0 && u->inbound == 0) {
-		assert(u->held == 0);
+		assert(u->held == 0 && u->replies == 0);
 		vy_list_remove(&u->link);
 		free(u);
 	}
+}
+
+void vy_conn_replies_add(struct vy_conn *c, uint64_t bytes)
+{
+	c->out_pending += bytes;
+	c->user->replies += bytes;
+	c->srv->replies += bytes;
+}
+
+/* Fewer reply bytes held: room that a deferred dispatch of any connection may wait for. */
+void vy_conn_replies_sub(struct vy_conn *c, uint64_t bytes)
+{
+	c->out_pending -= bytes;
+	c->user->replies -= bytes;
+	c->srv->replies -= bytes;
 }
 
 static void inflight_add(struct vy_conn *c)
@@ -280,7 +295,7 @@ static void on_written(uv_write_t *wr, int status)
 	struct vy_reply *rp = VY_CONTAINER_OF(wr, struct vy_reply, wr);
 	struct vy_conn *c = rp->conn;
 	c->writes--;
-	c->out_pending -= rp->bytes;
+	vy_conn_replies_sub(c, rp->bytes);
 	if (rp->req) {
 		req_free(rp->req);
 	}
@@ -303,7 +318,7 @@ static void on_cork_written(uv_write_t *wr, int status)
 	struct cork_write *w = VY_CONTAINER_OF(wr, struct cork_write, wr);
 	struct vy_conn *c = w->conn;
 	c->writes--;
-	c->out_pending -= w->bytes;
+	vy_conn_replies_sub(c, w->bytes);
 	free(w->data);
 	free(w);
 	after_write(c, status);
@@ -326,7 +341,7 @@ static void cork_drop(struct vy_conn *c)
 	if (!cork_unlink(c)) {
 		return;
 	}
-	c->out_pending -= c->cork_bytes;
+	vy_conn_replies_sub(c, c->cork_bytes);
 	c->cork_bytes = 0;
 	msgpack_sbuffer_destroy(&c->cork);
 	msgpack_sbuffer_init(&c->cork);
@@ -349,7 +364,7 @@ static void cork_flush(struct vy_conn *c)
 	c->cork_bytes = 0;
 	int rc = uv_write(&w->wr, (uv_stream_t *)&c->pipe, &buf, 1, on_cork_written);
 	if (rc) {
-		c->out_pending -= w->bytes;
+		vy_conn_replies_sub(c, w->bytes);
 		free(w->data);
 		free(w);
 		conn_close(c, uv_strerror(rc));
@@ -386,7 +401,7 @@ static bool cork_take(struct vy_reply *rp)
 	}
 	msgpack_sbuffer_write(&c->cork, rp->sb.data, rp->sb.size);
 	c->cork_bytes += rp->sb.size;
-	c->out_pending += rp->sb.size;
+	vy_conn_replies_add(c, rp->sb.size);
 	c->bytes_out += rp->sb.size;
 	s->stats.bytes_out += rp->sb.size;
 	if (!c->corked) {
@@ -515,7 +530,7 @@ static void send_reply(struct vy_reply *rp, int code)
 		return;
 	}
 	c->writes++;
-	c->out_pending += rp->bytes;
+	vy_conn_replies_add(c, rp->bytes);
 	c->bytes_out += total;
 	s->stats.bytes_out += total;
 	update_flow(c);
@@ -577,9 +592,7 @@ static void update_flow(struct vy_conn *c)
 	if (c->in_read_cb) {
 		return;
 	}
-	if (vy_conn_alive(c)) {
-		vy_ops_resume_deferred(c);
-	}
+	vy_ops_resume_waiters(s);
 	if (c->state != VY_CONN_OPEN) {
 		return;
 	}
@@ -932,6 +945,10 @@ static void conn_close(struct vy_conn *c, const char *why)
 		req_settle(req, 0);
 		req_free(req);
 	}
+	if (c->reply_waiting) {
+		vy_list_remove(&c->reply_link);
+		c->reply_waiting = false;
+	}
 	vy_device_cancel_conn(s, c);
 	vy_resident_conn_closed(s, c);
 	vy_shm_conn_closed(c);
@@ -956,6 +973,7 @@ void vy_conn_on_connection(uv_stream_t *listener, int status)
 	vy_list_init(&c->link);
 	vy_list_init(&c->residents);
 	vy_list_init(&c->deferred);
+	vy_list_init(&c->reply_link);
 	vy_list_init(&c->shms);
 	msgpack_sbuffer_init(&c->cork);
 	for (uint32_t i = 0; i < VY_MAX_DEVICES; i++) {
@@ -1100,6 +1118,8 @@ void vy_conn_sweep(struct vy_server *s, uint64_t now)
 	uint64_t limit = s->cfg.stall_timeout_ms * 1000000;
 	uint64_t idle = s->cfg.idle_timeout_ms * 1000000;
 	refuse_deadlocked(s);
+	/* Every release of reply room wakes the waiters; this only backs that up. */
+	vy_ops_resume_waiters(s);
 	struct vy_link *l;
 	struct vy_link *t;
 	VY_LIST_FOR_EACH_SAFE(l, t, &s->conns)

@@ -8,10 +8,14 @@
  *   - requests in flight: max_inflight_total;
  *   - connections beyond max_clients get an error frame (id 0) naming the key, then the close, and
  *     a connect loop costs one warning line a second in the log, not one per connection.
+ *   - reply bytes in preparation or unsent: one user dispatching large outputs on several
+ *     connections without reading holds at most reply_quota (its dispatches wait, and all are
+ *     answered once it reads, while another user is served); two users together, reply_total.
  *
  * Each case prints its figures on a line that starts with "isolation:".
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -435,5 +439,325 @@ Test(isolation, connections_past_max_clients_are_answered_and_logged_once_a_seco
 	uint64_t refused = rel_stat(&s.c, "daemon.connections_refused");
 	cr_expect_eq(refused, (uint64_t)rf.f->count[0], "connections_refused is %" PRIu64, refused);
 	munmap(rf.f, sizeof(*rf.f));
+	rel_scene_close(&s);
+}
+
+/* --- replies in preparation and unsent ------------------------------------------------------ */
+
+#define OUT_WORDS (1u << 20) /* 4 MiB of output per dispatch */
+/* Two and three such outputs: a reply frame holds its output and some bytes of framing (its id,
+ * code, output's length...), counted too once the reply is written: 64 KiB covers them. */
+#define QUOTA "8256K"
+#define QUOTA_BYTES ((8u << 20) + (64u << 10))
+#define TOTAL "12352K"
+
+static struct vy_program *output_program(void)
+{
+	char name[64];
+	t_unique(name, sizeof(name), "iso-global-output");
+	struct vy_program *p = vy_program_create(name, 1, 1, 1);
+	vy_program_add_buffer(p, "out", 0, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, OUT_WORDS);
+	vy_program_set_entry(
+		p, vy_ir_seq(p, vy_ir_store(p, "out", vy_ir_gid(p, 0), vy_ir_u32(p, 7)), NULL));
+	return p;
+}
+
+/* Send a dispatch of `p` (one workgroup) without waiting for its reply. */
+static int send_output(struct tc *c, const struct vy_program *p)
+{
+	struct tc_msg m;
+	tc_begin(c, &m, VY_OP_DISPATCH, 3);
+	t_pack_program(&m.pk, p);
+	vy_pack_cstr(&m.pk, "inputs");
+	msgpack_pack_array(&m.pk, 0);
+	vy_pack_cstr(&m.pk, "config");
+	msgpack_pack_map(&m.pk, 1);
+	vy_pack_cstr(&m.pk, "grid");
+	msgpack_pack_array(&m.pk, 3);
+	for (int k = 0; k < 3; k++) {
+		msgpack_pack_uint32(&m.pk, 1);
+	}
+	return tc_send(c, &m, -1);
+}
+
+/* Whether `r` is a dispatch's whole 4 MiB output, its first word 7. */
+static bool whole_output(const struct tc_reply *r)
+{
+	const uint8_t *data[1];
+	size_t lens[1];
+	bool nil[1];
+	if (!r->r.ok || tc_outputs(r, data, lens, nil, 1) != 1 || lens[0] != OUT_WORDS * 4 ||
+		data[0][0] != 7) {
+		fprintf(stderr, "expected a 4 MiB output: %s\n",
+			r->r.ok ? "other" : r->r.error.message);
+		return false;
+	}
+	return true;
+}
+
+/* Read `want[i]` replies on each of `n` connections, whichever comes first (a reply held back
+ * for reply room comes once another is read): the number read, all of them whole outputs. */
+static int read_all(struct tc *cs, const int *want, int n, int timeout_ms)
+{
+	int got[16] = {0};
+	int done = 0;
+	int total = 0;
+	for (int i = 0; i < n; i++) {
+		total += want[i];
+	}
+	long t0 = rel_now_ms();
+	while (done < total && rel_now_ms() - t0 < timeout_ms) {
+		for (int i = 0; i < n; i++) {
+			if (got[i] == want[i]) {
+				continue;
+			}
+			struct tc_reply r;
+			int rc = tc_recv(&cs[i], &r, 10);
+			if (rc == 0) {
+				bool ok = whole_output(&r);
+				tc_reply_free(&r);
+				if (!ok) {
+					return -1;
+				}
+				got[i]++;
+				done++;
+			} else if (rc != -ETIMEDOUT) {
+				tc_reply_free(&r);
+				return -1;
+			}
+		}
+	}
+	return done;
+}
+
+struct flood_replies {
+	const char *sock;
+	const struct vy_program *p;
+	int conns;
+	int each;
+	int ready[2];   /* the attacker sent everything */
+	int go_read[2]; /* the test measured: the attacker reads */
+	struct figures *f;
+};
+
+/* `conns` connections of one user, each sending `each` dispatches of 4 MiB outputs without
+ * reading; once told, it reads them all, every one whole. */
+static int flood_replies(void *arg)
+{
+	struct flood_replies *fr = arg;
+	struct tc cs[16];
+	int want[16];
+	for (int i = 0; i < fr->conns; i++) {
+		if (tc_connect(&cs[i], fr->sock) != 0 || tc_hello(&cs[i], "replies") != 0) {
+			return 1;
+		}
+		want[i] = fr->each;
+	}
+	for (int k = 0; k < fr->each; k++) {
+		for (int i = 0; i < fr->conns; i++) {
+			if (send_output(&cs[i], fr->p) != 0) {
+				return 2;
+			}
+		}
+	}
+	char b = 1;
+	if (write(fr->ready[1], &b, 1) != 1 || read(fr->go_read[0], &b, 1) != 1) {
+		return 3;
+	}
+	long t0 = rel_now_ms();
+	int n = read_all(cs, want, fr->conns, 60000);
+	fr->f->ms[1] = rel_now_ms() - t0;
+	fr->f->count[1] = n;
+	if (n != fr->conns * fr->each) {
+		fprintf(stderr, "%d of %d replies read\n", n, fr->conns * fr->each);
+		return 4;
+	}
+	for (int i = 0; i < fr->conns; i++) {
+		tc_close(&cs[i]);
+	}
+	return 0;
+}
+
+/* One dispatch of a 4 MiB output, read at once: its time in the figures' ms[2]. */
+static int one_output(void *arg)
+{
+	struct flood_replies *fr = arg;
+	struct tc c;
+	if (tc_connect(&c, fr->sock) != 0 || tc_hello(&c, "victim") != 0) {
+		return 1;
+	}
+	long t0 = rel_now_ms();
+	int want = 1;
+	if (send_output(&c, fr->p) != 0 || read_all(&c, &want, 1, 30000) != 1) {
+		return 2;
+	}
+	fr->f->ms[2] = rel_now_ms() - t0;
+	tc_close(&c);
+	return 0;
+}
+
+/* The daemon's RSS once two readings half a second apart are within 1 MiB (or after 5 s). */
+static long settled_rss(pid_t pid)
+{
+	long last = rel_rss_kib(pid);
+	for (int i = 0; i < 10; i++) {
+		usleep(500000);
+		long now = rel_rss_kib(pid);
+		if (labs(now - last) < 1024) {
+			return now;
+		}
+		last = now;
+	}
+	return last;
+}
+
+Test(isolation, replies_of_one_user_are_bounded_over_its_connections)
+{
+	rel_lean_asan();
+	struct rel_scene s;
+	rel_scene_open(&s,
+		"[daemon]\nsocket_mode = 0666\n[limits]\nmax_output = 4M\nreply_quota = " QUOTA "\n"
+		"reply_total = 64M\n",
+		0);
+	struct vy_program *p = output_program();
+	struct flood_replies fr = {s.d.sock, p, 4, 3, {-1, -1}, {-1, -1}, figures_new()};
+	cr_assert_eq(pipe(fr.ready), 0);
+	cr_assert_eq(pipe(fr.go_read), 0);
+	/* Warm up (the program compiled, the allocator grown for one reply), then the baseline. */
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(rel_as_user(VICTIM, VICTIM, one_output, &fr), 0);
+	}
+	long alone_ms = fr.f->ms[2];
+	long base = settled_rss(s.d.pid);
+	pid_t attacker = rel_spawn_as_user(ATTACKER, ATTACKER, flood_replies, &fr);
+	char b = 1;
+	cr_assert_eq(read(fr.ready[0], &b, 1), 1);
+	/* Everything the daemon will prepare before the attacker reads. */
+	uint64_t waits = rel_wait_stat(&s.c, "daemon.reply_waits", 1u << 30, 3000);
+	long held = settled_rss(s.d.pid);
+	uint64_t reply_bytes = rel_stat(&s.c, "daemon.reply_bytes");
+	/* Another user is served meanwhile. */
+	int vrc = rel_as_user(VICTIM, VICTIM, one_output, &fr);
+	cr_assert_eq(write(fr.go_read[1], &b, 1), 1);
+	int arc = rel_reap(attacker);
+	long grown = (held - base) / 1024;
+	long bound = 8 + 16 + 8; /* reply_quota, the ASan quarantine, the rest */
+	fprintf(stderr,
+		"isolation: replies: uid %d on %d connections sent %d dispatches of 4 MiB outputs "
+		"without reading (%d MiB), reply_quota 8M + 64K: daemon RSS +%ld MiB (bound %ld "
+		"MiB), "
+		"reply_bytes %" PRIu64 " MiB, %" PRIu64 " waits; victim uid %d served in %ld ms "
+		"(alone %ld ms); all %ld answered once read, in %ld ms\n",
+		ATTACKER, fr.conns, fr.conns * fr.each, fr.conns * fr.each * 4, grown, bound,
+		reply_bytes >> 20, waits, VICTIM, fr.f->ms[2], alone_ms, fr.f->count[1],
+		fr.f->ms[1]);
+	cr_expect_eq(arc, 0, "the attacker failed at check %d", arc);
+	cr_expect_eq(vrc, 0, "the victim failed at check %d", vrc);
+	cr_expect_leq(reply_bytes, QUOTA_BYTES, "%" PRIu64 " reply bytes held", reply_bytes);
+	cr_expect_leq(grown, bound, "the daemon grew %ld MiB", grown);
+	cr_expect_eq(rel_wait_stat(&s.c, "daemon.reply_bytes", 0, 5000), 0);
+	for (int i = 0; i < 2; i++) {
+		close(fr.ready[i]);
+		close(fr.go_read[i]);
+	}
+	munmap(fr.f, sizeof(*fr.f));
+	vy_program_destroy(p);
+	rel_scene_close(&s);
+}
+
+/* The victim's two dispatches on two connections, sent without reading while the attacker holds
+ * its reply_quota (8M) unread and reply_total is 12M: the first brings the sum to the limit and is
+ * answered; the second waits until that reply is read. */
+static int victim_two(void *arg)
+{
+	struct flood_replies *fr = arg;
+	struct tc cs[2];
+	for (int i = 0; i < 2; i++) {
+		if (tc_connect(&cs[i], fr->sock) != 0 || tc_hello(&cs[i], "victim") != 0) {
+			return 1;
+		}
+	}
+	if (send_output(&cs[0], fr->p) != 0 || send_output(&cs[1], fr->p) != 0) {
+		return 2;
+	}
+	/* One comes; the other waits for room, which reading the first frees. */
+	int first = -1;
+	long t0 = rel_now_ms();
+	while (first < 0 && rel_now_ms() - t0 < 20000) {
+		for (int i = 0; i < 2 && first < 0; i++) {
+			struct tc_reply r;
+			int rc = tc_recv(&cs[i], &r, 10);
+			if (rc == 0) {
+				bool ok = whole_output(&r);
+				tc_reply_free(&r);
+				if (!ok) {
+					return 3;
+				}
+				first = i;
+				fr->f->ms[0] = rel_now_ms() - t0;
+			} else if (rc != -ETIMEDOUT) {
+				return 5;
+			}
+		}
+	}
+	if (first < 0) {
+		return 6;
+	}
+	int want = 1;
+	t0 = rel_now_ms();
+	if (read_all(&cs[1 - first], &want, 1, 30000) != 1) {
+		return 7;
+	}
+	fr->f->ms[2] = rel_now_ms() - t0;
+	tc_close(&cs[0]);
+	tc_close(&cs[1]);
+	return 0;
+}
+
+Test(isolation, reply_total_bounds_users_together)
+{
+	struct rel_scene s;
+	rel_scene_open(&s,
+		"[daemon]\nsocket_mode = 0666\n[limits]\nmax_output = 4M\nreply_quota = " QUOTA "\n"
+		"reply_total = " TOTAL "\n",
+		0);
+	struct vy_program *p = output_program();
+	struct flood_replies fr = {s.d.sock, p, 1, 2, {-1, -1}, {-1, -1}, figures_new()};
+	cr_assert_eq(pipe(fr.ready), 0);
+	cr_assert_eq(pipe(fr.go_read), 0);
+	pid_t attacker = rel_spawn_as_user(ATTACKER, ATTACKER, flood_replies, &fr);
+	char b = 1;
+	cr_assert_eq(read(fr.ready[0], &b, 1), 1);
+	/* Its two outputs in preparation or unsent (the first may be partly in the socket). */
+	uint64_t held = 0;
+	for (long t0 = rel_now_ms();
+		held < (8u << 20) - (512u << 10) && rel_now_ms() - t0 < 20000;) {
+		usleep(20000);
+		held = rel_stat(&s.c, "daemon.reply_bytes");
+	}
+	uint64_t waits = rel_stat(&s.c, "daemon.reply_waits");
+	int vrc = rel_as_user(VICTIM, VICTIM, victim_two, &fr);
+	uint64_t waited = rel_stat(&s.c, "daemon.reply_waits") - waits;
+	cr_assert_eq(write(fr.go_read[1], &b, 1), 1);
+	int arc = rel_reap(attacker);
+	fprintf(stderr,
+		"isolation: reply_total 12M + 64K: uid %d holds %" PRIu64
+		" MiB unread (its reply_quota), "
+		"uid %d's first 4 MiB output answered in %ld ms (the sum at the limit), its second "
+		"waited (%" PRIu64 " waits) and came %ld ms after the first was read (it is "
+		"written once read); the "
+		"attacker's %ld read in %ld ms\n",
+		ATTACKER, held >> 20, VICTIM, fr.f->ms[0], waited, fr.f->ms[2], fr.f->count[1],
+		fr.f->ms[1]);
+	cr_expect_geq(held, (8u << 20) - (512u << 10), "%" PRIu64 " reply bytes held", held);
+	cr_expect_eq(vrc, 0, "the victim failed at check %d", vrc);
+	cr_expect_eq(arc, 0, "the attacker failed at check %d", arc);
+	cr_expect_geq(waited, 1, "the victim's second dispatch did not wait");
+	for (int i = 0; i < 2; i++) {
+		close(fr.ready[i]);
+		close(fr.go_read[i]);
+	}
+	munmap(fr.f, sizeof(*fr.f));
+	vy_program_destroy(p);
 	rel_scene_close(&s);
 }
