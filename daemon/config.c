@@ -402,9 +402,12 @@ static int check(const struct vy_config *c, struct vy_err *err)
 		return vy_err_set(err, VY_E_BAD_REQUEST, "max_clients",
 			"set max_clients to 1 or more", "max_clients is 0");
 	}
-	if (c->max_clients_per_user < 1 || c->max_inflight_per_user < 1) {
+	if (c->max_clients_per_user < 1 || c->max_inflight_per_user < 1 ||
+		c->max_inflight_total < 1) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, "max_clients_per_user",
-			"set max_clients_per_user and max_inflight_per_user to 1 or more",
+			"set max_clients_per_user, max_inflight_per_user and max_inflight_total to "
+			"1 "
+			"or more",
 			"a per-user limit of connections or requests is 0");
 	}
 	if (c->inbound_quota < 16 || c->inbound_total < 16 || c->max_output < 4) {
@@ -415,6 +418,15 @@ static int check(const struct vy_config *c, struct vy_err *err)
 			"inbound_quota %" PRIu64 ", inbound_total %" PRIu64
 			" or max_output %" PRIu64 " is too small",
 			c->inbound_quota, c->inbound_total, c->max_output);
+	}
+	if (c->max_output > c->reply_quota || c->reply_quota > c->reply_total) {
+		return vy_err_set(err, VY_E_BAD_REQUEST, "reply_quota",
+			"keep max_output <= reply_quota <= reply_total, so that one dispatch of "
+			"the "
+			"largest output can always run",
+			"max_output %" PRIu64 ", reply_quota %" PRIu64 ", reply_total %" PRIu64
+			" are not in that order",
+			c->max_output, c->reply_quota, c->reply_total);
 	}
 	if (c->write_low_water >= c->write_high_water) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, "write_low_water",

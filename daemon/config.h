@@ -72,6 +72,8 @@
 		"requests one connection may have in flight; beyond it: BUSY")                     \
 	X(resident_quota, "limits", SIZE, "1G", true,                                              \
 		"resident buffer bytes one user may hold; beyond it: QUOTA_EXCEEDED")              \
+	X(resident_total, "limits", SIZE, "4G", true,                                              \
+		"resident buffer bytes all users together may hold; beyond it: QUOTA_EXCEEDED")    \
 	X(max_clients, "limits", U64, "4096", true, "connections held at once")                    \
 	X(max_clients_per_user, "limits", U64, "1024", true,                                       \
 		"connections one user may hold at once; beyond it: QUOTA_EXCEEDED, then close")    \
@@ -80,15 +82,25 @@
 		"region); 0 never")                                                                \
 	X(max_inflight_per_user, "limits", U64, "1024", true,                                      \
 		"requests one user may have in flight over all connections; beyond it: BUSY")      \
+	X(max_inflight_total, "limits", U64, "4096", true,                                         \
+		"requests all users together may have in flight; beyond it: BUSY")                 \
 	X(inbound_quota, "limits", SIZE, "512M", true,                                             \
 		"bytes of frames one user may have arriving or waiting for their answers")         \
 	X(inbound_total, "limits", SIZE, "2G", true,                                               \
 		"bytes of frames all users together may have arriving or waiting")                 \
 	X(max_output, "limits", SIZE, "1G", true,                                                  \
 		"output bytes one dispatch may return or allocate; beyond it: QUOTA_EXCEEDED")     \
+	X(reply_quota, "limits", SIZE, "1G", true,                                                 \
+		"reply bytes one user may have in preparation or unsent; beyond it dispatches "    \
+		"wait and downloads get BUSY")                                                     \
+	X(reply_total, "limits", SIZE, "4G", true,                                                 \
+		"reply bytes all users together may have in preparation or unsent")                \
 	X(max_shm_regions, "limits", U64, "64", true, "shared memory regions per connection")      \
 	X(shm_quota, "limits", SIZE, "64G", true,                                                  \
 		"shared memory bytes one user may have attached at once; beyond it: "              \
+		"QUOTA_EXCEEDED")                                                                  \
+	X(shm_total, "limits", SIZE, "256G", true,                                                 \
+		"shared memory bytes all users together may have attached; beyond it: "            \
 		"QUOTA_EXCEEDED")                                                                  \
 	X(max_loop_iterations, "limits", U64, "16777216", true,                                    \
 		"cap on the loop iterations of one invocation (config.max_loop_iterations)")       \

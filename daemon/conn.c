@@ -90,16 +90,32 @@ static struct vy_user *user_get(struct vy_server *s, uid_t uid)
 static void user_put(struct vy_user *u)
 {
 	if (u->conns == 0 && u->in_flight == 0 && u->inbound == 0) {
-		assert(u->held == 0);
+		assert(u->held == 0 && u->replies == 0);
 		vy_list_remove(&u->link);
 		free(u);
 	}
+}
+
+void vy_conn_replies_add(struct vy_conn *c, uint64_t bytes)
+{
+	c->out_pending += bytes;
+	c->user->replies += bytes;
+	c->srv->replies += bytes;
+}
+
+/* Fewer reply bytes held: room that a deferred dispatch of any connection may wait for. */
+void vy_conn_replies_sub(struct vy_conn *c, uint64_t bytes)
+{
+	c->out_pending -= bytes;
+	c->user->replies -= bytes;
+	c->srv->replies -= bytes;
 }
 
 static void inflight_add(struct vy_conn *c)
 {
 	c->in_flight++;
 	c->user->in_flight++;
+	c->srv->in_flight++;
 }
 
 /* Inbound bytes `c` may still be given: its user's and the daemon's, whichever is smaller. */
@@ -244,6 +260,7 @@ static void req_settle(struct vy_req *req, int code)
 	}
 	c->in_flight--;
 	c->user->in_flight--;
+	s->in_flight--;
 }
 
 void vy_req_drop(struct vy_req *req)
@@ -278,7 +295,7 @@ static void on_written(uv_write_t *wr, int status)
 	struct vy_reply *rp = VY_CONTAINER_OF(wr, struct vy_reply, wr);
 	struct vy_conn *c = rp->conn;
 	c->writes--;
-	c->out_pending -= rp->bytes;
+	vy_conn_replies_sub(c, rp->bytes);
 	if (rp->req) {
 		req_free(rp->req);
 	}
@@ -301,7 +318,7 @@ static void on_cork_written(uv_write_t *wr, int status)
 	struct cork_write *w = VY_CONTAINER_OF(wr, struct cork_write, wr);
 	struct vy_conn *c = w->conn;
 	c->writes--;
-	c->out_pending -= w->bytes;
+	vy_conn_replies_sub(c, w->bytes);
 	free(w->data);
 	free(w);
 	after_write(c, status);
@@ -324,7 +341,7 @@ static void cork_drop(struct vy_conn *c)
 	if (!cork_unlink(c)) {
 		return;
 	}
-	c->out_pending -= c->cork_bytes;
+	vy_conn_replies_sub(c, c->cork_bytes);
 	c->cork_bytes = 0;
 	msgpack_sbuffer_destroy(&c->cork);
 	msgpack_sbuffer_init(&c->cork);
@@ -347,7 +364,7 @@ static void cork_flush(struct vy_conn *c)
 	c->cork_bytes = 0;
 	int rc = uv_write(&w->wr, (uv_stream_t *)&c->pipe, &buf, 1, on_cork_written);
 	if (rc) {
-		c->out_pending -= w->bytes;
+		vy_conn_replies_sub(c, w->bytes);
 		free(w->data);
 		free(w);
 		conn_close(c, uv_strerror(rc));
@@ -384,7 +401,7 @@ static bool cork_take(struct vy_reply *rp)
 	}
 	msgpack_sbuffer_write(&c->cork, rp->sb.data, rp->sb.size);
 	c->cork_bytes += rp->sb.size;
-	c->out_pending += rp->sb.size;
+	vy_conn_replies_add(c, rp->sb.size);
 	c->bytes_out += rp->sb.size;
 	s->stats.bytes_out += rp->sb.size;
 	if (!c->corked) {
@@ -513,7 +530,7 @@ static void send_reply(struct vy_reply *rp, int code)
 		return;
 	}
 	c->writes++;
-	c->out_pending += rp->bytes;
+	vy_conn_replies_add(c, rp->bytes);
 	c->bytes_out += total;
 	s->stats.bytes_out += total;
 	update_flow(c);
@@ -575,9 +592,7 @@ static void update_flow(struct vy_conn *c)
 	if (c->in_read_cb) {
 		return;
 	}
-	if (vy_conn_alive(c)) {
-		vy_ops_resume_deferred(c);
-	}
+	vy_ops_resume_waiters(s);
 	if (c->state != VY_CONN_OPEN) {
 		return;
 	}
@@ -836,6 +851,32 @@ int vy_conn_take_fd(struct vy_conn *c)
 
 /* --- accepting and closing ------------------------------------------------------------- */
 
+/* A refused connection's warning, at most one line a second: a client in a connect loop must not
+ * flood the log. The next line logged says how many were not. */
+static void refusal_log(struct vy_server *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void refusal_log(struct vy_server *s, const char *fmt, ...)
+{
+	uint64_t now = vy_now_ns();
+	if (s->refused_ns != 0 && now - s->refused_ns < 1000000000ull) {
+		s->refused_quiet++;
+		return;
+	}
+	char line[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (s->refused_quiet) {
+		vy_log(VY_LOG_WARNING, "%s (%" PRIu64 " more refused since the last such line)",
+			line, s->refused_quiet);
+	} else {
+		vy_log(VY_LOG_WARNING, "%s", line);
+	}
+	s->refused_ns = now;
+	s->refused_quiet = 0;
+}
+
 static void on_closed(uv_handle_t *handle)
 {
 	struct vy_conn *c = handle->data;
@@ -905,6 +946,10 @@ static void conn_close(struct vy_conn *c, const char *why)
 		req_settle(req, 0);
 		req_free(req);
 	}
+	if (c->reply_waiting) {
+		vy_list_remove(&c->reply_link);
+		c->reply_waiting = false;
+	}
 	vy_device_cancel_conn(s, c);
 	vy_resident_conn_closed(s, c);
 	vy_shm_conn_closed(c);
@@ -929,6 +974,7 @@ void vy_conn_on_connection(uv_stream_t *listener, int status)
 	vy_list_init(&c->link);
 	vy_list_init(&c->residents);
 	vy_list_init(&c->deferred);
+	vy_list_init(&c->reply_link);
 	vy_list_init(&c->shms);
 	msgpack_sbuffer_init(&c->cork);
 	for (uint32_t i = 0; i < VY_MAX_DEVICES; i++) {
@@ -945,11 +991,9 @@ void vy_conn_on_connection(uv_stream_t *listener, int status)
 		uv_close((uv_handle_t *)&c->pipe, on_closed);
 		return;
 	}
-	if (s->state != VY_SERVER_RUNNING || s->n_conns >= s->cfg.max_clients) {
+	if (s->state != VY_SERVER_RUNNING) {
 		s->stats.connections_refused++;
-		vy_log(VY_LOG_WARNING, "refusing a connection: %s",
-			s->state != VY_SERVER_RUNNING ? "shutting down"
-						      : "max_clients connections are open");
+		refusal_log(s, "refusing a connection: shutting down");
 		c->state = VY_CONN_CLOSED;
 		uv_close((uv_handle_t *)&c->pipe, on_closed);
 		return;
@@ -959,12 +1003,15 @@ void vy_conn_on_connection(uv_stream_t *listener, int status)
 	socklen_t len = sizeof(cred);
 	if (uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0 ||
 		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-		vy_log(VY_LOG_WARNING, "refusing a connection without peer credentials: %s",
-			strerror(errno));
+		refusal_log(
+			s, "refusing a connection without peer credentials: %s", strerror(errno));
 		c->state = VY_CONN_CLOSED;
 		uv_close((uv_handle_t *)&c->pipe, on_closed);
 		return;
 	}
+	/* Counted before this one joins: refused connections stay in the list only until their
+	 * error frame is written. */
+	uint32_t open = s->n_conns;
 	c->pid = cred.pid;
 	c->uid = cred.uid;
 	c->gid = cred.gid;
@@ -974,15 +1021,28 @@ void vy_conn_on_connection(uv_stream_t *listener, int status)
 	c->user->conns++;
 	vy_list_insert_tail(&s->conns, &c->link);
 	s->n_conns++;
-	if (c->user->conns > s->cfg.max_clients_per_user) {
-		/* Refused with a reply, so that the client learns why rather than seeing a reset.
-		 */
+	/* Refused with a reply, so that the client learns why rather than seeing a reset. */
+	struct vy_err err;
+	if (open >= s->cfg.max_clients) {
 		s->stats.connections_refused++;
-		vy_log(VY_LOG_WARNING,
+		refusal_log(s,
+			"refusing a connection of uid %u (pid %d): max_clients (%" PRIu64
+			") connections are open",
+			(unsigned)c->uid, (int)c->pid, s->cfg.max_clients);
+		vy_err_set(&err, VY_E_BUSY, NULL,
+			"retry once other clients have disconnected, or ask the operator to raise "
+			"max_clients",
+			"%" PRIu32 " connections are open; max_clients is %" PRIu64, open,
+			s->cfg.max_clients);
+		reply_unsolicited(c, &err);
+		return;
+	}
+	if (c->user->conns > s->cfg.max_clients_per_user) {
+		s->stats.connections_refused++;
+		refusal_log(s,
 			"refusing a connection of uid %u (pid %d): it holds max_clients_per_user "
 			"(%" PRIu64 ") connections",
 			(unsigned)c->uid, (int)c->pid, s->cfg.max_clients_per_user);
-		struct vy_err err;
 		vy_err_set(&err, VY_E_QUOTA_EXCEEDED, NULL,
 			"close connections this user no longer uses, or ask the operator to raise "
 			"max_clients_per_user",
@@ -1059,6 +1119,8 @@ void vy_conn_sweep(struct vy_server *s, uint64_t now)
 	uint64_t limit = s->cfg.stall_timeout_ms * 1000000;
 	uint64_t idle = s->cfg.idle_timeout_ms * 1000000;
 	refuse_deadlocked(s);
+	/* Every release of reply room wakes the waiters; this only backs that up. */
+	vy_ops_resume_waiters(s);
 	struct vy_link *l;
 	struct vy_link *t;
 	VY_LIST_FOR_EACH_SAFE(l, t, &s->conns)

@@ -90,7 +90,7 @@ static void op_hello(struct vy_req *req)
 	vy_pack_cstr(pk, "devices");
 	vy_devices_pack(s, pk, true);
 	vy_pack_cstr(pk, "limits");
-	msgpack_pack_map(pk, 14);
+	msgpack_pack_map(pk, 15);
 	vy_pack_kv_u64(pk, "max_frame", s->cfg.max_frame);
 	vy_pack_kv_u64(pk, "max_inflight", s->cfg.max_inflight);
 	vy_pack_kv_u64(pk, "max_inflight_per_user", s->cfg.max_inflight_per_user);
@@ -98,6 +98,7 @@ static void op_hello(struct vy_req *req)
 	vy_pack_kv_u64(pk, "idle_timeout_ms", s->cfg.idle_timeout_ms);
 	vy_pack_kv_u64(pk, "inbound_quota", s->cfg.inbound_quota);
 	vy_pack_kv_u64(pk, "max_output", max_output(s));
+	vy_pack_kv_u64(pk, "reply_quota", s->cfg.reply_quota);
 	vy_pack_kv_u64(pk, "resident_quota", s->cfg.resident_quota);
 	vy_pack_kv_u64(pk, "max_inputs", VY_MAX_INPUTS);
 	vy_pack_kv_u64(pk, "max_loop_iterations", s->cfg.max_loop_iterations);
@@ -289,33 +290,82 @@ static int input_bytes(struct vy_req *req, uint32_t i, bool import, struct vy_er
  */
 static void hold_reply(struct vy_req *req, uint64_t len)
 {
+	struct vy_conn *c = req->conn;
 	req->preparing = len;
-	req->conn->preparing += len;
+	c->preparing += len;
+	c->user->replies += len;
+	c->srv->replies += len;
 }
 
-/* Whether `len` more reply bytes stay within write_high_water; one request always fits when
- * nothing else is held. */
+/* The bound that `len` more reply bytes would pass, or NULL when they fit: the connection's
+ * write_high_water, its user's reply_quota, the daemon's reply_total. Each holds only once
+ * something else is counted against it, so one request alone always fits (nothing waits for
+ * room that only it could free). */
+static const char *reply_bound(
+	const struct vy_conn *c, uint64_t len, uint64_t *held, uint64_t *limit)
+{
+	const struct vy_server *s = c->srv;
+	const uint64_t have[3] = {c->out_pending + c->preparing, c->user->replies, s->replies};
+	const uint64_t most[3] = {s->cfg.write_high_water, s->cfg.reply_quota, s->cfg.reply_total};
+	static const char *const key[3] = {"write_high_water", "reply_quota", "reply_total"};
+	for (int i = 0; i < 3; i++) {
+		if (have[i] != 0 && (len > most[i] || have[i] > most[i] - len)) {
+			*held = have[i];
+			*limit = most[i];
+			return key[i];
+		}
+	}
+	return NULL;
+}
+
 static bool reply_fits(const struct vy_conn *c, uint64_t len)
 {
-	uint64_t held = c->out_pending + c->preparing;
-	return held == 0 || held + len <= c->srv->cfg.write_high_water;
+	uint64_t held;
+	uint64_t limit;
+	return reply_bound(c, len, &held, &limit) == NULL;
 }
 
 /* A download that does not fit is answered BUSY: its bytes are allocated at once. */
 static bool download_fits(struct vy_req *req, uint64_t len)
 {
 	struct vy_conn *c = req->conn;
-	if (!reply_fits(c, len)) {
+	uint64_t held;
+	uint64_t limit;
+	const char *key = reply_bound(c, len, &held, &limit);
+	if (key) {
+		bool own = strcmp(key, "write_high_water") == 0;
 		c->busy++;
 		fail(req, VY_E_BUSY, NULL,
-			"read the replies of earlier requests before asking for more",
-			"%" PRIu64
-			" reply bytes are waiting to be read or prepared on this connection; "
-			"this download would pass write_high_water (%" PRIu64 ")",
-			c->out_pending + c->preparing, c->srv->cfg.write_high_water);
+			own ? "read the replies of earlier requests before asking for more"
+			    : "read the replies of earlier requests (on every connection of this "
+			      "user) before asking for more, or ask the operator to raise "
+			      "reply_quota and reply_total",
+			"%" PRIu64 " reply bytes are waiting to be read or prepared %s; this "
+			"download would pass %s (%" PRIu64 ")",
+			held,
+			own ? "on this connection"
+			    : (strcmp(key, "reply_quota") == 0 ? "for this user" : "for all users"),
+			key, limit);
 		return false;
 	}
 	return true;
+}
+
+/* Wait, in arrival order, for reply room (the connection's, its user's or the daemon's). */
+static void reply_wait(struct vy_req *req)
+{
+	struct vy_conn *c = req->conn;
+	struct vy_server *s = c->srv;
+	vy_log(VY_LOG_DEBUG,
+		"client %" PRIu64 ": request %" PRIu64 " waits for reply room (%" PRIu64
+		" bytes on the connection, %" PRIu64 " of its user, %" PRIu64 " in all)",
+		c->id, req->r.id, c->out_pending + c->preparing, c->user->replies, s->replies);
+	s->stats.reply_waits++;
+	vy_list_insert_tail(&c->deferred, &req->wait);
+	if (!c->reply_waiting) {
+		c->reply_waiting = true;
+		vy_list_insert_tail(&s->reply_waiters, &c->reply_link);
+	}
 }
 
 /* The bytes of the outputs a dispatch returns in its reply (not those sent to resident
@@ -512,11 +562,7 @@ static void start_dispatch(struct vy_req *req)
 	}
 	/* A dispatch that does not fit waits, in order, until the client reads its replies. */
 	if (!vy_list_empty(&c->deferred) || !reply_fits(c, req->reply_bytes)) {
-		vy_log(VY_LOG_DEBUG,
-			"client %" PRIu64 ": request %" PRIu64 " waits until %" PRIu64
-			" reply bytes are read",
-			c->id, r->id, c->out_pending + c->preparing);
-		vy_list_insert_tail(&c->deferred, &req->wait);
+		reply_wait(req);
 		return;
 	}
 	hold_reply(req, req->reply_bytes);
@@ -534,6 +580,37 @@ void vy_ops_resume_deferred(struct vy_conn *c)
 		hold_reply(req, req->reply_bytes);
 		vy_device_submit(&req->job);
 	}
+	if (c->reply_waiting) {
+		vy_list_remove(&c->reply_link);
+		c->reply_waiting = false;
+	}
+}
+
+void vy_ops_resume_waiters(struct vy_server *s)
+{
+	/* A submit may answer at once (an error), and that answer's write resumes again: the outer
+	 * call goes round once more instead, so that the list is walked by one loop at a time. */
+	if (s->resuming) {
+		s->resume_again = true;
+		return;
+	}
+	s->resuming = true;
+	do {
+		s->resume_again = false;
+		struct vy_link *l;
+		struct vy_link *t;
+		VY_LIST_FOR_EACH_SAFE(l, t, &s->reply_waiters)
+		{
+			struct vy_conn *c = VY_CONTAINER_OF(l, struct vy_conn, reply_link);
+			if (vy_conn_alive(c)) {
+				vy_ops_resume_deferred(c);
+			}
+			if (s->resume_again) {
+				break; /* the list may have changed under the walk */
+			}
+		}
+	} while (s->resume_again);
+	s->resuming = false;
 }
 
 void vy_ops_on_pipe(
@@ -778,6 +855,8 @@ void vy_ops_on_job(struct vy_job *job)
 	struct vy_conn *c = req->conn;
 	struct vy_server *s = c->srv;
 	c->preparing -= req->preparing;
+	c->user->replies -= req->preparing;
+	s->replies -= req->preparing;
 	req->preparing = 0;
 	if (job->t_start) {
 		uint64_t wait = job->t_start - job->t_enqueue;
@@ -792,6 +871,8 @@ void vy_ops_on_job(struct vy_job *job)
 			vy_resident_unreserve(s, c->uid, req->reserved);
 		}
 		vy_req_drop(req);
+		/* Its reply room is free without a write to say so. */
+		vy_ops_resume_waiters(s);
 		return;
 	}
 	if (job->kind == VY_JOB_ALLOC) {
@@ -962,6 +1043,17 @@ void vy_ops_start(struct vy_req *req)
 			" requests of uid %u are in flight over its connections; the limit "
 			"is %" PRIu64,
 			c->user->in_flight - 1, (unsigned)c->uid, s->cfg.max_inflight_per_user);
+		return;
+	}
+	if (s->in_flight > s->cfg.max_inflight_total) {
+		c->busy++;
+		fail(req, VY_E_BUSY, NULL,
+			"retry once replies have come back (other users' requests fill the "
+			"daemon), "
+			"or ask the operator to raise max_inflight_total",
+			"%" PRIu32 " requests of all users are in flight; max_inflight_total is "
+			"%" PRIu64,
+			s->in_flight - 1, s->cfg.max_inflight_total);
 		return;
 	}
 	if (vy_op_admin(op) && !vy_server_is_admin(s, c)) {

@@ -110,7 +110,18 @@ int vy_resident_reserve(struct vy_server *s, uid_t uid, uint64_t bytes, struct v
 			" more would pass the quota of %" PRIu64,
 			(unsigned)uid, u->bytes, bytes, quota);
 	}
+	uint64_t total = s->cfg.resident_total;
+	if (bytes > total || s->res.reserved > total - bytes) {
+		return vy_err_set(err, VY_E_QUOTA_EXCEEDED, "size",
+			"free resident buffers you no longer need, retry once other users have "
+			"freed "
+			"theirs, or ask the operator to raise resident_total",
+			"all users together hold %" PRIu64 " resident bytes; %" PRIu64
+			" more would pass resident_total, %" PRIu64,
+			s->res.reserved, bytes, total);
+	}
 	u->bytes += bytes;
+	s->res.reserved += bytes;
 	return 0;
 }
 
@@ -118,7 +129,9 @@ void vy_resident_unreserve(struct vy_server *s, uid_t uid, uint64_t bytes)
 {
 	struct vy_uid_usage *u = usage_of(&s->res, uid, false);
 	if (u) {
-		u->bytes -= bytes < u->bytes ? bytes : u->bytes;
+		uint64_t n = bytes < u->bytes ? bytes : u->bytes;
+		u->bytes -= n;
+		s->res.reserved -= n;
 	}
 }
 
@@ -469,6 +482,15 @@ int vy_shm_attach(struct vy_conn *c, int fd, uint64_t size, uint64_t *id, struct
 			" more would pass the quota of %" PRIu64,
 			(unsigned)c->uid, u->shm_bytes, size, quota);
 	}
+	uint64_t total = s->cfg.shm_total;
+	if (rc == 0 && (size > total || s->res.shm_bytes > total - size)) {
+		rc = vy_err_set(err, VY_E_QUOTA_EXCEEDED, "size",
+			"detach regions you no longer need, retry once other users have detached "
+			"theirs, or ask the operator to raise shm_total",
+			"all users together have %" PRIu64 " bytes of shared memory attached; "
+			"%" PRIu64 " more would pass shm_total, %" PRIu64,
+			s->res.shm_bytes, size, total);
+	}
 	void *map = MAP_FAILED;
 	bool writable = false;
 	if (rc == 0) {
@@ -517,6 +539,7 @@ int vy_shm_attach(struct vy_conn *c, int fd, uint64_t size, uint64_t *id, struct
 	m->size = (size_t)size;
 	m->refs = 1;
 	u->shm_bytes += size;
+	s->res.shm_bytes += size;
 	m->attached = true;
 	m->importable = writable;
 	m->guarded = guarded;
@@ -560,7 +583,9 @@ void vy_shm_unref(struct vy_shm *m)
 	munmap((void *)m->map, m->size);
 	struct vy_uid_usage *u = usage_of(&m->srv->res, m->uid, false);
 	if (u) {
-		u->shm_bytes -= m->size < u->shm_bytes ? m->size : u->shm_bytes;
+		uint64_t n = m->size < u->shm_bytes ? m->size : u->shm_bytes;
+		u->shm_bytes -= n;
+		m->srv->res.shm_bytes -= n;
 	}
 	free(m);
 }

@@ -346,6 +346,8 @@ struct vy_resident_table {
 	struct vy_htable index;
 	size_t count;
 	uint64_t bytes;
+	uint64_t reserved;  /* vy_uid_usage.bytes over every user (resident_total) */
+	uint64_t shm_bytes; /* vy_uid_usage.shm_bytes over every user (shm_total) */
 	struct vy_link named;
 	struct vy_uid_usage *usage;
 	size_t n_usage;
@@ -389,6 +391,7 @@ struct vy_user {
 	uint32_t in_flight; /* requests received and not answered (max_inflight_per_user) */
 	uint64_t inbound;   /* frame bytes counted and not yet freed (inbound_quota) */
 	uint64_t held;      /* of which bytes of frames that wait for room */
+	uint64_t replies;   /* out_pending + preparing over its connections (reply_quota) */
 };
 
 enum vy_conn_state {
@@ -429,6 +432,8 @@ struct vy_conn {
 	 * each pending reply holds. */
 	uint64_t out_pending;
 	uint64_t preparing; /* reply bytes of downloads and dispatches accepted, not answered */
+	bool reply_waiting; /* in srv->reply_waiters: a deferred dispatch waits for reply room */
+	struct vy_link reply_link;
 	/* Small replies of the current loop callback, written together when it ends (one write
 	 * call for many replies, and one wake-up of the client). */
 	msgpack_sbuffer cork;
@@ -537,10 +542,17 @@ struct vy_server {
 	struct vy_resident_table res;
 	struct vy_link conns;
 	uint32_t n_conns;
+	uint32_t in_flight;     /* requests in flight over every connection (max_inflight_total) */
+	uint64_t refused_ns;    /* when the last refused connection was logged */
+	uint64_t refused_quiet; /* refused connections not logged since (one line a second) */
 	struct vy_link users;   /* vy_user.link */
 	uint64_t inbound;       /* frame bytes counted over every user (inbound_total) */
 	uint64_t inbound_held;  /* of which bytes of frames that wait for room */
 	struct vy_link starved; /* vy_conn.starve_link, in the order they began to wait */
+	uint64_t replies;       /* vy_user.replies over every user (reply_total) */
+	struct vy_link reply_waiters; /* vy_conn.reply_link, in the order they began to wait */
+	bool resuming;                /* in vy_ops_resume_waiters */
+	bool resume_again;            /* reply room was freed while it ran */
 	uint64_t next_conn_id;
 	struct vy_stats stats;
 	uint8_t *read_buf;  /* owned, VY_READ_CHUNK bytes shared by every read */
@@ -649,6 +661,12 @@ void vy_ops_on_pipe(
 void vy_ops_on_job(struct vy_job *job);
 /* Start the connection's deferred dispatches that its replies now leave room for. */
 void vy_ops_resume_deferred(struct vy_conn *c);
+/* Start the deferred dispatches of every waiting connection that reply room now lets run: the
+ * room a connection waits for may be its user's or the daemon's, freed by another connection. */
+void vy_ops_resume_waiters(struct vy_server *s);
+/* Count `bytes` more (add) or fewer reply bytes of `c` against its user and the daemon. */
+void vy_conn_replies_add(struct vy_conn *c, uint64_t bytes);
+void vy_conn_replies_sub(struct vy_conn *c, uint64_t bytes);
 
 /* cache.c */
 void vy_caches_init(struct vy_server *s);

@@ -145,7 +145,9 @@ Test(hostile_programs, enormous_grids_are_refused_or_timed_out)
 Test(hostile_programs, giant_allocations_are_refused_with_their_limit)
 {
 	struct rel_scene s;
-	rel_scene_open(&s, "[limits]\ndispatch_timeout_ms = 1500\nresident_quota = 2T\n", 4);
+	rel_scene_open(&s,
+		"[limits]\ndispatch_timeout_ms = 1500\nresident_quota = 2T\nresident_total = 2T\n",
+		4);
 	uint64_t h = 0;
 	cr_expect_eq(rel_alloc(&s.c, (uint64_t)1 << 63, NULL, &h), VY_E_QUOTA_EXCEEDED);
 	/* Within the quota but beyond what one buffer of the device can be. */
