@@ -69,6 +69,15 @@ static int usable(struct vy__vk_backend *b, struct vy_err *err)
 
 /* Device life. */
 
+static bool spirv_valid(const uint32_t *words, size_t n_words)
+{
+	return vy__vk_validate_spirv(words, n_words, NULL) == 0;
+}
+
+/* How long opening a device may spend checking the disk cache's most recent SPIR-V ahead, so
+ * that the first dispatches after a restart find their modules checked already. */
+#define VET_BUDGET_NS 50000000u
+
 static int device_up(struct vy__vk_backend *b, uint32_t index, struct vy_err *err)
 {
 	int rc = vy__vk_device_open(&b->dev, index, b->validation, err);
@@ -111,6 +120,7 @@ static int device_up(struct vy__vk_backend *b, uint32_t index, struct vy_err *er
 	if (rc) {
 		goto error;
 	}
+	vy__vk_disk_vet(&b->disk, b->kernel_limit, VET_BUDGET_NS, spirv_valid);
 	b->subgroups = b->dev.subgroup_ops;
 	b->cg = (struct vy_vk_codegen_options){
 		.math =

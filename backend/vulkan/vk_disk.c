@@ -5,12 +5,14 @@
  */
 #include "vk_disk.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -130,6 +132,9 @@ void vy__vk_disk_close(struct vy_vk_disk *disk)
 	sodium_memzero(disk->mac_key, sizeof(disk->mac_key));
 	free(disk->dir);
 	disk->dir = NULL;
+	free(disk->vetted);
+	disk->vetted = NULL;
+	disk->n_vetted = 0;
 }
 
 bool vy__vk_disk_path(const struct vy_vk_disk *disk, enum vy_vk_disk_kind kind,
@@ -190,21 +195,21 @@ static bool read_all(int fd, uint8_t *buf, size_t len)
 	return move_all(fd, buf, NULL, len);
 }
 
-bool vy__vk_disk_read(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const uint8_t key[16],
-	void **data, size_t *len)
+enum read_outcome { READ_ABSENT, READ_REJECTED, READ_OK };
+
+/* Read and authenticate a file, counting nothing. */
+static enum read_outcome read_checked(const struct vy_vk_disk *disk, enum vy_vk_disk_kind kind,
+	const uint8_t key[16], void **data, size_t *len)
 {
 	*data = NULL;
 	*len = 0;
 	char path[4200];
 	if (!vy__vk_disk_path(disk, kind, key, path, sizeof(path))) {
-		return false;
+		return READ_ABSENT;
 	}
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		if (kind == VY_VK_DISK_SPIRV) {
-			atomic_fetch_add(&disk->spirv_misses, 1);
-		}
-		return false;
+		return READ_ABSENT;
 	}
 	uint8_t h[VY_VK_DISK_HEADER_BYTES];
 	uint8_t *payload = NULL;
@@ -231,18 +236,24 @@ bool vy__vk_disk_read(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const 
 	close(fd);
 	if (!ok) {
 		free(payload);
-		atomic_fetch_add(&disk->rejected, 1);
-		if (kind == VY_VK_DISK_SPIRV) {
-			atomic_fetch_add(&disk->spirv_misses, 1);
-		}
-		return false;
-	}
-	if (kind == VY_VK_DISK_SPIRV) {
-		atomic_fetch_add(&disk->spirv_hits, 1);
+		return READ_REJECTED;
 	}
 	*data = payload;
 	*len = n;
-	return true;
+	return READ_OK;
+}
+
+bool vy__vk_disk_read(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const uint8_t key[16],
+	void **data, size_t *len)
+{
+	enum read_outcome got = read_checked(disk, kind, key, data, len);
+	if (got == READ_REJECTED) {
+		atomic_fetch_add(&disk->rejected, 1);
+	}
+	if (kind == VY_VK_DISK_SPIRV) {
+		atomic_fetch_add(got == READ_OK ? &disk->spirv_hits : &disk->spirv_misses, 1);
+	}
+	return got == READ_OK;
 }
 
 static bool write_all(int fd, const uint8_t *buf, size_t len)
@@ -322,4 +333,118 @@ void vy__vk_disk_touch(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const
 		/* A file another process just removed is no use to record. */
 		(void)utimensat(AT_FDCWD, path, NULL, 0);
 	}
+}
+
+/* --- checking ahead ----------------------------------------------------------------------- */
+
+struct recent {
+	uint8_t key[16];
+	struct timespec used;
+};
+
+static int most_recent_first(const void *a, const void *b)
+{
+	const struct recent *x = a;
+	const struct recent *y = b;
+	if (x->used.tv_sec != y->used.tv_sec) {
+		return x->used.tv_sec < y->used.tv_sec ? 1 : -1;
+	}
+	if (x->used.tv_nsec != y->used.tv_nsec) {
+		return x->used.tv_nsec < y->used.tv_nsec ? 1 : -1;
+	}
+	return memcmp(x->key, y->key, sizeof(x->key));
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The key of a file named like vy__vk_disk_path's SPIR-V files, or false. */
+static bool key_of_name(const char *name, uint8_t key[16])
+{
+	if (strlen(name) != 36 || strcmp(name + 32, ".spv") != 0) {
+		return false;
+	}
+	for (int i = 0; i < 16; i++) {
+		unsigned v;
+		char byte[3] = {name[2 * i], name[2 * i + 1], '\0'};
+		if (!strchr("0123456789abcdef", byte[0]) || !strchr("0123456789abcdef", byte[1]) ||
+			sscanf(byte, "%02x", &v) != 1) {
+			return false;
+		}
+		key[i] = (uint8_t)v;
+	}
+	return true;
+}
+
+void vy__vk_disk_vet(struct vy_vk_disk *disk, size_t max_files, uint64_t budget_ns,
+	bool (*valid)(const uint32_t *words, size_t n_words))
+{
+	if (!disk->dir || max_files == 0) {
+		return;
+	}
+	uint64_t start = mono_ns();
+	char folder[4200];
+	snprintf(folder, sizeof(folder), "%s/spirv", disk->dir);
+	DIR *d = opendir(folder);
+	if (!d) {
+		return;
+	}
+	struct recent *files = NULL;
+	size_t n = 0;
+	size_t cap = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		struct recent r;
+		struct stat st;
+		if (!key_of_name(e->d_name, r.key) || fstatat(dirfd(d), e->d_name, &st, 0) != 0 ||
+			!S_ISREG(st.st_mode)) {
+			continue;
+		}
+		r.used = st.st_mtim;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			struct recent *grown = realloc(files, cap * sizeof(*files));
+			if (!grown) {
+				break;
+			}
+			files = grown;
+		}
+		files[n++] = r;
+	}
+	closedir(d);
+	if (n > 1) {
+		qsort(files, n, sizeof(*files), most_recent_first);
+	}
+	n = n < max_files ? n : max_files;
+	disk->vetted = n ? calloc(n, sizeof(*disk->vetted)) : NULL;
+	for (size_t i = 0; disk->vetted && i < n && mono_ns() - start < budget_ns; i++) {
+		void *data = NULL;
+		size_t len = 0;
+		if (read_checked(disk, VY_VK_DISK_SPIRV, files[i].key, &data, &len) == READ_OK &&
+			len >= 20 && len % 4 == 0 && valid(data, len / 4)) {
+			struct vy_vk_disk_vetted *v = &disk->vetted[disk->n_vetted++];
+			memcpy(v->key, files[i].key, sizeof(v->key));
+			crypto_generichash(v->digest, sizeof(v->digest), data, len, NULL, 0);
+		}
+		free(data);
+	}
+	free(files);
+}
+
+bool vy__vk_disk_vetted(
+	const struct vy_vk_disk *disk, const uint8_t key[16], const void *data, size_t len)
+{
+	for (size_t i = 0; i < disk->n_vetted; i++) {
+		const struct vy_vk_disk_vetted *v = &disk->vetted[i];
+		if (memcmp(v->key, key, sizeof(v->key)) == 0) {
+			uint8_t digest[32];
+			crypto_generichash(digest, sizeof(digest), data, len, NULL, 0);
+			return sodium_memcmp(digest, v->digest, sizeof(digest)) == 0;
+		}
+	}
+	return false;
 }

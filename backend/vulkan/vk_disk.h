@@ -63,6 +63,16 @@ struct vy_vk_disk {
 	_Atomic uint64_t rejected;
 	_Atomic uint64_t spirv_invalid; /* authenticated SPIR-V that spirv-val refused */
 	_Atomic uint64_t write_errors;
+	/* SPIR-V files checked by spirv-val when the cache opened (vy__vk_disk_vet): key and the
+	 * BLAKE2b of the payload that passed. Written only while the backend's device comes up,
+	 * read-only afterwards. */
+	struct vy_vk_disk_vetted *vetted; /* owned */
+	size_t n_vetted;
+};
+
+struct vy_vk_disk_vetted {
+	uint8_t key[16];
+	uint8_t digest[32];
 };
 
 /*
@@ -75,6 +85,20 @@ int vy__vk_disk_open(struct vy_vk_disk *disk, const char *dir,
 	const uint8_t mac_key[VY_VK_DISK_MAC_KEY_BYTES], const struct vy_vk_disk_identity *id,
 	struct vy_err *err);
 void vy__vk_disk_close(struct vy_vk_disk *disk);
+
+/*
+ * Check ahead the SPIR-V files most likely to be read first: the most recently used ones, at most
+ * `max_files`, for at most `budget_ns`, each read and authenticated like vy__vk_disk_read (but
+ * counted nowhere) and passed to `valid`; those that pass are remembered by the digest of their
+ * payload. A later read whose payload has that digest needs no second check (the same bytes were
+ * checked); anything else is checked when it is read. Call while the cache is open and nothing
+ * reads it.
+ */
+void vy__vk_disk_vet(struct vy_vk_disk *disk, size_t max_files, uint64_t budget_ns,
+	bool (*valid)(const uint32_t *words, size_t n_words));
+/* Whether `data` is the payload of the SPIR-V file of `key` as checked by vy__vk_disk_vet. */
+bool vy__vk_disk_vetted(
+	const struct vy_vk_disk *disk, const uint8_t key[16], const void *data, size_t len);
 
 /* Path of the pipeline-cache blob or of the SPIR-V file of `key`, into buf; false when off. */
 bool vy__vk_disk_path(const struct vy_vk_disk *disk, enum vy_vk_disk_kind kind,

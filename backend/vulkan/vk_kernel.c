@@ -240,7 +240,8 @@ static int spirv_of(struct vy__vk_backend *b, const char *glsl, uint32_t **words
 		 * accepts (an invalid one can crash it), and a rejected file is rebuilt below. */
 		const uint32_t *w = data;
 		if (len >= 20 && len % 4 == 0 && w[0] == 0x07230203u &&
-			vy__vk_validate_spirv(w, len / 4, NULL) == 0) {
+			(vy__vk_disk_vetted(&b->disk, key, data, len) ||
+				vy__vk_validate_spirv(w, len / 4, NULL) == 0)) {
 			*words = data;
 			*n_words = len / 4;
 			*from_disk = true;

@@ -1253,6 +1253,97 @@ Test(vulkan, damaged_or_foreign_cache_files_are_ignored_and_replaced)
 	done();
 }
 
+static int vet_calls;
+
+static bool vet_accept(const uint32_t *words, size_t n_words)
+{
+	vet_calls++;
+	return n_words > 5 && words[0] == 0x07230203u;
+}
+
+static bool vet_refuse(const uint32_t *words, size_t n_words)
+{
+	(void)words;
+	(void)n_words;
+	vet_calls++;
+	return false;
+}
+
+/* The key of the SPIR-V file at `path` (its name). */
+static void spirv_key_of(const char *path, uint8_t key[16])
+{
+	const char *hex = strrchr(path, '/') + 1;
+	for (int i = 0; i < 16; i++) {
+		cr_assert_eq(sscanf(hex + 2 * i, "%2hhx", &key[i]), 1);
+	}
+}
+
+Test(vulkan, modules_checked_ahead_are_trusted_only_byte_for_byte)
+{
+	snprintf(cache_dir, sizeof(cache_dir), "/tmp/vy-vk-vet-%ld", (long)getpid());
+	struct vy_vulkan_stats st = cached_run();
+	cr_assert_geq(st.disk_writes, 1);
+	struct vy_device_profile prof;
+	vy_backend_device_profile(be, &prof);
+	struct vy_vk_disk_identity id = {
+		.vendor_id = prof.vendor_id,
+		.device_id = prof.device_id,
+		.driver_version = prof.driver_version,
+	};
+	memcpy(id.cache_uuid, prof.pipeline_cache_uuid, 16);
+	char spv[600];
+	find_spirv(spv, sizeof(spv));
+	uint8_t key[16];
+	spirv_key_of(spv, key);
+	struct vy_vk_disk disk;
+	struct vy_err err;
+
+	/* Nothing is checked without files, time or a validator's yes. */
+	cr_assert_eq(vy__vk_disk_open(&disk, cache_dir, mac_key, &id, &err), 0, "%s", err.message);
+	vet_calls = 0;
+	vy__vk_disk_vet(&disk, 0, 50000000u, vet_accept);
+	vy__vk_disk_vet(&disk, 8, 0, vet_accept);
+	cr_assert_eq(disk.n_vetted, 0);
+	cr_assert_eq(vet_calls, 0);
+	vy__vk_disk_close(&disk);
+	cr_assert_eq(vy__vk_disk_open(&disk, cache_dir, mac_key, &id, &err), 0, "%s", err.message);
+	vy__vk_disk_vet(&disk, 8, 50000000u, vet_refuse);
+	cr_assert_eq(vet_calls, 1, "the one module is offered to the validator");
+	cr_assert_eq(disk.n_vetted, 0, "a refused module is not remembered");
+	vy__vk_disk_close(&disk);
+
+	/* Checked ahead, the same bytes read later are trusted, counting nothing meanwhile. */
+	cr_assert_eq(vy__vk_disk_open(&disk, cache_dir, mac_key, &id, &err), 0, "%s", err.message);
+	vet_calls = 0;
+	vy__vk_disk_vet(&disk, 8, 50000000u, vet_accept);
+	cr_assert_eq(vet_calls, 1);
+	cr_assert_eq(disk.n_vetted, 1);
+	cr_assert_eq(atomic_load(&disk.spirv_hits) + atomic_load(&disk.rejected), 0);
+	void *data = NULL;
+	size_t len = 0;
+	cr_assert(vy__vk_disk_read(&disk, VY_VK_DISK_SPIRV, key, &data, &len));
+	cr_assert(vy__vk_disk_vetted(&disk, key, data, len));
+	uint8_t other[16];
+	memcpy(other, key, 16);
+	other[0] ^= 1;
+	cr_assert_not(vy__vk_disk_vetted(&disk, other, data, len), "another key");
+	free(data);
+
+	/* A module replaced after the check (garbage under a valid MAC) is checked again. */
+	damage(spv, 4);
+	cr_assert(vy__vk_disk_read(&disk, VY_VK_DISK_SPIRV, key, &data, &len));
+	cr_assert_not(vy__vk_disk_vetted(&disk, key, data, len), "replaced bytes are not vetted");
+	free(data);
+	vy__vk_disk_close(&disk);
+	cr_assert_null(disk.vetted);
+
+	/* Through the backend: the garbage never reaches the driver. */
+	st = cached_run();
+	cr_assert_eq(st.spirv_disk_invalid, 1);
+	cr_assert_eq(st.spirv_disk_hits, 0);
+	done();
+}
+
 Test(vulkan, a_compile_error_names_the_failing_line)
 {
 	const char *bad = "#version 450\n"
