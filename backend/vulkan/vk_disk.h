@@ -15,8 +15,8 @@
  * secret) is counted as rejected and never handed to the driver; the next write replaces it.
  * SPIR-V that passes these checks is also validated (spirv-val) before it reaches the driver
  * (vk_kernel.c): when it is read, or ahead, when the device opens, for the most recently used
- * files (vy__vk_disk_vet), whose payloads are then trusted only byte for byte. Writes are atomic: a temporary file in the same directory, fsync, rename, fsync
- * of the directory.
+ * files (vy__vk_disk_vet), whose payloads are then trusted only byte for byte. Writes are atomic: a
+ * temporary file in the same directory, fsync, rename, fsync of the directory.
  *
  * Ownership: struct vy_vk_disk is embedded in the backend (open/close). Payloads read are
  * malloc'd and freed by the caller.
