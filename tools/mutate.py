@@ -33,7 +33,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CAUGHT = ("caught", "timeout")
-KEYS = ("file", "find", "replace", "suites", "why", "equivalent")
+KEYS = ("file", "find", "replace", "suites", "filter", "why", "equivalent")
 
 
 def unescape(text):
@@ -66,6 +66,7 @@ def load_mutants(path):
             "find": find,
             "replace": replace,
             "suites": sec["suites"].split(),
+            "filter": sec.get("filter", "").strip(),
             "why": " ".join(sec["why"].split()),
             "equivalent": " ".join(sec.get("equivalent", "").split()),
         })
@@ -194,9 +195,11 @@ def test_env(sanitize):
     return env
 
 
-def run_tests(build, tests, args, log, env):
+def run_tests(build, tests, args, log, env, case_filter=""):
     cmd = ["meson", "test", "-C", build, "--no-rebuild", "--print-errorlogs",
            "--num-processes", str(args.jobs)] + tests
+    if case_filter:
+        cmd += ["--test-args", f"--filter={case_filter}"]
     return run_capped(cmd, args.timeout, log, env)
 
 
@@ -307,13 +310,19 @@ def main():
         m["targets"] = sorted({f for t in m["tests"] for f in needs.get(t, [])})
 
     if not args.skip_baseline:
-        wanted = sorted({t for m in mutants for t in m["tests"]})
+        # One run per case filter: the whole of each test where a mutant names no filter.
+        groups = {}
+        for m in mutants:
+            groups.setdefault(m["filter"], set()).update(m["tests"])
         t = time.time()
-        status = run_tests(build, wanted, args, log, env)
-        if status != 0:
-            sys.exit(f"mutate: the unmutated tree fails its tests ({' '.join(wanted)}); "
-                     f"see {log}")
-        print(f"mutate: baseline {' '.join(wanted)} passed in {time.time() - t:.0f} s")
+        for case_filter, tests in sorted(groups.items()):
+            wanted = sorted(tests)
+            status = run_tests(build, wanted, args, log, env, case_filter)
+            if status != 0:
+                what = " ".join(wanted) + (f" --filter={case_filter}" if case_filter else "")
+                sys.exit(f"mutate: the unmutated tree fails its tests ({what}); see {log}")
+        every = sorted({t for m in mutants for t in m["tests"]})
+        print(f"mutate: baseline {' '.join(every)} passed in {time.time() - t:.0f} s")
 
     results = []
     for i, m in enumerate(mutants, 1):
@@ -332,7 +341,7 @@ def main():
                 if build_tree(build, args, log, m["targets"]) != 0:
                     r["outcome"] = "build broke"
                 else:
-                    rc = run_tests(build, m["tests"], args, log, env)
+                    rc = run_tests(build, m["tests"], args, log, env, m["filter"])
                     r["outcome"] = "timeout" if rc is None else "survived" if rc == 0 else "caught"
                     if r["outcome"] == "survived" and m["equivalent"]:
                         r["outcome"] = "equivalent"
