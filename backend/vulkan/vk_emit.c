@@ -140,6 +140,11 @@ static void describe(struct vy__vk_str *out, const char *c, const struct vy_vulk
 		yes_no(m->has_f64));
 	vy__vk_str_addf(out, "%s   subgroup operations: %s (%u lanes)\n", c,
 		yes_no(p->cg.subgroups), p->cg.subgroup_size);
+	vy__vk_str_addf(out,
+		"%s   workgroups: %u invocations, %u x %u x %u; shared memory: %u bytes\n", c,
+		p->caps.max_workgroup_invocations, p->caps.max_workgroup_size[0],
+		p->caps.max_workgroup_size[1], p->caps.max_workgroup_size[2],
+		p->caps.max_shared_bytes);
 }
 
 /* Append the text of one segment: its GLSL, or its SPIR-V disassembled. */
