@@ -1,6 +1,6 @@
 /*
- * vyred: the command line. Parses flags into configuration overrides, answers --help, --version
- * and --check, and otherwise runs the server until SIGTERM.
+ * vyred: the command line. Parses flags into configuration overrides, answers --help, --version,
+ * --check and --emit-glsl, and otherwise runs the server until SIGTERM.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -30,6 +30,15 @@ static void usage(FILE *f)
 		"  -l, --log-level LEVEL  err, warning, notice, info or debug (log_level)\n"
 		"  -o, --set KEY=VALUE    set any configuration key\n"
 		"      --check            run the self-checks and exit (0 when all pass)\n"
+		"      --emit-glsl PROGRAM.json\n"
+		"                         print the GLSL the Vulkan backend generates for the\n"
+		"                         program (\"-\": standard input) and exit; no server,\n"
+		"                         no GPU needed (exit status: see vyred(8))\n"
+		"      --profile NAME     the float profile --emit-glsl generates for: lavapipe\n"
+		"                         (default), nvidia (H100, H200), or device (opens\n"
+		"                         device 0, or the one index --device names)\n"
+		"      --spirv            with --emit-glsl: the SPIR-V the backend compiles from\n"
+		"                         it, disassembled, instead of the GLSL\n"
 		"  -f, --foreground       log for a terminal: time stamps and level names instead "
 		"of\n"
 		"                         the <N> priority prefixes journald reads (vyred never "
@@ -70,6 +79,9 @@ int main(int argc, char **argv)
 		{"log-level", required_argument, NULL, 'l'},
 		{"set", required_argument, NULL, 'o'},
 		{"check", no_argument, NULL, 'K'},
+		{"emit-glsl", required_argument, NULL, 'E'},
+		{"profile", required_argument, NULL, 'P'},
+		{"spirv", no_argument, NULL, 'S'},
 		{"foreground", no_argument, NULL, 'f'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -77,6 +89,10 @@ int main(int argc, char **argv)
 	};
 	struct vy_config_args args = {0};
 	bool check = false;
+	const char *emit = NULL;
+	const char *profile = NULL;
+	const char *device = NULL;
+	bool spirv = false;
 	bool foreground = false;
 	/* Keys named by --set are split in place; argv outlives the server. */
 	int opt;
@@ -93,6 +109,7 @@ int main(int argc, char **argv)
 			rc = add_set(&args, "backend", optarg);
 			break;
 		case 'd':
+			device = optarg;
 			rc = add_set(&args, "devices", optarg);
 			break;
 		case 'C':
@@ -115,6 +132,15 @@ int main(int argc, char **argv)
 		case 'K':
 			check = true;
 			break;
+		case 'E':
+			emit = optarg;
+			break;
+		case 'P':
+			profile = optarg;
+			break;
+		case 'S':
+			spirv = true;
+			break;
 		case 'f':
 			foreground = true;
 			break;
@@ -136,6 +162,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "vyred: unexpected argument \"%s\"\nTry 'vyred --help'.\n",
 			argv[optind]);
 		return 2;
+	}
+	if (!emit && (profile || spirv)) {
+		fprintf(stderr, "vyred: --profile and --spirv go with --emit-glsl\nTry 'vyred "
+				"--help'.\n");
+		return 2;
+	}
+	if (emit) {
+		return vy_emit_run(emit, profile ? profile : "lavapipe", device, spirv);
 	}
 	/* A client that disconnects must not kill the daemon with SIGPIPE; writes report EPIPE. */
 	signal(SIGPIPE, SIG_IGN);

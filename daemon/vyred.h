@@ -806,4 +806,12 @@ uint64_t vy_sd_watchdog_usec(void);
  * configuration did not build, or NULL. */
 int vy_check_run(const struct vy_config *cfg, const char *config_error);
 
+/* emit.c: --emit-glsl. Print the code the Vulkan backend runs for the program in the JSON file
+ * `path` ("-": standard input) under float profile `profile` (vulkan.h), its SPIR-V disassembled
+ * when `spirv`; `device` is the device index of the "device" profile, NULL for 0. Returns the exit
+ * status of vyred(8): 0, 1 the generator or the device failed, 2 usage, 3 the program is invalid
+ * or needs what the profile lacks, 4 the file cannot be read. */
+enum { VY_EMIT_OK, VY_EMIT_FAILED, VY_EMIT_USAGE, VY_EMIT_INVALID, VY_EMIT_FILE };
+int vy_emit_run(const char *path, const char *profile, const char *device, bool spirv);
+
 #endif

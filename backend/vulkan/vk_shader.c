@@ -157,3 +157,33 @@ int vy__vk_validate_spirv(const uint32_t *words, size_t n_words, struct vy_err *
 	spvContextDestroy(ctx);
 	return rc;
 }
+
+int vy__vk_disassemble_spirv(const uint32_t *words, size_t n_words, char **text, struct vy_err *err)
+{
+	*text = NULL;
+	spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_2);
+	spv_text out = NULL;
+	spv_diagnostic diag = NULL;
+	spv_result_t res = spvBinaryToText(ctx, words, n_words,
+		SPV_BINARY_TO_TEXT_OPTION_FRIENDLY_NAMES | SPV_BINARY_TO_TEXT_OPTION_INDENT, &out,
+		&diag);
+	int rc = 0;
+	if (res != SPV_SUCCESS) {
+		rc = vy_err_set(err, VY_E_INTERNAL, NULL,
+			"report the program: a module the compiler made must disassemble",
+			"the SPIR-V disassembler failed: %s",
+			diag && diag->error ? diag->error : "no diagnostic");
+	} else {
+		*text = malloc(out->length + 1);
+		if (!*text) {
+			fprintf(stderr, "vyred: out of memory for a SPIR-V disassembly\n");
+			abort();
+		}
+		memcpy(*text, out->str, out->length);
+		(*text)[out->length] = '\0';
+	}
+	spvTextDestroy(out);
+	spvDiagnosticDestroy(diag);
+	spvContextDestroy(ctx);
+	return rc;
+}

@@ -33,4 +33,12 @@ int vy__vk_compile_glsl(struct vy_vk_compiler *c, const char *glsl, size_t len, 
 /* Check a module with the SPIR-V validator for Vulkan 1.2. Errors: INTERNAL with its message. */
 int vy__vk_validate_spirv(const uint32_t *words, size_t n_words, struct vy_err *err);
 
+/*
+ * Disassemble a module as spirv-dis prints it (friendly names, the header as comments). On success
+ * *text is a malloc'd, NUL-terminated text the caller frees. Errors: INTERNAL with SPIRV-Tools'
+ * message.
+ */
+int vy__vk_disassemble_spirv(
+	const uint32_t *words, size_t n_words, char **text, struct vy_err *err);
+
 #endif

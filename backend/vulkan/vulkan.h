@@ -42,6 +42,7 @@
 
 #include "backend.h"
 #include "err.h"
+#include "ir.h"
 
 struct vy_vulkan_options {
 	uint32_t device_index; /* in vy_vulkan_devices_enumerate order */
@@ -120,6 +121,49 @@ struct vy_vulkan_stats {
 
 /* Fill *out for a backend made by vy_vulkan_backend_create; false for any other backend. */
 bool vy_vulkan_stats(struct vy_backend *b, struct vy_vulkan_stats *out);
+
+/*
+ * The code the backend runs, as text (`vyred --emit-glsl`, vyred(8)). What the generated GLSL
+ * depends on besides the program is the device's float profile: the float probe's findings (fma()
+ * fused, '/' and sqrt() correctly rounded), shaderFloat64, subgroup operations and their size, and
+ * the limits the program is validated against. Named profiles hold the values the devices report:
+ *   "lavapipe"  Mesa's lavapipe (Debian 12): fma() not fused, '/' and sqrt() correctly rounded,
+ *               doubles, subgroups of 8 lanes, workgroups of up to 1024 invocations (1024 per
+ *               axis), 32 KiB of shared memory;
+ *   "nvidia"    NVIDIA H100 and H200 (driver 580): fma() fused, '/' and sqrt() not correctly
+ *               rounded, doubles, subgroups of 32 lanes, workgroups of up to 1024 invocations
+ *               (1024, 1024, 64), 48 KiB of shared memory;
+ *   "device"    the device `device_index` of vy_vulkan_devices_enumerate, opened (its probe run)
+ *               to learn its profile.
+ * Needs no daemon and, for the named profiles, no Vulkan device.
+ */
+struct vy_vulkan_profile;
+
+/* The named profiles, for messages: "lavapipe, nvidia or device". */
+#define VY_VULKAN_PROFILE_NAMES "lavapipe, nvidia or device"
+
+/*
+ * Look up profile `name` (device_index is read for "device" only). On success *out is a profile
+ * to free with vy_vulkan_profile_free. Errors: BAD_REQUEST for an unknown name; those of
+ * vy_vulkan_backend_create for "device".
+ */
+int vy_vulkan_profile_get(const char *name, uint32_t device_index, struct vy_vulkan_profile **out,
+	struct vy_err *err);
+/* NULL is accepted. */
+void vy_vulkan_profile_free(struct vy_vulkan_profile *profile);
+
+/*
+ * The text of what the backend runs for `program` under `profile`: the GLSL of each grid_sync
+ * segment as the code generator writes it, or with `spirv` its SPIR-V as the backend's compiler
+ * makes it, disassembled (and checked by spirv-val, whose verdict is a comment). Comment lines
+ * first name the profile and each segment; a program of one segment gives a GLSL text that
+ * compiles as it stands. The program is validated against the profile first. On success *text is
+ * a malloc'd text the caller frees; on failure NULL. Errors: INVALID_PROGRAM and
+ * UNSUPPORTED_FEATURE (the program, or what the profile lacks) with the node in `at`;
+ * KERNEL_COMPILE_FAILED and INTERNAL (the generator's faults).
+ */
+int vy_vulkan_emit(const struct vy_program *program, const struct vy_vulkan_profile *profile,
+	bool spirv, char **text, struct vy_err *err);
 
 /* Whether the Vulkan validation layer is installed (tests enable it where it is). */
 bool vy_vulkan_validation_available(void);

@@ -136,7 +136,10 @@ static const struct ctl_cmd commands[] = {
 		.summary = "decode and validate a program locally",
 		.help = "Decodes and validates a program (\"-\" reads standard input) without a\n"
 			"daemon, and prints its id, buffers, binding roles and input/output\n"
-			"order, and every error with its location and Fix line.\n",
+			"order, and every error with its location and Fix line.\n"
+			"The GLSL or SPIR-V the Vulkan backend generates for it, for\n"
+			"lavapipe or NVIDIA: vyred --emit-glsl PROGRAM.json [--profile\n"
+			"lavapipe|nvidia|device] [--spirv] (no daemon needed; vyred(8)).\n",
 		.json = false,
 		.run = ctl_cmd_check,
 	},
