@@ -921,3 +921,101 @@ Test(isolation, garbage_spirv_with_a_valid_mac_never_reaches_the_driver)
 	remove_tree(cache);
 	vy_program_destroy(p);
 }
+
+/* Sign a program file's header and payload with this installation's key, as the daemon does. */
+static void sign_program(const uint8_t key[32], uint8_t h[72], const uint8_t *payload, size_t len)
+{
+	crypto_generichash_state st;
+	crypto_generichash_init(&st, key, 32, 32);
+	crypto_generichash_update(&st, h, 40);
+	crypto_generichash_update(&st, payload, len);
+	crypto_generichash_final(&st, h + 40, 32);
+}
+
+/*
+ * Each validity field of a program file checked alone: a file whose magic, format, length, id or
+ * bytes disagree with its name is rejected even under a MAC made with the installation's own key,
+ * so the MAC is not the only check (a key that leaks, or a file of an older format signed with
+ * it, still cannot pass off the wrong program).
+ */
+Test(isolation, a_program_file_with_one_field_wrong_is_rejected_under_the_true_key)
+{
+	enum { N = 6, CONTROL = 5 };
+	struct vy_program *progs[N];
+	for (int k = 0; k < N; k++) {
+		char name[32];
+		snprintf(name, sizeof(name), "iso-field-%d", k);
+		progs[k] = tc_program_renamed("vector_add", name);
+	}
+	char cache[300];
+	char ids[N][VY_PROGRAM_ID_HEX];
+	bool vulkan;
+	fill_cache(cache, sizeof(cache), progs, N, NULL, ids, &vulkan, NULL);
+	char path[500];
+	uint8_t *key;
+	size_t key_len;
+	snprintf(path, sizeof(path), "%s/key", cache);
+	read_file(path, &key, &key_len);
+	cr_assert_eq(key_len, 32);
+	uint8_t *other;
+	size_t other_len;
+	snprintf(path, sizeof(path), "%s/programs/%s.vyp", cache, ids[CONTROL]);
+	read_file(path, &other, &other_len);
+	for (int k = 0; k < CONTROL; k++) {
+		uint8_t *data;
+		size_t len;
+		snprintf(path, sizeof(path), "%s/programs/%s.vyp", cache, ids[k]);
+		read_file(path, &data, &len);
+		cr_assert_gt(len, 72);
+		const uint8_t *payload = data + 72;
+		size_t payload_len = len - 72;
+		switch (k) {
+		case 0: /* the magic */
+			data[0] ^= 0x20;
+			break;
+		case 1: /* the format */
+			put_u32(data + 8, 3);
+			break;
+		case 2: /* the length field, not the file's length */
+			put_u64(data + 16, payload_len - 1);
+			break;
+		case 3: /* the id field: another program's */
+			memcpy(data + 24, other + 24, 16);
+			break;
+		case 4: /* the bytes: another program's, under this name and id */
+			payload = other + 72;
+			payload_len = other_len - 72;
+			put_u64(data + 16, payload_len);
+			break;
+		}
+		sign_program(key, data, payload, payload_len);
+		write_file(path, data, 72, payload, payload_len);
+		free(data);
+	}
+	free(other);
+	free(key);
+
+	struct vyd d;
+	struct vyd_opts o = {.cache = cache, .config = open_config};
+	cr_assert_eq(vyd_start(&d, &o), 0);
+	struct tc c;
+	tc_open(&c, d.sock, "after");
+	int failed = 0;
+	for (int k = 0; k < N; k++) {
+		failed += run_checked(&c, progs[k], NULL, 0) != 0;
+	}
+	uint64_t rejected = rel_stat(&c, "program_cache.disk_rejected");
+	uint64_t restored = rel_stat(&c, "program_cache.restored");
+	tc_close(&c);
+	t_stop(&d);
+	printf("isolation: program files with one field wrong under the true key: rejected "
+	       "%" PRIu64 " of %d, the untouched one restored: %" PRIu64 ", failed runs %d\n",
+		rejected, CONTROL, restored, failed);
+	cr_expect_eq(rejected, CONTROL, "a program file with a wrong field was accepted");
+	cr_expect_eq(restored, 1, "the untouched program file was not restored");
+	cr_expect_eq(failed, 0);
+	remove_tree(cache);
+	for (int k = 0; k < N; k++) {
+		vy_program_destroy(progs[k]);
+	}
+}
