@@ -199,7 +199,7 @@ def run_tests(build, tests, args, log, env, case_filter=""):
     cmd = ["meson", "test", "-C", build, "--no-rebuild", "--print-errorlogs",
            "--num-processes", str(args.jobs)] + tests
     if case_filter:
-        cmd += ["--test-args", f"--filter={case_filter}"]
+        cmd += [f"--test-args=--filter={case_filter}"]
     return run_capped(cmd, args.timeout, log, env)
 
 
