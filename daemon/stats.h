@@ -1,8 +1,5 @@
 /*
- * Counters and latency histograms of the daemon (DESIGN.md §7.6). A histogram has fixed
- * buckets, four per power of two (each about 19% wide), so recording is a few instructions and
- * a quantile is read in one pass; quantiles are reported as the upper edge of their bucket,
- * capped at the largest value seen.
+ * Counters of the daemon (DESIGN.md §7.6), and its latency histograms (hist.h).
  *
  * Thread-safety: none; every histogram and counter here is written and read on the loop thread.
  */
@@ -12,19 +9,7 @@
 #include <stdint.h>
 
 #include "envelope.h"
-
-#define VY_HIST_BUCKETS 252
-
-struct vy_hist {
-	uint64_t count;
-	uint64_t sum;
-	uint64_t max;
-	uint32_t buckets[VY_HIST_BUCKETS];
-};
-
-void vy_hist_add(struct vy_hist *h, uint64_t value);
-/* The q-quantile (0 < q <= 1) of the recorded values, 0 when none were recorded. */
-uint64_t vy_hist_quantile(const struct vy_hist *h, double q);
+#include "hist.h"
 
 /* The index of an error code in the tables below (its row of VY_ERR_MAP). */
 #define VY_ERR_COUNT 17

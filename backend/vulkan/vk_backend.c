@@ -90,6 +90,13 @@ static int device_up(struct vy__vk_backend *b, uint32_t index, struct vy_err *er
 	if (b->test_flags & VY__VK_TEST_NO_NULL_DESCRIPTOR) {
 		b->dev.null_descriptor = false;
 	}
+	if (b->test_flags & VY__VK_TEST_SMALL_GRID) {
+		static const uint32_t small[3] = VY__VK_TEST_GRID_LIMITS;
+		uint32_t *lim = b->dev.props.limits.maxComputeWorkGroupCount;
+		for (int i = 0; i < 3; i++) {
+			lim[i] = lim[i] < small[i] ? lim[i] : small[i];
+		}
+	}
 	vy__vk_memory_init(&b->mem, &b->dev);
 	rc = vy__vk_exec_init(&b->exec, &b->dev, &b->mem, err);
 	if (rc) {

@@ -337,7 +337,8 @@ void vy__vk_simulate_device_lost(struct vy_backend *b);
 /*
  * vy_vulkan_backend_create taking the paths of other devices, so that they run on lavapipe too:
  * descriptor sets instead of push descriptors, host-visible and staged buffers instead of
- * unified memory.
+ * unified memory, a smaller grid limit. Only the tests create a backend this way; vyred never
+ * sets these flags.
  */
 enum {
 	VY__VK_TEST_NO_PUSH_DESCRIPTORS = 1u << 0,
@@ -345,7 +346,14 @@ enum {
 		1u << 1, /* as a discrete GPU: small buffers host-visible, large staged */
 	VY__VK_TEST_COPY_ALL = 1u << 2,           /* with STAGING: stage even the smallest buffer */
 	VY__VK_TEST_NO_NULL_DESCRIPTOR = 1u << 3, /* empty buffers bind a dummy range */
+	/* As a device whose grid limit (maxComputeWorkGroupCount) is VY__VK_TEST_GRID_LIMITS: a
+	 * 1-D launch of more than 16 workgroups folds over y, of more than 64 over z as well. */
+	VY__VK_TEST_SMALL_GRID = 1u << 4,
 };
+#define VY__VK_TEST_GRID_LIMITS                                                                    \
+	{                                                                                          \
+		16u, 4u, 65535u                                                                    \
+	}
 int vy__vk_backend_create_for_test(const struct vy_vulkan_options *opts, unsigned flags,
 	struct vy_backend **out, struct vy_err *err);
 /* Hold every later submission (`hold`) until called again with `hold` false. */

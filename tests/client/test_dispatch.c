@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -171,6 +172,86 @@ Test(dispatch, passes_specialization_values)
 	cr_assert(err.fix[0]);
 	spec.type = (enum vy_spec_type)9;
 	cr_assert_eq(vy_dispatch(c, &args, NULL, &err), VY_ERROR_INVALID_ARGUMENT);
+	vy_program_free(p);
+	vy_client_close(c);
+}
+
+/* A program storing `what` (JSON) to every element of a 256-element u32/i32 buffer "out". */
+static struct vy_program *store_program(const char *type, const char *what)
+{
+	char text[1024];
+	snprintf(text, sizeof(text),
+		"{\"vyre\": 1, \"name\": \"lv_store\", \"workgroup_size\": [64, 1, 1], "
+		"\"buffers\": [{\"name\": \"out\", \"binding\": 0, \"access\": \"write_only\", "
+		"\"type\": \"%s\", \"count\": 256}], "
+		"\"entry\": [[\"store\", \"out\", [\"gid\", 0], %s]]}",
+		type, what);
+	struct vy_program *p = NULL;
+	struct vy_error err;
+	lv_ok(vy_program_load_json(text, strlen(text), &p, &err), &err);
+	return p;
+}
+
+Test(dispatch, passes_negative_and_extreme_i32_specialization_values)
+{
+	struct vy_client *c = lv_connect("lv-spec-i32");
+	struct vy_program *p = store_program("i32", "[\"spec\", \"k\", \"i32\", [\"i32\", 5]]");
+	static const int32_t values[] = {-7, -1, INT32_MIN, INT32_MAX, 0, 7};
+	for (size_t v = 0; v < sizeof(values) / sizeof(values[0]); v++) {
+		struct vy_spec_arg spec = {
+			.name = "k", .type = VY_SPEC_TYPE_I32, .v.i32 = values[v]};
+		struct vy_dispatch_options opt = {.spec = &spec, .n_spec = 1};
+		struct vy_dispatch_args args = {.program = p, .options = &opt};
+		struct vy_reply *r = NULL;
+		struct vy_error err;
+		lv_ok(vy_dispatch(c, &args, &r, &err), &err);
+		size_t len = 0;
+		const int32_t *out = vy_reply_output(r, 0, &len);
+		cr_assert_eq(len, 256 * sizeof(int32_t));
+		for (int k = 0; k < 256; k++) {
+			cr_assert_eq(
+				out[k], values[v], "k = %d: out[%d] = %d", values[v], k, out[k]);
+		}
+		vy_reply_destroy(r);
+	}
+	vy_program_free(p);
+	vy_client_close(c);
+}
+
+Test(dispatch, a_workgroup_size_option_is_sent_whichever_axis_is_set)
+{
+	struct vy_client *c = lv_connect("lv-workgroup");
+	struct vy_program *p = store_program("u32", "[\"wgid\", 0]");
+	/* out[i] = the workgroup of invocation i: i / 64 with the program's size, i / 16 with
+	 * [16, 1, 1] (the grid follows from the 256 outputs either way). */
+	static const uint32_t sizes[][3] = {{0, 0, 0}, {16, 1, 1}};
+	static const uint32_t per_group[] = {64, 16};
+	for (size_t s = 0; s < 2; s++) {
+		struct vy_dispatch_options opt = {0};
+		memcpy(opt.workgroup_size, sizes[s], sizeof(opt.workgroup_size));
+		struct vy_dispatch_args args = {.program = p, .options = &opt};
+		struct vy_reply *r = NULL;
+		struct vy_error err;
+		lv_ok(vy_dispatch(c, &args, &r, &err), &err);
+		const uint32_t *out = vy_reply_output(r, 0, NULL);
+		for (uint32_t k = 0; k < 256; k++) {
+			cr_assert_eq(out[k], k / per_group[s], "size %u: out[%u] = %u", sizes[s][0],
+				k, out[k]);
+		}
+		vy_reply_destroy(r);
+	}
+	/* A zero axis, wherever it is, reaches the daemon, which refuses it with a Fix. */
+	static const uint32_t zero[][3] = {{0, 1, 1}, {0, 0, 1}, {0, 0, 64}, {64, 0, 1}};
+	for (size_t z = 0; z < sizeof(zero) / sizeof(zero[0]); z++) {
+		struct vy_dispatch_options opt = {0};
+		memcpy(opt.workgroup_size, zero[z], sizeof(opt.workgroup_size));
+		struct vy_dispatch_args args = {.program = p, .options = &opt};
+		struct vy_error err;
+		cr_assert_eq(vy_dispatch(c, &args, NULL, &err), VY_ERROR_BAD_REQUEST,
+			"[%u, %u, %u]: %s", zero[z][0], zero[z][1], zero[z][2], err.message);
+		cr_expect_str_eq(err.at, "config.workgroup_size");
+		cr_expect(err.fix[0], "no Fix: %s", err.message);
+	}
 	vy_program_free(p);
 	vy_client_close(c);
 }

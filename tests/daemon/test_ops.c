@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "codec.h"
@@ -719,6 +720,97 @@ Test(ops, stats_tree_has_every_section)
 	uint64_t requests = 0;
 	cr_expect(t_client_stat(&r, id, "requests", &requests) && requests >= 2);
 	tc_reply_free(&r);
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The global counters of a stats reply that a_client_row_holds_what_the_client_did moves. */
+static const char *const moved[] = {"requests.by_op.ping", "requests.by_op.alloc",
+	"requests.by_op.clients", "requests.by_op.stats", "requests.by_error.BAD_REQUEST",
+	"latency.ping.count", "latency.alloc.count", "latency.stats.count"};
+#define N_MOVED (sizeof(moved) / sizeof(moved[0]))
+
+static void read_moved(const struct tc_reply *r, uint64_t *out)
+{
+	for (size_t i = 0; i < N_MOVED; i++) {
+		cr_assert(tc_u64(r, moved[i], &out[i]), "stats has no %s", moved[i]);
+	}
+}
+
+Test(ops, a_client_row_holds_what_the_client_did)
+{
+	/* A fresh connection does a known sequence; its row in stats must count exactly that, the
+	 * global counters must move by exactly that (the suite's tests run one at a time), and its
+	 * age lies between the time this test slept and the time the test measured. */
+	uint64_t before = monotonic_ns();
+	struct tc me;
+	tc_open(&me, vyd_shared_socket(), "row-figures");
+	struct tc_reply r;
+	uint64_t first[N_MOVED];
+	cr_assert_eq(t_simple(&me, VY_OP_STATS, &r), 0);
+	read_moved(&r, first);
+	tc_reply_free(&r);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(t_simple(&me, VY_OP_PING, &r), 0);
+		tc_reply_free(&r);
+	}
+	struct tc_msg m;
+	tc_begin(&me, &m, VY_OP_PING, 1);
+	vy_pack_cstr(&m.pk, "colour");
+	msgpack_pack_uint32(&m.pk, 1);
+	cr_assert_eq(tc_call(&me, &m, &r), 0);
+	cr_assert_eq(tc_code(&r), VY_E_BAD_REQUEST);
+	tc_reply_free(&r);
+	uint64_t h1 = alloc(&me, 1000, NULL, &r);
+	tc_reply_free(&r);
+	uint64_t h2 = alloc(&me, 24, NULL, &r);
+	tc_reply_free(&r);
+	cr_assert(h1 && h2);
+	uint64_t id = t_client_id(&me);
+	struct timespec nap = {0, 200 * 1000000};
+	nanosleep(&nap, NULL);
+	cr_assert_eq(t_simple(&me, VY_OP_STATS, &r), 0);
+	uint64_t elapsed_ns = monotonic_ns() - before;
+	/* hello, a stats, 3 pings, the refused ping, 2 allocs, clients and this stats, which is
+	 * the one request in flight while its reply is packed. */
+	static const struct {
+		const char *key;
+		uint64_t want;
+	} counts[] = {{"requests", 10}, {"errors", 1}, {"resident_bytes", 1024}, {"in_flight", 1}};
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		uint64_t v = UINT64_MAX;
+		cr_expect(t_client_stat(&r, id, counts[i].key, &v), "no %s", counts[i].key);
+		cr_expect_eq(v, counts[i].want, "%s is %llu, not %llu", counts[i].key,
+			(unsigned long long)v, (unsigned long long)counts[i].want);
+	}
+	uint64_t pid = 0;
+	uint64_t uid = 0;
+	cr_expect(t_client_stat(&r, id, "pid", &pid) && pid == (uint64_t)getpid());
+	cr_expect(t_client_stat(&r, id, "uid", &uid) && uid == (uint64_t)getuid());
+	uint64_t ms = 0;
+	cr_assert(t_client_stat(&r, id, "connected_ms", &ms));
+	cr_expect_geq(
+		ms, 200, "connected %llu ms, yet the test slept 200 ms", (unsigned long long)ms);
+	cr_expect_leq(ms * 1000000, elapsed_ns, "connected %llu ms, longer than the test's %llu ns",
+		(unsigned long long)ms, (unsigned long long)elapsed_ns);
+	/* The refused ping never decoded: an error, but no ping and no latency. A reply's latency
+	 * is recorded once it is sent, so this stats counts itself in by_op only. */
+	static const uint64_t delta[N_MOVED] = {3, 2, 1, 1, 1, 3, 2, 1};
+	uint64_t last[N_MOVED];
+	read_moved(&r, last);
+	for (size_t i = 0; i < N_MOVED; i++) {
+		cr_expect_eq(last[i] - first[i], delta[i], "%s moved by %llu, not %llu", moved[i],
+			(unsigned long long)(last[i] - first[i]), (unsigned long long)delta[i]);
+	}
+	tc_reply_free(&r);
+	cr_expect_eq(free_handle(&me, h1), 0);
+	cr_expect_eq(free_handle(&me, h2), 0);
+	tc_close(&me);
 }
 
 Test(ops, tables_list_clients_buffers_and_cache)

@@ -618,3 +618,80 @@ Test(codegen, operands_run_once_in_order_and_atomics_are_bounds_checked)
 		glsl);
 	free(glsl);
 }
+
+/* Shifts by counts from a buffer, on u32 and i32: every count may be 32 or more. */
+static const char shifts[] =
+	"{\"vyre\": 1, \"workgroup_size\": [64, 1, 1], \"buffers\": ["
+	"{\"name\": \"x\", \"binding\": 0, \"access\": \"read_only\", \"type\": \"u32\", "
+	"\"count\": 0},"
+	"{\"name\": \"n\", \"binding\": 1, \"access\": \"read_only\", \"type\": \"u32\", "
+	"\"count\": 0},"
+	"{\"name\": \"l\", \"binding\": 2, \"access\": \"write_only\", \"type\": \"u32\", "
+	"\"count\": 64},"
+	"{\"name\": \"r\", \"binding\": 3, \"access\": \"write_only\", \"type\": \"u32\", "
+	"\"count\": 64},"
+	"{\"name\": \"s\", \"binding\": 4, \"access\": \"write_only\", \"type\": \"i32\", "
+	"\"count\": 64},"
+	"{\"name\": \"o\", \"binding\": 5, \"access\": \"write_only\", \"type\": \"u32\", "
+	"\"count\": 64}],"
+	"\"entry\": [[\"let\", \"i\", [\"gid\", 0]],"
+	"[\"let\", \"v\", [\"load\", \"x\", [\"var\", \"i\"]]],"
+	"[\"let\", \"k\", [\"load\", \"n\", [\"var\", \"i\"]]],"
+	"[\"store\", \"l\", [\"var\", \"i\"], [\"shl\", [\"var\", \"v\"], [\"var\", \"k\"]]],"
+	"[\"store\", \"r\", [\"var\", \"i\"], [\"shr\", [\"var\", \"v\"], [\"var\", \"k\"]]],"
+	"[\"store\", \"s\", [\"var\", \"i\"], [\"shr\", [\"cast\", \"i32\", [\"var\", \"v\"]], "
+	"[\"var\", \"k\"]]],"
+	"[\"store\", \"o\", [\"var\", \"i\"], [\"bit_xor\", [\"rotl\", [\"var\", \"v\"], "
+	"[\"var\", \"k\"]], [\"rotr\", [\"var\", \"v\"], [\"var\", \"k\"]]]]]}";
+
+/* Whether the shift count at `at` (just after << or >>) is "(NAME & 31u)" or a literal below 32. */
+static bool count_masked(const char *at)
+{
+	while (*at == ' ') {
+		at++;
+	}
+	if (*at == '(') {
+		size_t n = strspn(
+			at + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+		return n > 0 && strncmp(at + 1 + n, " & 31u)", 7) == 0;
+	}
+	char *end = NULL;
+	unsigned long v = strtoul(at, &end, 10);
+	return end != at && *end == 'u' && v < 32;
+}
+
+Test(codegen, every_shift_masks_its_count_to_five_bits)
+{
+	/* GLSL leaves a shift by 32 or more undefined; semantics.md takes the count modulo 32.
+	 * lavapipe happens to mask it anyway, so only the text can show a missing mask. */
+	static const char *const rot[] = {
+		"uint vy_rotl(uint a, uint n)\n{\n\tn &= 31u;\n"
+		"\treturn n == 0u ? a : (a << n) | (a >> (32u - n));\n}\n",
+		"uint vy_rotr(uint a, uint n)\n{\n\tn &= 31u;\n"
+		"\treturn n == 0u ? a : (a >> n) | (a << (32u - n));\n}\n",
+	};
+	for (size_t pi = 0; pi < N_PROFILES; pi++) {
+		struct vy_vk_shader_layout layout;
+		char *glsl = glsl_of(shifts, &profiles[pi], &layout);
+		/* The rotations mask first and never shift by 32; blank them, then every shift left
+		 * must mask its count or shift by a constant below 32. */
+		for (size_t r = 0; r < 2; r++) {
+			char *at = strstr(glsl, rot[r]);
+			cr_assert(at, "%s: no helper\n%s\nin\n%s", profile_names[pi], rot[r], glsl);
+			memset(at, ' ', strlen(rot[r]));
+		}
+		size_t shifts_seen = 0;
+		for (const char *at = glsl; (at = strpbrk(at, "<>")) != NULL; at++) {
+			if (at[1] != at[0]) {
+				continue;
+			}
+			shifts_seen++;
+			cr_expect(count_masked(at + 2), "%s: unmasked shift count: %.60s",
+				profile_names[pi], at - 20 > glsl ? at - 20 : glsl);
+			at++;
+		}
+		cr_expect_geq(
+			shifts_seen, 3, "%s: the three shifts of the program", profile_names[pi]);
+		free(glsl);
+	}
+}

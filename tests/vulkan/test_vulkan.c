@@ -525,6 +525,24 @@ Test(vulkan, paths_of_other_devices_give_the_same_results)
 	done();
 }
 
+Test(vulkan, launches_folded_over_y_and_z_cover_every_workgroup_once)
+{
+	/* With a grid limit of [16, 4, 65535], 1-D launches fold: 16 workgroups (1024 elements)
+	 * run unfolded, 17 fold to [9, 2, 1], 100 to [13, 4, 2] and 301 to [16, 4, 5]; the
+	 * shaders unfold them with the dispatch's x and y, which differ. */
+	struct vy_backend *b = open_with(NULL, VY__VK_TEST_SMALL_GRID);
+	struct vy_device_profile prof;
+	vy_backend_device_profile(b, &prof);
+	cr_assert_eq(prof.max_workgroup_count[0], 16);
+	cr_assert_eq(prof.max_workgroup_count[1], 4);
+	static const uint32_t sizes[] = {1024, 1025, 6400, 64 * 300 + 5};
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		check_vector_add(b, sizes[i]);
+	}
+	vy_backend_destroy(b);
+	done();
+}
+
 Test(vulkan, spec_values_select_pipelines_and_bad_ones_are_refused)
 {
 	enum { N = 128 };

@@ -4,16 +4,18 @@
 # exit statuses of failures (usage 2, invalid program 3, file 4, no daemon 5, daemon error 1) and
 # --help of every command.
 #
-# Environment: VYRED_BIN (the daemon), VYRECTL (the tool), VYRED_TEST_BACKEND (reference, or
-# default for the daemon's own choice), PYTHON (a python3; with the msgpack package a second client
-# with an awkward name holds a connection and a named buffer, which tests label escaping and the
-# buffers table; without it those checks are skipped and say so).
+# Environment: VYRED_BIN (the daemon), VYRECTL (the tool), VYRECTL_UNITS (the unit tests of its
+# renderings, run first), VYRED_TEST_BACKEND (reference, or default for the daemon's own choice),
+# PYTHON (a python3; with the msgpack package a second client with an awkward name holds a
+# connection and a named buffer, which tests label escaping and the buffers table; without it
+# those checks are skipped and say so).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 : "${VYRED_BIN:?set VYRED_BIN to the vyred binary}"
 : "${VYRECTL:?set VYRECTL to the vyrectl binary}"
+: "${VYRECTL_UNITS:?set VYRECTL_UNITS to the test_vyrectl_units binary}"
 PY=${PYTHON:-python3}
 backend=${VYRED_TEST_BACKEND:-default}
 saxpy=$src/tests/programs/saxpy.json
@@ -95,6 +97,14 @@ $1" "$T/out" "${@:2}" 2>"$T/pyerr"; then
 		head -c 2000 "$T/out" | sed 's/^/  stdout| /' >&2
 	fi
 }
+
+# --- vyrectl's renderings on their own ---------------------------------------------------------
+
+checks=$((checks + 1))
+if ! "$VYRECTL_UNITS" >"$T/units" 2>&1; then
+	fail "the unit tests of vyrectl's renderings failed:"
+	sed 's/^/  | /' "$T/units" >&2
+fi
 
 # --- the daemon --------------------------------------------------------------------------------
 
@@ -281,7 +291,7 @@ d 0 run "$saxpy" -i params=2 -i x=f32: -i y= --json &&
 
 d 0 status && grep_in out '^vyred [0-9.]+ \(protocol 1\), pid [0-9]+, running, up ' &&
 	grep_in out '^devices +[1-9]' && grep_in out '^cache +hit rate [0-9.]+%' &&
-	grep_in out '^queue +depth [0-9]+'
+	grep_in out '^queue +depth [0-9]+' && cp "$T/out" "$T/status.txt"
 d 0 status --json &&
 	json "assert d['protocol'] == 1 and d['state'] == 'running' and d['pid'] > 0
 assert d['server'].startswith('vyred ') and d['version'] and d['socket'] == '$sock'
@@ -302,6 +312,14 @@ d 0 stats --json &&
 assert d['requests']['by_op']['dispatch'] >= 8 and d['requests']['by_error']['BAD_REQUEST'] >= 1
 assert d['latency']['dispatch']['count'] >= 8 and d['pipeline_cache']['entries'] >= 1
 assert any(c['self'] and c['name'] == 'vyrectl' for c in d['clients']['list'])"
+# The hit rate that status printed is the one the cache counters give (no compile in between).
+json "import re
+m = re.search(r'^cache +hit rate ([0-9.]+)%: [0-9]+ pipelines, ([0-9]+) hits, ([0-9]+) misses',
+              open(sys.argv[2]).read(), re.M)
+pc = d['pipeline_cache']
+assert m and (int(m[2]), int(m[3])) == (pc['hits'], pc['misses']), (m and m[0], pc)
+assert m[1] == '%.1f' % (100 * pc['hits'] / (pc['hits'] + pc['misses'])), (m[0], pc)" "$T/status.txt"
+cp "$T/out" "$T/stats.json"
 if [ "$have_helper" = 1 ]; then
 	json "assert any(c['name'] == sys.argv[2] for c in d['clients']['list'])" "$awkward"
 fi
@@ -323,6 +341,20 @@ expect=(--expect 'vyred_requests_total{op="dispatch"}>=8'
 	--expect 'vyred_clients>=1'
 	--expect 'vyred_client_info{name="vyrectl",state="open"}==1'
 	--expect 'vyred_client_requests_total>=1')
+# The same durations as stats --json gave them, in seconds: no dispatch ran in between.
+while IFS= read -r e; do
+	expect+=(--expect "$e")
+done < <("$PY" - "$T/stats.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+secs = lambda ns: "%d.%09d" % divmod(ns, 10**9)
+lat = d["latency"]["dispatch"]
+print('vyred_request_duration_seconds{op="dispatch",quantile="0.5"}==' + secs(lat["p50_ns"]))
+print('vyred_request_duration_seconds{op="dispatch",quantile="0.99"}==' + secs(lat["p99_ns"]))
+print('vyred_request_duration_max_seconds{op="dispatch"}==' + secs(lat["max_ns"]))
+print('vyred_device_busy_seconds_total{device="0"}==' + secs(d["devices"][0]["busy_ns"]))
+EOF
+)
 if [ "$have_helper" = 1 ]; then
 	expect+=(--expect 'vyred_client_info{name="ctl \"quoted\" \\ back\nslash"}==1'
 		--expect 'vyred_resident_named_buffers>=1'
