@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -343,4 +344,151 @@ Test(limits, sigterm_drains_requests_in_flight)
 	}
 	cr_expect_eq(status, 0);
 	vyd_cleanup(&d);
+}
+
+/* A dispatch of vector_add over `n` elements as one whole frame (length prefix included). */
+static void vector_add_frame(
+	struct tc *c, const struct vy_program *p, const struct t_inputs *in, msgpack_sbuffer *out)
+{
+	struct tc_msg m;
+	tc_begin(c, &m, VY_OP_DISPATCH, 2);
+	t_pack_program(&m.pk, p);
+	t_pack_inputs(&m.pk, in);
+	vy_frame_end(&m.sb, 0);
+	*out = m.sb;
+}
+
+static uint64_t server_stat(struct tc *c, const char *path)
+{
+	struct tc_reply r;
+	cr_assert_eq(t_simple(c, VY_OP_STATS, &r), 0);
+	uint64_t v = 0;
+	cr_assert(tc_u64(&r, path, &v), "stats has no %s", path);
+	tc_reply_free(&r);
+	return v;
+}
+
+/* Expect the one reply on `c` to be a success with the reference's outputs. */
+static void expect_reference_reply(struct tc *c, const struct vy_outputs *want, const char *what)
+{
+	struct tc_reply r;
+	cr_assert_eq(tc_recv(c, &r, 60000), 0, "%s: no reply", what);
+	cr_expect(r.r.ok, "%s: %s", what, r.r.error.message);
+	if (r.r.ok) {
+		cr_expect(t_outputs_equal(&r, want), "%s: wrong outputs", what);
+	}
+	tc_reply_free(&r);
+}
+
+/*
+ * A frame exactly as large as inbound_quota fits: while another frame of the same user holds part
+ * of the quota it waits for room, and then runs; it is not refused as too large.
+ */
+Test(limits, a_frame_of_exactly_the_inbound_quota_waits_for_room_and_runs)
+{
+	struct vy_program *p = tc_program("vector_add");
+	struct t_inputs big_in;
+	struct t_inputs small_in;
+	t_inputs_make(p, 4096, 3, &big_in);
+	t_inputs_make(p, 64, 4, &small_in);
+	struct vy_outputs big_want;
+	struct vy_outputs small_want;
+	cr_assert_eq(t_reference(p, &big_in, NULL, &big_want), 0);
+	cr_assert_eq(t_reference(p, &small_in, NULL, &small_want), 0);
+	/* The frames' sizes do not depend on the daemon: build them once with a scratch client. */
+	struct tc scratch = {.next_id = 1};
+	msgpack_sbuffer big;
+	msgpack_sbuffer small;
+	vector_add_frame(&scratch, p, &big_in, &big);
+	vector_add_frame(&scratch, p, &small_in, &small);
+	uint64_t quota = big.size - 4; /* what the length prefix announces */
+	char config[128];
+	snprintf(config, sizeof(config), "[limits]\ninbound_quota = %" PRIu64 "\n", quota);
+	bool waited = false;
+	/* The big frame must arrive while the small one holds its bytes; a daemon slow to read
+	 * gets more time on the next attempt. */
+	for (int attempt = 0; attempt < 3 && !waited; attempt++) {
+		struct vyd d;
+		t_start(&d, config);
+		struct tc a;
+		struct tc b;
+		tc_open(&a, d.sock, "holder");
+		tc_open(&b, d.sock, "exact");
+		cr_assert_eq(tc_send_raw(&a, small.data, small.size - 1), 0);
+		usleep(100000u << attempt);
+		cr_assert_eq(tc_send_raw(&b, big.data, big.size), 0);
+		usleep(300000u << attempt);
+		cr_assert_eq(tc_send_raw(&a, small.data + small.size - 1, 1), 0);
+		expect_reference_reply(&a, &small_want, "the holder's frame");
+		expect_reference_reply(&b, &big_want, "the frame of exactly inbound_quota");
+		waited = server_stat(&a, "daemon.inbound_waits") > 0;
+		tc_close(&a);
+		tc_close(&b);
+		t_stop(&d);
+	}
+	cr_expect(
+		waited, "the big frame never had to wait (the daemon read it too late each time)");
+	msgpack_sbuffer_destroy(&big);
+	msgpack_sbuffer_destroy(&small);
+	vy_outputs_finish(&big_want);
+	vy_outputs_finish(&small_want);
+	t_inputs_free(&big_in);
+	t_inputs_free(&small_in);
+	vy_program_destroy(p);
+}
+
+/*
+ * Byte bounds at their edge: a resident allocation that brings the user exactly to
+ * resident_quota succeeds and one byte more does not; a reply larger than write_high_water runs
+ * when nothing else is unsent (one request alone always fits).
+ */
+Test(limits, resident_quota_and_write_high_water_admit_their_bound)
+{
+	struct vyd d;
+	t_start(&d,
+		"[limits]\nresident_quota = 64K\nwrite_high_water = 64K\nwrite_low_water = 16K\n");
+	struct tc c;
+	tc_open(&c, d.sock, "edges");
+	struct tc_msg m;
+	struct tc_reply r;
+	uint64_t sizes[3] = {65536, 1, 65537};
+	int want[3] = {0, VY_E_QUOTA_EXCEEDED, VY_E_QUOTA_EXCEEDED};
+	uint64_t first = 0;
+	for (int i = 0; i < 3; i++) {
+		tc_begin(&c, &m, VY_OP_ALLOC, 1);
+		vy_pack_cstr(&m.pk, "size");
+		msgpack_pack_uint64(&m.pk, sizes[i]);
+		cr_assert_eq(tc_call(&c, &m, &r), 0);
+		cr_expect_eq(tc_code(&r), want[i], "alloc of %" PRIu64 " bytes: %s", sizes[i],
+			r.r.error.message);
+		if (i == 0 && r.r.ok) {
+			cr_assert(tc_u64(&r, "handle", &first));
+		}
+		tc_reply_free(&r);
+		if (i == 1 && first) {
+			/* Free the first, so the third asks for one byte more than the whole quota.
+			 */
+			tc_begin(&c, &m, VY_OP_FREE, 1);
+			vy_pack_cstr(&m.pk, "handle");
+			msgpack_pack_uint64(&m.pk, first);
+			cr_assert_eq(tc_call(&c, &m, &r), 0);
+			cr_expect(r.r.ok, "%s", r.r.error.message);
+			tc_reply_free(&r);
+		}
+	}
+	struct vy_program *p = tc_program("vector_add");
+	struct t_inputs in;
+	t_inputs_make(p, 65536, 5, &in); /* a 256 KiB output, four times write_high_water */
+	struct vy_outputs out;
+	cr_assert_eq(t_reference(p, &in, NULL, &out), 0);
+	msgpack_sbuffer frame;
+	vector_add_frame(&c, p, &in, &frame);
+	cr_assert_eq(tc_send_raw(&c, frame.data, frame.size), 0);
+	expect_reference_reply(&c, &out, "a reply larger than write_high_water");
+	msgpack_sbuffer_destroy(&frame);
+	vy_outputs_finish(&out);
+	t_inputs_free(&in);
+	vy_program_destroy(p);
+	tc_close(&c);
+	t_stop(&d);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -214,8 +215,49 @@ static void sent_sigbus(void)
 	kill(getpid(), SIGBUS);
 }
 
+/* A fault on the first page past a registered region (the mapping goes on, the region not). A
+ * guard that took it as the region's would remap the region and return to the same fault forever:
+ * the alarm ends that. */
+static void fault_just_past(void)
+{
+	int fd;
+	const volatile uint8_t *a = map_file(0x44, &fd);
+	uint32_t slot;
+	size_t region = (PAGES - 1) * page_size();
+	if (vy_sigbus_region_add((const void *)a, region, &slot) != 0 || ftruncate(fd, 0) != 0) {
+		_exit(2);
+	}
+	alarm(10);
+	(void)a[region];
+}
+
+/* SIGBUS queued by this process with the region's address where a fault's address would be: a
+ * sent signal (si_code <= 0) is never taken as a vanished page, whatever its fields hold. */
+static void queued_sigbus_naming_a_region(void)
+{
+	int fd;
+	const volatile uint8_t *a = map_file(0x44, &fd);
+	uint32_t slot;
+	if (vy_sigbus_region_add((const void *)a, PAGES * page_size(), &slot) != 0) {
+		_exit(2);
+	}
+	siginfo_t info;
+	memset(&info, 0, sizeof(info));
+	info.si_signo = SIGBUS;
+	info.si_code = SI_QUEUE;
+	info.si_addr = (void *)a;
+	if (syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), SIGBUS, &info) !=
+		0) {
+		_exit(3);
+	}
+}
+
 Test(sigbus, a_fault_outside_every_region_still_kills)
 {
+	cr_expect_eq(child_ends(fault_just_past), SIGBUS,
+		"a fault on the page just past a region kills with SIGBUS");
+	cr_expect_eq(child_ends(queued_sigbus_naming_a_region), SIGBUS,
+		"a queued SIGBUS whose fields name a region's address kills");
 	cr_expect_eq(child_ends(fault_unregistered), SIGBUS,
 		"a fault in an unregistered mapping kills with SIGBUS");
 	cr_expect_eq(child_ends(fault_removed), SIGBUS,
