@@ -346,8 +346,21 @@ Test(limits, sigterm_drains_requests_in_flight)
 	vyd_cleanup(&d);
 }
 
-/* A dispatch of vector_add over `n` elements as one whole frame (length prefix included). */
-static void vector_add_frame(
+/* out = in over `n` u32 elements: a program whose input is as large as the test needs. */
+static struct vy_program *copy_program(const char *name, uint32_t n)
+{
+	struct vy_program *p = vy_program_create(name, 64, 1, 1);
+	vy_program_add_buffer(p, "in", 0, VY_ACCESS_READ_ONLY, VY_TYPE_U32, n);
+	vy_program_add_buffer(p, "out", 1, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, n);
+	vy_program_set_entry(p, vy_ir_seq(p,
+					vy_ir_store(p, "out", vy_ir_gid(p, 0),
+						vy_ir_load(p, "in", vy_ir_gid(p, 0))),
+					NULL));
+	return p;
+}
+
+/* A dispatch of `p` with `in` as one whole frame (length prefix included). */
+static void dispatch_frame(
 	struct tc *c, const struct vy_program *p, const struct t_inputs *in, msgpack_sbuffer *out)
 {
 	struct tc_msg m;
@@ -386,36 +399,47 @@ static void expect_reference_reply(struct tc *c, const struct vy_outputs *want, 
  */
 Test(limits, a_frame_of_exactly_the_inbound_quota_waits_for_room_and_runs)
 {
-	struct vy_program *p = tc_program("vector_add");
+	/* A big frame (64 KiB, which the socket buffers whole) and a tiny one. */
+	struct vy_program *bp = copy_program("exact-big", 16 * 1024);
+	struct vy_program *sp = copy_program("exact-small", 16);
 	struct t_inputs big_in;
 	struct t_inputs small_in;
-	t_inputs_make(p, 4096, 3, &big_in);
-	t_inputs_make(p, 64, 4, &small_in);
+	t_inputs_make(bp, 0, 3, &big_in);
+	t_inputs_make(sp, 0, 4, &small_in);
 	struct vy_outputs big_want;
 	struct vy_outputs small_want;
-	cr_assert_eq(t_reference(p, &big_in, NULL, &big_want), 0);
-	cr_assert_eq(t_reference(p, &small_in, NULL, &small_want), 0);
+	cr_assert_eq(t_reference(bp, &big_in, NULL, &big_want), 0);
+	cr_assert_eq(t_reference(sp, &small_in, NULL, &small_want), 0);
 	/* The frames' sizes do not depend on the daemon: build them once with a scratch client. */
 	struct tc scratch = {.next_id = 1};
 	msgpack_sbuffer big;
 	msgpack_sbuffer small;
-	vector_add_frame(&scratch, p, &big_in, &big);
-	vector_add_frame(&scratch, p, &small_in, &small);
+	dispatch_frame(&scratch, bp, &big_in, &big);
+	dispatch_frame(&scratch, sp, &small_in, &small);
 	uint64_t quota = big.size - 4; /* what the length prefix announces */
 	char config[128];
 	snprintf(config, sizeof(config), "[limits]\ninbound_quota = %" PRIu64 "\n", quota);
 	bool waited = false;
-	/* The big frame must arrive while the small one holds its bytes; a daemon slow to read
+	/* The big frame must be read while the small one holds its bytes; a daemon slow to read it
 	 * gets more time on the next attempt. */
 	for (int attempt = 0; attempt < 3 && !waited; attempt++) {
 		struct vyd d;
 		t_start(&d, config);
 		struct tc a;
 		struct tc b;
+		struct tc watch;
 		tc_open(&a, d.sock, "holder");
 		tc_open(&b, d.sock, "exact");
+		tc_open(&watch, d.sock, "watch");
 		cr_assert_eq(tc_send_raw(&a, small.data, small.size - 1), 0);
-		usleep(100000u << attempt);
+		/* The holder's frame is counted once its length prefix has been read. */
+		uint64_t held = 0;
+		for (int i = 0; i < 500 && held < small.size - 4; i++) {
+			usleep(10000);
+			held = server_stat(&watch, "daemon.inbound_bytes");
+		}
+		cr_assert_geq(held, small.size - 4, "the holder's frame was never counted");
+		tc_close(&watch);
 		cr_assert_eq(tc_send_raw(&b, big.data, big.size), 0);
 		usleep(300000u << attempt);
 		cr_assert_eq(tc_send_raw(&a, small.data + small.size - 1, 1), 0);
@@ -434,7 +458,8 @@ Test(limits, a_frame_of_exactly_the_inbound_quota_waits_for_room_and_runs)
 	vy_outputs_finish(&small_want);
 	t_inputs_free(&big_in);
 	t_inputs_free(&small_in);
-	vy_program_destroy(p);
+	vy_program_destroy(bp);
+	vy_program_destroy(sp);
 }
 
 /*
@@ -476,13 +501,13 @@ Test(limits, resident_quota_and_write_high_water_admit_their_bound)
 			tc_reply_free(&r);
 		}
 	}
-	struct vy_program *p = tc_program("vector_add");
+	struct vy_program *p = copy_program("past-high-water", 65536);
 	struct t_inputs in;
-	t_inputs_make(p, 65536, 5, &in); /* a 256 KiB output, four times write_high_water */
+	t_inputs_make(p, 0, 5, &in); /* a 256 KiB output, four times write_high_water */
 	struct vy_outputs out;
 	cr_assert_eq(t_reference(p, &in, NULL, &out), 0);
 	msgpack_sbuffer frame;
-	vector_add_frame(&c, p, &in, &frame);
+	dispatch_frame(&c, p, &in, &frame);
 	cr_assert_eq(tc_send_raw(&c, frame.data, frame.size), 0);
 	expect_reference_reply(&c, &out, "a reply larger than write_high_water");
 	msgpack_sbuffer_destroy(&frame);
