@@ -340,8 +340,8 @@ static void *work(void *arg)
 			{(const uint8_t *)b, CHUNK * sizeof(uint32_t)},
 		};
 		struct vy_err err = {0};
-		int rc = vy_backend_dispatch(job->backend, p, inputs, op->shape == DIV ? 2 : 1, NULL,
-			&outputs, &err);
+		int rc = vy_backend_dispatch(
+			job->backend, p, inputs, op->shape == DIV ? 2 : 1, NULL, &outputs, &err);
 		if (rc == 0 && (outputs.len != 1 || outputs.items[0].len != CHUNK * 4)) {
 			rc = vy_err_set(&err, VY_E_INTERNAL, NULL, "check the reference backend",
 				"expected one output of %u floats", CHUNK);
@@ -494,7 +494,8 @@ int main(int argc, char **argv)
 		} else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
 			threads = strtol(argv[++i], NULL, 10);
 			if (threads < 1 || threads > MAX_THREADS) {
-				fprintf(stderr, "ulp_report: --threads takes 1 to %d\n", MAX_THREADS);
+				fprintf(stderr, "ulp_report: --threads takes 1 to %d\n",
+					MAX_THREADS);
 				return 2;
 			}
 		} else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
@@ -559,8 +560,8 @@ int main(int argc, char **argv)
 		}
 		unsigned missing = 0;
 		for (size_t k = 0; !all && k < 512; k++) {
-			/* Binades 0 and 256 hold zeros and subnormals; 255 and 511 infinities and NaNs:
-			 * the sweep reaches them too. */
+			/* Binades 0 and 256 (zeros, subnormals), 255 and 511 (infinities, NaNs)
+			 * included. */
 			missing += !binades[k];
 		}
 		char input[64] = "-";
@@ -590,7 +591,8 @@ int main(int argc, char **argv)
 			snprintf(got, sizeof(got), "0x%08" PRIX32, r->got);
 			snprintf(want, sizeof(want), "0x%08" PRIX32, r->want);
 		}
-		printf("%-12s  %-11s  %-10s  %10" PRIu64 "  %8s  %4s  %-29s  %-15s  %-15s  %s (limit "
+		printf("%-12s  %-11s  %-10s  %10" PRIu64
+		       "  %8s  %4s  %-29s  %-15s  %-15s  %s (limit "
 		       "%" PRId64 ", %.1f s)\n",
 			op->name, op->domain, inputs, r->samples, exact, ulp, input, got, want,
 			ok ? "ok" : "FAIL", op->limit,
