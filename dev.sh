@@ -126,7 +126,9 @@ run_tests() {
 	# The *-default suites must run on Vulkan wherever a Vulkan device exists (lavapipe comes
 	# with mesa-vulkan-drivers), and conformance must compare it with the reference: a daemon
 	# that falls back to the reference then fails them.
-	if vulkaninfo --summary 2>/dev/null | grep -q '^[[:space:]]*deviceName'; then
+	local vkinfo
+	vkinfo=$(vulkaninfo --summary 2>/dev/null || true)
+	if grep -q '^[[:space:]]*deviceName' <<<"$vkinfo"; then
 		export VYRED_TEST_EXPECT_BACKEND=vulkan
 	else
 		export VYRED_TEST_EXPECT_BACKEND=reference
@@ -167,7 +169,7 @@ run_tests() {
 	local skipped
 	skipped=$(grep -c '^skipped: ' <<<"$summary" || true)
 	echo "tests: $passed passed, $failed failed, $skipped cases skipped by their device," \
-		"${#unrun[@]} stages not run$(grep '^fuzz: ' <<<"$summary" | sed 's/^/; /')"
+		"${#unrun[@]} stages not run$(sed -n 's/^fuzz: /; fuzz: /p' <<<"$summary")"
 	[ "$failed" -eq 0 ] && [ ${#unrun[@]} -eq 0 ] || status=1
 	return $status
 }
