@@ -4,7 +4,11 @@
 #   ./dev.sh demo    build, then run the demo: check a program, start vyred, run it through
 #                    the daemon twice (a cache miss, then a hit), print the results, stop it
 #   ./dev.sh test    build with -Werror and ASan+UBSan, run every test suite and the fuzz
-#                    targets for a bounded time, and end with "tests: N passed, M failed"
+#                    targets for a bounded time, and end with "tests: N passed, M failed, ..."
+#                    (every skip named; a stage that could not run fails the run: docs/testing.md)
+#   ./dev.sh ulp [--exhaustive] [--threads N] [--only OP,...]
+#                    release build into build-ulp/, then the ULP report of the math library:
+#                    its sample, or every f32 input of every function (hours on 2 cores)
 #   ./dev.sh build   build only (build/)
 #   ./dev.sh bench [OUTDIR]
 #                    release build into build-bench/, run the benchmark suite against its
@@ -16,7 +20,8 @@
 #                    survived with a score (tools/mutate.py --help; docs/testing.md)
 #
 # On a fresh Debian 12 machine it first installs whatever package is missing (quietly when
-# nothing is). Environment: VYRED_FUZZ_SECONDS (default 60 per target, 0 skips fuzzing).
+# nothing is). Environment: VYRED_FUZZ_SECONDS (default 30 per target; 0 leaves fuzzing out,
+# which fails the run as a stage not run).
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
 
@@ -60,12 +65,15 @@ build_default() {
 	ninja -C build >/dev/null
 }
 
-# Count tests from meson's log: a Criterion executable counts its cases (from its synthesis
-# line), any other test counts once.
+# Count tests from meson's logs: a Criterion executable counts its cases (from its synthesis
+# line), any other test counts once. Prints "PASSED FAILED" on the last line of stdout, and before
+# it the lines of the summary: each test meson skipped (a test that could not run, counted as
+# failed), each conformance run its device skipped, and how long each fuzz target ran.
 count_tests() {
 	python3 - "$@" <<'PY'
 import json, re, sys
 passed = failed = 0
+notes, fuzz = [], []
 for log in sys.argv[1:]:
     try:
         lines = open(log).read().splitlines()
@@ -75,18 +83,30 @@ for log in sys.argv[1:]:
         t = json.loads(line)
         out = (t.get("stdout") or "") + (t.get("stderr") or "")
         m = re.findall(r"Synthesis: Tested: (\d+) \| Passing: (\d+) \| Failing: (\d+) \| Crashing: (\d+)", out)
+        for case in re.findall(r"^skipped: (.*)$", out, re.M):
+            notes.append(f"skipped: {t['name']}: {case}")
+        runs = re.findall(r"Done (\d+) runs in (\d+) second", out)
+        if t.get("name", "").startswith("fuzz_"):
+            fuzz.append(f"{t['name']} {runs[-1][1]} s, {runs[-1][0]} runs" if runs
+                        else f"{t['name']} did not finish ({t.get('duration', 0):.0f} s)")
         if m:
             tested, ok, bad, crash = map(int, m[-1])
             passed += ok
             failed += tested - ok
         elif t.get("result") == "SKIP":
-            continue
+            failed += 1
+            last = [l for l in out.splitlines() if l.strip()][-1:] or ["(no output)"]
+            notes.append(f"not run: {t['name']} (meson skipped it: {last[0].strip()})")
         elif t.get("result") == "OK":
             passed += 1
         else:
             failed += 1
         if m and t.get("result") not in ("OK", "SKIP") and int(m[-1][0]) == int(m[-1][1]):
             failed += 1  # every case passed but the executable failed (a leak or a crash at exit)
+for n in notes:
+    print(n)
+if fuzz:
+    print("fuzz: " + "; ".join(fuzz))
 print(f"{passed} {failed}")
 PY
 }
@@ -101,21 +121,63 @@ run_tests() {
 	# every Vulkan run of the suite under VK_LAYER_KHRONOS_validation and spirv-val
 	export VYRED_VULKAN_VALIDATION=1
 	local status=0
+	# Stages that cannot run here: each is named in the summary and fails the run.
+	local unrun=()
+	# The *-default suites must run on Vulkan wherever a Vulkan device exists (lavapipe comes
+	# with mesa-vulkan-drivers), and conformance must compare it with the reference: a daemon
+	# that falls back to the reference then fails them.
+	local vkinfo
+	vkinfo=$(vulkaninfo --summary 2>/dev/null || true)
+	if grep -q '^[[:space:]]*deviceName' <<<"$vkinfo"; then
+		export VYRED_TEST_EXPECT_BACKEND=vulkan
+	else
+		export VYRED_TEST_EXPECT_BACKEND=reference
+		unrun+=("vulkan: vulkaninfo --summary finds no Vulkan device, so the *-default suites ran on the reference and conformance compared no backend with it. Fix: apt-get install mesa-vulkan-drivers vulkan-tools")
+	fi
+	# The cross-user cases run clients as other uids, which only root can.
+	if [ "$(id -u)" -ne 0 ]; then
+		export VYRED_TEST_ALLOW_NO_ROOT=1
+		unrun+=("isolation: the cross-user cases skipped, not root. Fix: sudo ./dev.sh test")
+	else
+		unset VYRED_TEST_ALLOW_NO_ROOT
+	fi
 	meson test -C build-test --print-errorlogs --num-processes 2 || status=1
 
 	local logs=(build-test/meson-logs/testlog.json)
-	if command -v clang >/dev/null && [ "${VYRED_FUZZ_SECONDS:-60}" != 0 ]; then
+	local fuzz_seconds=${VYRED_FUZZ_SECONDS:-30}
+	if ! command -v clang >/dev/null; then
+		unrun+=("fuzz: clang is missing, so no fuzz target ran. Fix: apt-get install clang libclang-rt-14-dev")
+	elif [ "$fuzz_seconds" = 0 ]; then
+		unrun+=("fuzz: VYRED_FUZZ_SECONDS=0, so no fuzz target ran")
+	else
 		CC=clang configure build-fuzz --buildtype=debug -Dfuzz=true -Dtests=false \
 			-Db_sanitize=address,undefined -Db_lundef=false
 		ninja -C build-fuzz
-		meson test -C build-fuzz --suite fuzz --print-errorlogs --num-processes 1 \
-			--timeout-multiplier 3 || status=1
+		VYRED_FUZZ_SECONDS=$fuzz_seconds meson test -C build-fuzz --suite fuzz \
+			--print-errorlogs --num-processes 1 --timeout-multiplier 3 || status=1
 		logs+=(build-fuzz/meson-logs/testlog.json)
 	fi
-	read -r passed failed < <(count_tests "${logs[@]}")
-	echo "tests: $passed passed, $failed failed"
-	[ "$failed" -eq 0 ] || status=1
+	local summary passed failed
+	summary=$(count_tests "${logs[@]}")
+	read -r passed failed <<<"$(tail -n 1 <<<"$summary")"
+	echo
+	head -n -1 <<<"$summary" | grep -v '^fuzz: ' || true
+	local u
+	for u in "${unrun[@]}"; do
+		echo "not run: $u"
+	done
+	local skipped
+	skipped=$(grep -c '^skipped: ' <<<"$summary" || true)
+	echo "tests: $passed passed, $failed failed, $skipped cases skipped by their device," \
+		"${#unrun[@]} stages not run$(sed -n 's/^fuzz: /; fuzz: /p' <<<"$summary")"
+	[ "$failed" -eq 0 ] && [ ${#unrun[@]} -eq 0 ] || status=1
 	return $status
+}
+
+run_ulp() {
+	configure build-ulp --buildtype=release
+	ninja -C build-ulp tests/ulp/ulp_report >/dev/null
+	build-ulp/tests/ulp/ulp_report "$@"
 }
 
 run_demo() {
@@ -152,13 +214,18 @@ bench)
 	install_missing
 	run_bench "${2:-}"
 	;;
+ulp)
+	shift
+	install_missing
+	run_ulp "$@"
+	;;
 mutate)
 	shift
 	install_missing
 	exec python3 tools/mutate.py "$@"
 	;;
 *)
-	echo "usage: ./dev.sh demo|test|build|bench [OUTDIR]|mutate [OPTIONS]" >&2
+	echo "usage: ./dev.sh demo|test|build|bench [OUTDIR]|mutate [OPTIONS]|ulp [OPTIONS]" >&2
 	exit 2
 	;;
 esac

@@ -4,6 +4,7 @@
  * regions.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -456,13 +457,69 @@ Test(region, feeds_a_dispatch_without_the_socket)
 	vy_client_close(c);
 }
 
+/* The daemon's shm figures (stats: resident.shm_regions, resident.shm_bytes), read by `watch`. */
+static void shm_figures(struct vy_client *watch, uint64_t *regions, uint64_t *bytes)
+{
+	struct vy_error err;
+	struct vy_reply *r = NULL;
+	lv_ok(vy_stats(watch, &r, &err), &err);
+	*regions = vy_value_get_u64(vy_reply_value(r), "resident.shm_regions", UINT64_MAX);
+	*bytes = vy_value_get_u64(vy_reply_value(r), "resident.shm_bytes", UINT64_MAX);
+	vy_reply_destroy(r);
+	cr_assert_neq(*regions, UINT64_MAX, "stats has no resident.shm_regions");
+	cr_assert_neq(*bytes, UINT64_MAX, "stats has no resident.shm_bytes");
+}
+
+/* How many mappings of libvyre's region memfds the daemon holds (its /proc/PID/maps). */
+static int region_mappings(struct vy_client *watch)
+{
+	struct vy_error err;
+	struct vy_reply *r = NULL;
+	lv_ok(vy_stats(watch, &r, &err), &err);
+	uint64_t pid = vy_value_get_u64(vy_reply_value(r), "daemon.pid", 0);
+	vy_reply_destroy(r);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%llu/maps", (unsigned long long)pid);
+	FILE *f = fopen(path, "r");
+	cr_assert(f, "cannot read %s: %s", path, strerror(errno));
+	char line[512];
+	int n = 0;
+	while (fgets(line, sizeof(line), f)) {
+		n += strstr(line, "/memfd:vyre-region") != NULL;
+	}
+	fclose(f);
+	return n;
+}
+
 Test(region, a_closed_client_releases_its_regions)
 {
+	struct vy_client *watch = lv_connect("lv-region-watch");
+	uint64_t regions0, bytes0, regions, bytes;
+	shm_figures(watch, &regions0, &bytes0);
+	int maps0 = region_mappings(watch);
 	struct vy_client *c = lv_connect("lv-region-close");
 	struct vy_error err;
 	struct vy_region *r = NULL;
-	lv_ok(vy_region_attach(c, 4096, &r, &err), &err);
-	memset(vy_region_data(r), 7, 4096);
-	/* Closing with a region still attached frees it (LeakSanitizer checks). */
+	lv_ok(vy_region_attach(c, 3 * 4096, &r, &err), &err);
+	memset(vy_region_data(r), 7, 3 * 4096);
+	shm_figures(watch, &regions, &bytes);
+	cr_assert_eq(regions, regions0 + 1, "the daemon holds the attached region");
+	cr_assert_eq(bytes, bytes0 + 3 * 4096);
+	cr_assert_eq(region_mappings(watch), maps0 + 1, "the daemon maps the region");
+	/* Closed with the region still attached: the daemon releases it once it reads the close,
+	 * so the figures are read again until they are back (for at most 30 s). */
 	vy_client_close(c);
+	int maps = -1;
+	for (int i = 0; i < 3000; i++) {
+		shm_figures(watch, &regions, &bytes);
+		maps = region_mappings(watch);
+		if (regions == regions0 && bytes == bytes0 && maps == maps0) {
+			break;
+		}
+		usleep(10000);
+	}
+	cr_assert_eq(regions, regions0, "the closed client's region is still held");
+	cr_assert_eq(bytes, bytes0, "the closed client's region bytes are still counted");
+	cr_assert_eq(maps, maps0, "the daemon still maps the closed client's region");
+	vy_client_close(watch);
 }

@@ -2261,12 +2261,13 @@ def subgroup_cases(S):
         if o in ("min", "max"):
             fold = lambda g, o=o: functools.reduce(  # noqa: E731
                 lambda x, y: fminmax(x, y, o == "min"), g)
-            expect.append(shown(per_lane(fv, fold), "f32"))
         else:
-            expect.append(None)
+            # semantics.md §8: ascending lane order, rounding after every step.
+            fold = lambda g, o=o: functools.reduce(fadd if o == "add" else fmul, g)  # noqa: E731
+        expect.append(shown(per_lane(fv, fold), "f32"))
     case(name, "Subgroup reductions on i32 (signed min/max) and f32 (min/max ignore NaN and "
-         "order -0 below +0; the order of f32 add and mul is the reference's, so only "
-         "compared across backends).", program(name, 64, buffers, entry), [gi, gf],
+         "order -0 below +0; add and mul combine the lanes in ascending order, rounding after "
+         "every step).", program(name, 64, buffers, entry), [gi, gf],
          expect=expect, subgroup_size=S)
 
     name = "subgroup_lanes_shuffle_ballot_sg%d" % S

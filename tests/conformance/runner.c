@@ -53,6 +53,7 @@
 #define MAX_ULP_ROWS 64
 #define MAX_FILTERS 32
 #define WHY_MAX 512
+#define MAX_SKIPS 64
 /* The reference also runs every case without subgroup operations at this size (NVIDIA's), to
  * check that the simulated size changes nothing there. */
 #define OTHER_SUBGROUP_SIZE 32u
@@ -1055,6 +1056,7 @@ struct runner {
 	size_t n_ulp;
 	size_t cases, runs, passed, failed, skipped;
 	size_t checked_outputs, checked_errors, broken_cases;
+	char skips[MAX_SKIPS][160]; /* "case on backend: why", printed again in the summary */
 };
 
 static void report(struct runner *r, const char *status, const char *name, const char *label,
@@ -1077,6 +1079,10 @@ static void report(struct runner *r, const char *status, const char *name, const
 	if (strcmp(status, "PASS") == 0) {
 		r->passed++;
 	} else if (strcmp(status, "SKIP") == 0) {
+		if (r->skipped < MAX_SKIPS) {
+			snprintf(r->skips[r->skipped], sizeof(r->skips[0]), "%.48s on %.24s: %.80s",
+				name, label, detail);
+		}
 		r->skipped++;
 	} else {
 		r->failed++;
@@ -1544,6 +1550,41 @@ static int check_validation(void)
 	return 0;
 }
 
+/*
+ * The backend compared with the reference must have opened: VYRED_TEST_EXPECT_BACKEND names it
+ * ("vulkan" when unset; "reference" on a machine known to have no other). Without it the run
+ * would check the reference against itself alone and still pass.
+ */
+static int check_expected_backend(const struct runner *r)
+{
+	const char *want = getenv("VYRED_TEST_EXPECT_BACKEND");
+	want = want && *want ? want : "vulkan";
+	if (strcmp(want, VY_REFERENCE_ID) == 0) {
+		if (r->n_others == 0) {
+			printf("note: no backend was compared with the reference "
+			       "(VYRED_TEST_EXPECT_BACKEND=reference)\n");
+		}
+		return 0;
+	}
+	bool wanted = r->n_only == 0;
+	for (size_t j = 0; j < r->n_only; j++) {
+		wanted = wanted || strcmp(r->only[j], want) == 0;
+	}
+	for (size_t i = 0; i < r->n_others; i++) {
+		if (strcmp(r->others[i].label, want) == 0) {
+			return 0;
+		}
+	}
+	if (!wanted) {
+		return 0;
+	}
+	printf("FAIL  the %s backend did not open, so no case was compared with the reference. "
+	       "Fix: install a driver for it (mesa-vulkan-drivers gives lavapipe), or set "
+	       "VYRED_TEST_EXPECT_BACKEND=reference on a machine that has none\n",
+		want);
+	return 1;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: conformance [--backend ID]... CORPUS_DIR [FILTER]...\n");
@@ -1616,6 +1657,11 @@ int main(int argc, char **argv)
 		printf(" %s (%.2f s)", r.others[i].label, r.others[i].seconds);
 	}
 	printf("\n");
+	/* Every run that did not happen, by name: a skip is never hidden inside the OK. */
+	for (size_t i = 0; i < r.skipped && i < MAX_SKIPS; i++) {
+		printf("skipped: %s\n", r.skips[i]);
+	}
+	int missing = check_expected_backend(&r);
 	int validation = check_validation();
 	for (size_t i = 0; i < r.n_oracles; i++) {
 		vy_backend_destroy(r.oracles[i].backend);
@@ -1627,5 +1673,5 @@ int main(int argc, char **argv)
 		fprintf(stderr, "conformance: no case in %s matches the filters\n", dir);
 		return 1;
 	}
-	return r.failed || validation ? 1 : 0;
+	return r.failed || validation || missing ? 1 : 0;
 }

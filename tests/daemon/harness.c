@@ -31,6 +31,44 @@ const char *vyd_backend(void)
 	return b && *b && strcmp(b, "default") != 0 ? b : NULL;
 }
 
+const char *vyd_expected_backend(void)
+{
+	const char *b = getenv("VYRED_TEST_EXPECT_BACKEND");
+	return vyd_backend() ? vyd_backend() : b && *b ? b : "vulkan";
+}
+
+/* Whether the options choose the backend themselves (then the daemon runs on that one). */
+static bool chooses_backend(const struct vyd_opts *o)
+{
+	for (size_t i = 0; o->args && o->args[i]; i++) {
+		if (strcmp(o->args[i], "--backend") == 0 || strcmp(o->args[i], "-b") == 0) {
+			return true;
+		}
+	}
+	const char *c = o->config;
+	return c && (strncmp(c, "backend", 7) == 0 || strstr(c, "\nbackend") != NULL);
+}
+
+/* The daemon logs "device N: ID backend, ..." for each device it opened: the first must be of
+ * the backend the suite runs on, so that a daemon that fell back to the reference fails. */
+static int check_backend(const struct vyd *d)
+{
+	const char *want = vyd_expected_backend();
+	char line[64];
+	snprintf(line, sizeof(line), "device 0: %.32s backend,", want);
+	if (vyd_log_has(d, line)) {
+		return 0;
+	}
+	fprintf(stderr,
+		"vyred did not open a %s device as its device 0 (its log has no \"%s\"). Fix: "
+		"install a Vulkan driver (mesa-vulkan-drivers gives lavapipe), or set "
+		"VYRED_TEST_EXPECT_BACKEND to the backend this machine has (vulkan or "
+		"reference)\n",
+		want, line);
+	vyd_dump_log(d);
+	return -1;
+}
+
 const char *vyd_shared_socket(void)
 {
 	return getenv("VYRED_TEST_SOCKET");
@@ -204,7 +242,7 @@ int vyd_start(struct vyd *d, const struct vyd_opts *o)
 		vyd_dump_log(d);
 		return -1;
 	}
-	return 0;
+	return chooses_backend(o) ? 0 : check_backend(d);
 }
 
 int vyd_wait(struct vyd *d, int timeout_ms)

@@ -5,7 +5,10 @@
  *
  * The binary comes from VYRED_BIN; VYRED_TEST_BACKEND picks the backend ("reference", or unset
  * for the daemon's default: Vulkan where a device opens, else reference), so one suite runs on
- * each backend.
+ * each backend. A daemon started without a backend of the test's choosing must have opened the
+ * backend the suite runs on as its device 0, else vyd_start fails: VYRED_TEST_BACKEND when set,
+ * else VYRED_TEST_EXPECT_BACKEND, else "vulkan". A default run therefore fails on a machine where
+ * the daemon fell back to the reference, unless the environment says that is expected.
  *
  * Thread-safety: a struct vyd belongs to one thread.
  */
@@ -65,6 +68,8 @@ bool vyd_log_has(const struct vyd *d, const char *text);
 const char *vyd_bin(void);
 /* "reference" or NULL (default). */
 const char *vyd_backend(void);
+/* The backend every daemon of the run must use when the test does not choose one. */
+const char *vyd_expected_backend(void);
 /* The shared daemon's socket (started by main for the whole suite). */
 const char *vyd_shared_socket(void);
 

@@ -19,6 +19,15 @@
  * no work left; a daemon that keeps the connection or its work for 10 s after the peer left is a
  * finding, as is any crash or sanitizer report. The daemon runs with a small max_frame, loop cap,
  * dispatch timeout and caches, and without the disk cache, so that one input stays fast.
+ *
+ * Every reply is parsed as it arrives: each must be one frame (a length of 1 or more, then one
+ * msgpack map) whose envelope decodes, and an error must carry its message and fix. The target
+ * reads the stream it sends as the daemon does (framing, then vy_request_decode for each frame's
+ * id), so it knows the reply each frame is owed: every reply's id must belong to a frame sent
+ * and not yet answered (or be the one id-0 answer before a close). When the stream is whole
+ * (every byte sent, ending on a frame boundary, half-closed so that every reply is read) and
+ * nothing in it closes the connection (a bad length, a BAD_FRAME, a frame too large for the
+ * inbound quota), every frame must have had exactly one reply.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +41,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "envelope.h"
 #include "vyred.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -44,6 +54,23 @@ static char conf_path[128];
 static struct vy_config_args args;
 
 static const size_t chunk_sizes[8] = {0, 1, 3, 16, 61, 256, 1024, 4093};
+
+#define MAX_FRAME (UINT32_C(1) << 20) /* the daemon's max_frame below */
+#define MAX_OWED 4096
+
+/* The replies a stream is owed, and the replies read so far. */
+struct ledger {
+	uint64_t owed[MAX_OWED]; /* ids of the frames sent, each answered at most once */
+	bool answered[MAX_OWED];
+	size_t n_owed;
+	bool closes;      /* something in the stream makes the daemon close the connection */
+	bool complete;    /* the stream ends on a frame boundary */
+	bool unsolicited; /* an id-0 answer that belongs to no frame came */
+	size_t replies;
+	/* the reply frame being read */
+	uint8_t *buf;
+	size_t have, cap;
+};
 
 static void finding(const char *what)
 {
@@ -130,16 +157,111 @@ static void step(int fd, int ms)
 	uv_run(&srv->loop, UV_RUN_NOWAIT);
 }
 
-/* Read and drop whatever the daemon sent; false once it closed its end. */
-static bool drain(int fd)
+/* The frames of `stream` as the daemon reads them, and the id each one's reply carries. */
+static void owe(struct ledger *l, const uint8_t *stream, size_t len)
 {
-	uint8_t buf[65536];
-	for (;;) {
-		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-		if (n > 0) {
-			continue;
+	size_t off = 0;
+	l->complete = true;
+	while (off < len && !l->closes) {
+		if (len - off < 4) {
+			l->complete = false;
+			break;
 		}
-		return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+		uint32_t n = (uint32_t)stream[off] << 24 | (uint32_t)stream[off + 1] << 16 |
+			     (uint32_t)stream[off + 2] << 8 | stream[off + 3];
+		if (n == 0 || n > MAX_FRAME) {
+			l->closes = true; /* BAD_FRAME with id 0, then the close */
+			break;
+		}
+		if (len - off - 4 < n) {
+			l->complete = false;
+			break;
+		}
+		struct vy_request req;
+		struct vy_err err;
+		int rc = vy_request_decode(stream + off + 4, n, &req, &err);
+		if (l->n_owed == MAX_OWED) {
+			l->closes =
+				true; /* too many to track: only the shape of replies is checked */
+			break;
+		}
+		l->owed[l->n_owed++] = req.id;
+		if (rc == 0) {
+			vy_request_finish(&req);
+		} else if (rc == VY_E_BAD_FRAME) {
+			l->closes = true;
+		}
+		off += 4 + n;
+	}
+}
+
+/* One reply frame: well formed, and owed. */
+static void check_reply(struct ledger *l, const uint8_t *p, size_t n)
+{
+	struct vy_response resp;
+	struct vy_err err;
+	if (vy_response_decode(p, n, &resp, &err) != 0) {
+		fprintf(stderr, "fuzz_conn: reply %zu: %s\n", l->replies, err.message);
+		finding("a reply frame is not a well-formed response");
+	}
+	if (!resp.ok && (resp.error.message[0] == '\0' || resp.error.fix[0] == '\0')) {
+		finding("an error reply has no message or no fix");
+	}
+	l->replies++;
+	if (resp.id == 0 && !resp.ok &&
+		(resp.error.code == VY_E_BAD_FRAME || resp.error.code == VY_E_QUOTA_EXCEEDED ||
+			resp.error.code == VY_E_BUSY)) {
+		l->closes = true; /* maybe an answer to no frame, which the close follows */
+	}
+	for (size_t i = 0; i < l->n_owed; i++) {
+		if (!l->answered[i] && l->owed[i] == resp.id) {
+			l->answered[i] = true;
+			return;
+		}
+	}
+	if (resp.id == 0 && !resp.ok && !l->unsolicited) {
+		/* BAD_FRAME, QUOTA_EXCEEDED or BUSY for no frame of the peer's, then the close. */
+		l->unsolicited = true;
+		l->closes = true;
+		return;
+	}
+	fprintf(stderr, "fuzz_conn: reply %zu has id %llu\n", l->replies,
+		(unsigned long long)resp.id);
+	finding("a reply answers no frame that was sent, or answers one twice");
+}
+
+/* Take in what the daemon sent, reply by reply; false once it closed its end. */
+static bool drain(int fd, struct ledger *l)
+{
+	for (;;) {
+		if (l->cap - l->have < 65536) {
+			l->cap = l->cap ? 2 * l->cap : 262144;
+			l->buf = realloc(l->buf, l->cap);
+			if (!l->buf) {
+				finding("out of memory for replies");
+			}
+		}
+		ssize_t n = recv(fd, l->buf + l->have, l->cap - l->have, MSG_DONTWAIT);
+		if (n <= 0) {
+			return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+		}
+		l->have += (size_t)n;
+		size_t off = 0;
+		while (l->have - off >= 4) {
+			const uint8_t *h = l->buf + off;
+			uint32_t len = (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 |
+				       (uint32_t)h[2] << 8 | h[3];
+			if (len == 0) {
+				finding("a reply frame of length 0");
+			}
+			if (l->have - off - 4 < len) {
+				break;
+			}
+			check_reply(l, h + 4, len);
+			off += 4 + (size_t)len;
+		}
+		memmove(l->buf, l->buf + off, l->have - off);
+		l->have -= off;
 	}
 }
 
@@ -207,6 +329,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		finding("cannot connect to the daemon");
 	}
 	int pass_fd = ctl & 16 ? sealed_memfd() : -1;
+	static struct ledger ledger;
+	struct ledger *l = &ledger;
+	uint8_t *keep = l->buf;
+	size_t keep_cap = l->cap;
+	memset(l, 0, sizeof(*l));
+	l->buf = keep;
+	l->cap = keep_cap;
+	owe(l, stream, len);
 	size_t off = 0;
 	bool open = true;
 	uint64_t start = uv_hrtime();
@@ -220,7 +350,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		step(fd, w > 0 ? 0 : 10);
-		open = drain(fd);
+		open = drain(fd, l);
 		if (uv_hrtime() - start > 10000000000ull) {
 			finding("the daemon stopped reading a peer for 10 s");
 		}
@@ -238,11 +368,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (!daemon_idle() || (fd >= 0 && open)) {
 		step(fd, 10);
 		if (fd >= 0 && open) {
-			open = drain(fd);
+			open = drain(fd, l);
 		}
 		if (uv_hrtime() - start > 10000000000ull) {
 			finding("the daemon kept a connection or its work 10 s after the peer "
 				"left");
+		}
+	}
+	if (!abrupt && off == len && l->complete && !l->closes) {
+		if (l->have != 0) {
+			finding("the daemon closed the connection inside a reply frame");
+		}
+		for (size_t i = 0; i < l->n_owed; i++) {
+			if (!l->answered[i]) {
+				fprintf(stderr,
+					"fuzz_conn: frame %zu of %zu (id %llu) got no reply\n", i,
+					l->n_owed, (unsigned long long)l->owed[i]);
+				finding("a request frame got no reply");
+			}
 		}
 	}
 	/* Let the close callbacks run, so that the next input starts from a quiet loop. */

@@ -3,7 +3,7 @@
 #
 #   run-fuzz.sh TARGET CORPUS ARTIFACTS
 #
-# TARGET runs for VYRED_FUZZ_SECONDS seconds (read now, not when meson configured; default 60,
+# TARGET runs for VYRED_FUZZ_SECONDS seconds (read now, not when meson configured; default 30,
 # 0 skips the test) from the seed corpus CORPUS. New inputs go to a scratch copy of the corpus
 # that is removed afterwards, so the source tree never changes. An input that makes the target
 # fail is kept under ARTIFACTS, and libFuzzer prints its path.
@@ -18,7 +18,7 @@ corpus=$2
 artifacts=$3
 name=$(basename "$target")
 
-secs=${VYRED_FUZZ_SECONDS:-60}
+secs=${VYRED_FUZZ_SECONDS:-30}
 case $secs in
 '' | *[!0-9]*)
 	echo "run-fuzz.sh: VYRED_FUZZ_SECONDS is '$secs'. Fix: set it to a whole number of seconds." >&2

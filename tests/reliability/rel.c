@@ -641,7 +641,14 @@ bool rel_on_vulkan(struct tc *c)
 pid_t rel_spawn_as_user(uid_t uid, gid_t gid, int (*fn)(void *), void *arg)
 {
 	if (getuid() != 0) {
-		cr_skip_test("needs root to run a client as another user");
+		const char *allow = getenv("VYRED_TEST_ALLOW_NO_ROOT");
+		if (allow && strcmp(allow, "1") == 0) {
+			cr_skip_test("needs root to run a client as another user "
+				     "(VYRED_TEST_ALLOW_NO_ROOT=1)");
+		}
+		cr_assert_fail("a cross-user case needs root to run a client as another user. Fix: "
+			       "run the suite as root (sudo ./dev.sh test), or set "
+			       "VYRED_TEST_ALLOW_NO_ROOT=1 to skip the cross-user cases knowingly");
 	}
 	fflush(NULL);
 	gate_close();

@@ -122,7 +122,9 @@ bool rel_on_vulkan(struct tc *c);
 /*
  * Run `fn(arg)` in a child process as nobody (uid and gid 65534) and return what it returns (0
  * when its checks passed, otherwise the number of the check that failed, which the child also
- * prints), or -1 when the child could not change user. Skips the test unless run as root. The
+ * prints), or -1 when the child could not change user. It needs root: run by another user the
+ * test fails, with a Fix, unless VYRED_TEST_ALLOW_NO_ROOT=1 says the cross-user cases may be
+ * skipped (they then skip, and Criterion lists them as skipped). The
  * crowds' threads wait between rounds while the child is forked, so that none holds a lock
  * (the allocator's) that the child will need.
  */
@@ -132,7 +134,7 @@ int rel_as_nobody(int (*fn)(void *), void *arg);
 int rel_as_user(uid_t uid, gid_t gid, int (*fn)(void *), void *arg);
 /* Start `fn(arg)` in a child running as `uid`/`gid` and return at once with its pid (the test
  * goes on beside it, as another user's victim); rel_reap waits for it and returns what
- * rel_as_user would. Skips the test unless run as root. */
+ * rel_as_user would. Needs root, as rel_as_nobody. */
 pid_t rel_spawn_as_user(uid_t uid, gid_t gid, int (*fn)(void *), void *arg);
 int rel_reap(pid_t pid);
 
