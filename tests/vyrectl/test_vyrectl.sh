@@ -5,10 +5,11 @@
 # --help of every command.
 #
 # Environment: VYRED_BIN (the daemon), VYRECTL (the tool), VYRECTL_UNITS (the unit tests of its
-# renderings, run first), VYRED_TEST_BACKEND (reference, or default for the daemon's own choice), VYRED_TEST_EXPECT_BACKEND (the backend a default daemon must
-# run on: vulkan when unset), PYTHON (a python3 with the msgpack package: a second client with an
-# awkward name holds a connection and a named buffer, which tests label escaping and the buffers
-# table; without msgpack the script fails).
+# renderings, run first), VYRED_TEST_BACKEND (reference, or default for the daemon's own choice),
+# VYRED_TEST_EXPECT_BACKEND (the backend a default daemon must run on: vulkan when unset), PYTHON
+# (a python3 with the msgpack package: a second client with an awkward name holds a connection and
+# a named buffer, which tests label escaping and the buffers table; without msgpack the script
+# fails).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
