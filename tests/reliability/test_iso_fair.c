@@ -792,3 +792,156 @@ Test(isolation, a_pipelining_connection_delays_a_single_job_by_about_one_round)
 	munmap(b, sizeof(*b));
 	rel_stop(&d, true);
 }
+
+/* --- a newcomer gets no credit for the time before it came ------------------------------ */
+
+#define OLD_IN_FLIGHT 16
+#define OLD_WARM 100 /* jobs the incumbent runs before the newcomer comes */
+#define OLD_MAX 4096
+#define NEW_JOBS 60
+#define NEW_WINDOW 40 /* the newcomer's replies over which the incumbent's are counted */
+
+struct credit_board {
+	_Atomic int phase; /* 0 warming, 1 the newcomer may come, 2 it is done, 3 stop */
+	_Atomic int failed;
+	_Atomic int old_n;
+	long old_at[OLD_MAX]; /* when each of the incumbent's replies came (now_us) */
+	long new_sent;        /* when the newcomer sent its jobs */
+	long new_at[NEW_JOBS];
+};
+
+struct credit_run {
+	const char *sock;
+	struct credit_board *b;
+	const struct vy_program *p;
+	struct t_slow slow;
+};
+
+/* The incumbent keeps OLD_IN_FLIGHT dispatches in flight, each reply answered by the next,
+ * until told to stop. */
+static int incumbent(void *arg)
+{
+	struct credit_run *r = arg;
+	struct credit_board *b = r->b;
+	struct tc c;
+	if (tc_connect(&c, r->sock) != 0 || tc_hello(&c, "incumbent") != 0) {
+		return b->failed = 1;
+	}
+	for (int k = 0; k < OLD_IN_FLIGHT; k++) {
+		if (slow_send(&c, r->p, NULL, r->slow, false) != 0) {
+			return b->failed = 2;
+		}
+	}
+	while (b->phase < 3 && !b->failed) {
+		if (heavy_recv(&c) != 0) {
+			return b->failed = 3;
+		}
+		int n = b->old_n;
+		b->old_at[n < OLD_MAX ? n : OLD_MAX - 1] = now_us();
+		b->old_n = n + 1;
+		if (slow_send(&c, r->p, NULL, r->slow, false) != 0) {
+			return b->failed = 4;
+		}
+	}
+	for (int k = 0; k < OLD_IN_FLIGHT; k++) {
+		if (heavy_recv(&c) != 0) {
+			return b->failed = 5;
+		}
+	}
+	tc_close(&c);
+	return 0;
+}
+
+/* The newcomer comes once the incumbent has run OLD_WARM jobs and pipelines NEW_JOBS. */
+static int newcomer(void *arg)
+{
+	struct credit_run *r = arg;
+	struct credit_board *b = r->b;
+	long until = rel_now_ms() + 120000;
+	while (b->phase < 1) {
+		if (b->failed || rel_now_ms() > until) {
+			return 1;
+		}
+		usleep(2000);
+	}
+	struct tc c;
+	if (tc_connect(&c, r->sock) != 0 || tc_hello(&c, "newcomer") != 0) {
+		return 2;
+	}
+	b->new_sent = now_us();
+	for (int k = 0; k < NEW_JOBS; k++) {
+		if (slow_send(&c, r->p, NULL, r->slow, false) != 0) {
+			return 3;
+		}
+	}
+	for (int k = 0; k < NEW_JOBS; k++) {
+		if (heavy_recv(&c) != 0) {
+			return 4;
+		}
+		b->new_at[k] = now_us();
+	}
+	b->phase = 2;
+	tc_close(&c);
+	return 0;
+}
+
+/*
+ * A user who comes while another has kept the device busy for a second starts level with it,
+ * not a second ahead: from its first job on the two users alternate, so the incumbent's jobs go
+ * on running while the newcomer's queue drains (fair queueing gives no credit for idle time).
+ */
+Test(isolation, a_newcomer_gets_no_credit_for_the_time_before_it_came)
+{
+	struct vyd d;
+	t_start(&d, CONFIG_OPEN);
+	struct tc c;
+	tc_open(&c, d.sock, "test");
+	bool vulkan = rel_on_vulkan(&c);
+	char name[64];
+	t_unique(name, sizeof(name), "credit");
+	struct vy_program *p = t_slow_program(name);
+	struct t_slow slow = calibrate(&c, p, 10000);
+	tc_close(&c);
+	struct credit_board *b =
+		mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(b, MAP_FAILED);
+	memset(b, 0, sizeof(*b));
+	struct credit_run run = {d.sock, b, p, slow};
+	pid_t old = rel_spawn_as_user(ATTACKER, ATTACKER, incumbent, &run);
+	pid_t fresh = rel_spawn_as_user(VICTIM, VICTIM, newcomer, &run);
+	long until = rel_now_ms() + 120000;
+	while (b->old_n < OLD_WARM && !b->failed && rel_now_ms() < until) {
+		usleep(2000);
+	}
+	long warm_ms = b->old_n >= OLD_WARM ? (b->old_at[OLD_WARM - 1] - b->old_at[0]) / 1000 : 0;
+	b->phase = 1;
+	while (b->phase < 2 && !b->failed && rel_now_ms() < until) {
+		usleep(2000);
+	}
+	b->phase = 3;
+	int frc = rel_reap(fresh);
+	int orc = rel_reap(old);
+	cr_assert_eq(orc, 0, "the incumbent failed at check %d", orc);
+	cr_assert_eq(frc, 0, "the newcomer failed at check %d", frc);
+
+	long end = b->new_at[NEW_WINDOW - 1];
+	int n = b->old_n < OLD_MAX ? b->old_n : OLD_MAX;
+	int between = 0;
+	for (int k = 0; k < n; k++) {
+		between += b->old_at[k] > b->new_sent && b->old_at[k] <= end;
+	}
+	printf("isolation: a newcomer pipelines %d jobs of about 10 ms after another user ran %d "
+	       "in %ld ms (%s): %d of the incumbent's jobs ended during the newcomer's first %d\n",
+		NEW_JOBS, OLD_WARM, warm_ms, vulkan ? "vulkan" : "reference", between, NEW_WINDOW);
+	fflush(stdout);
+	/* In turn, about NEW_WINDOW of the incumbent's jobs end meanwhile; with a second of credit
+	 * the newcomer would run all of its jobs first and none would. */
+	cr_expect_geq(between, NEW_WINDOW / 4,
+		"only %d of the incumbent's jobs ended during the newcomer's first %d: the "
+		"newcomer "
+		"was served as if it had been waiting all along",
+		between, NEW_WINDOW);
+	vy_program_destroy(p);
+	munmap(b, sizeof(*b));
+	rel_stop(&d, true);
+}
