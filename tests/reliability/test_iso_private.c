@@ -2,9 +2,10 @@
  * Privacy of programs and trust of the disk cache, attacked as unprivileged users (uid 61001 the
  * attacker, 61002 the victim) against a daemon whose socket anyone may use: cache_list shows a
  * user only their own rows (an admin sees all), another user's program id is as unknown as one
- * that never existed, a cache_dir others can write is neither read nor written, and files of the
- * disk cache that were forged (an unkeyed old-style checksum, a MAC under another key, garbage
- * SPIR-V under the right key) never reach the daemon's tables or the driver.
+ * that never existed, a cache_dir others (its group included) can write or whose key file they can
+ * read is neither read nor written, and files of the disk cache that were forged (an unkeyed
+ * old-style checksum, a MAC under another key, garbage SPIR-V under the right key, before the
+ * daemon starts or after it vetted the file) never reach the daemon's tables or the driver.
  *
  * Each case prints what it measured on one line starting with "isolation:".
  */
