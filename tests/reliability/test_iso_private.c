@@ -2,9 +2,10 @@
  * Privacy of programs and trust of the disk cache, attacked as unprivileged users (uid 61001 the
  * attacker, 61002 the victim) against a daemon whose socket anyone may use: cache_list shows a
  * user only their own rows (an admin sees all), another user's program id is as unknown as one
- * that never existed, a cache_dir others can write is neither read nor written, and files of the
- * disk cache that were forged (an unkeyed old-style checksum, a MAC under another key, garbage
- * SPIR-V under the right key) never reach the daemon's tables or the driver.
+ * that never existed, a cache_dir others (its group included) can write or whose key file they can
+ * read is neither read nor written, and files of the disk cache that were forged (an unkeyed
+ * old-style checksum, a MAC under another key, garbage SPIR-V under the right key, before the
+ * daemon starts or after it vetted the file) never reach the daemon's tables or the driver.
  *
  * Each case prints what it measured on one line starting with "isolation:".
  */
@@ -655,6 +656,55 @@ static bool check_fails(const char *cache, char *row, size_t size)
 	return fail && fix;
 }
 
+/* What a daemon on the reference backend did with a cache folder it must not trust. */
+struct unsafe_use {
+	bool warned;        /* the log says the disk cache is disabled, and why */
+	uint64_t restored;  /* programs restored from the folder */
+	char dir[64];       /* stats' daemon.cache_dir */
+	char served[2][16]; /* how each program was served ("disk": from the folder) */
+	bool untouched;     /* the folder's listing did not change */
+	bool check;         /* vyred --check fails the cache dir row with a Fix line */
+	char row[512];      /* that row */
+};
+
+/* Start a daemon on `cache`, run `progs` (at most 2) and stop it; `why` is the reason the log
+ * must give for disabling the disk cache. */
+static void use_unsafe_dir(const char *cache, struct vy_program *const *progs, int n,
+	const char *why, struct unsafe_use *u)
+{
+	memset(u, 0, sizeof(*u));
+	static const char *const reference[] = {"--backend", "reference", NULL};
+	static char before[65536];
+	static char after[65536];
+	listing(cache, before, sizeof(before));
+	struct vyd d;
+	struct vyd_opts o = {.cache = cache, .config = open_config, .args = reference};
+	cr_assert_eq(vyd_start(&d, &o), 0);
+	struct tc c;
+	tc_open(&c, d.sock, "after");
+	u->restored = rel_stat(&c, "program_cache.restored");
+	snprintf(u->dir, sizeof(u->dir), "?");
+	struct tc_reply r;
+	cr_assert_eq(t_simple(&c, VY_OP_STATS, &r), 0);
+	tc_str(&r, "daemon.cache_dir", u->dir, sizeof(u->dir));
+	tc_reply_free(&r);
+	for (int k = 0; k < n; k++) {
+		cr_expect_eq(run_checked(&c, progs[k], u->served[k], sizeof(u->served[k])), 0);
+	}
+	tc_close(&c);
+	cr_expect_eq(vyd_stop(&d), 0);
+	u->warned = vyd_log_has(&d, "disk cache disabled: nothing is read") && vyd_log_has(&d, why);
+	if (!u->warned) {
+		vyd_dump_log(&d);
+	}
+	vyd_cleanup(&d);
+	listing(cache, after, sizeof(after));
+	u->untouched = strcmp(before, after) == 0;
+	cr_expect(u->untouched, "the daemon wrote to the unsafe folder:\nbefore\n%s\nafter\n%s",
+		before, after);
+	u->check = check_fails(cache, u->row, sizeof(u->row));
+}
+
 Test(isolation, a_cache_dir_others_can_write_is_neither_read_nor_written)
 {
 	struct vy_program *p = tc_program_renamed("vector_add", "iso-kept");
@@ -679,32 +729,9 @@ Test(isolation, a_cache_dir_others_can_write_is_neither_read_nor_written)
 	cr_assert_eq(rel_as_user(ATTACKER, ATTACKER, plant, &pl), 0, "the attacker plants a file");
 	msgpack_sbuffer_destroy(&sb);
 
-	static char before[65536];
-	static char after[65536];
-	listing(cache, before, sizeof(before));
-	struct vyd d;
-	struct vyd_opts o = {.cache = cache, .config = open_config, .args = reference};
-	cr_assert_eq(vyd_start(&d, &o), 0);
-	struct tc c;
-	tc_open(&c, d.sock, "after");
-	uint64_t restored = rel_stat(&c, "program_cache.restored");
-	char dir[64] = "?";
-	struct tc_reply r;
-	cr_assert_eq(t_simple(&c, VY_OP_STATS, &r), 0);
-	tc_str(&r, "daemon.cache_dir", dir, sizeof(dir));
-	tc_reply_free(&r);
-	char got[16] = "";
-	cr_expect_eq(run_checked(&c, planted, got, sizeof(got)), 0);
-	char kept[16] = "";
-	cr_expect_eq(run_checked(&c, p, kept, sizeof(kept)), 0);
-	tc_close(&c);
-	cr_expect_eq(vyd_stop(&d), 0);
-	bool warned = vyd_log_has(&d, "disk cache disabled: nothing is read") &&
-		      vyd_log_has(&d, "writable by users other than the daemon's");
-	listing(cache, after, sizeof(after));
-	bool untouched = strcmp(before, after) == 0;
-	char row[512];
-	bool check = check_fails(cache, row, sizeof(row));
+	struct unsafe_use u;
+	struct vy_program *const both[2] = {planted, p};
+	use_unsafe_dir(cache, both, 2, "writable by users other than the daemon's (mode 0777)", &u);
 
 	/* A world-writable folder above cache_dir (not a sticky one like /tmp) is as unsafe. */
 	char parent[300];
@@ -721,28 +748,118 @@ Test(isolation, a_cache_dir_others_can_write_is_neither_read_nor_written)
 	struct stat st;
 	bool parent_untouched = stat(below, &st) != 0;
 	vyd_cleanup(&d2);
-	vyd_cleanup(&d);
 
 	printf("isolation: world-writable cache_dir: %s, %" PRIu64 " programs restored, planted "
 	       "program served as \"%s\", stats cache_dir \"%s\", folder %s; --check: %s; "
 	       "world-writable parent: %s, %s\n",
-		warned ? "refused with a warning" : "USED", restored, got, dir,
-		untouched ? "untouched" : "CHANGED", row,
+		u.warned ? "refused with a warning" : "USED", u.restored, u.served[0], u.dir,
+		u.untouched ? "untouched" : "CHANGED", u.row,
 		parent_warned ? "refused with a warning" : "USED",
 		parent_untouched ? "nothing created" : "cache_dir CREATED");
-	cr_expect(warned, "no warning about the unsafe cache_dir in the log");
-	cr_expect_eq(restored, 0, "a program was read from the unsafe folder");
-	cr_expect_str_neq(got, "disk", "the planted program came from disk");
-	cr_expect_str_eq(dir, "", "stats report a disk cache");
-	cr_expect(untouched, "the daemon wrote to the unsafe folder:\nbefore\n%s\nafter\n%s",
-		before, after);
-	cr_expect(check, "vyred --check does not fail the cache dir with a Fix line: %s", row);
+	cr_expect(u.warned, "no warning about the unsafe cache_dir in the log");
+	cr_expect_eq(u.restored, 0, "a program was read from the unsafe folder");
+	cr_expect_str_eq(u.served[0], "miss", "the planted program came from disk");
+	cr_expect_str_eq(u.dir, "", "stats report a disk cache");
+	cr_expect(u.check, "vyred --check does not fail the cache dir with a Fix line: %s", u.row);
 	cr_expect(parent_warned, "a world-writable parent folder was trusted");
 	cr_expect(parent_untouched, "cache_dir was created under a world-writable folder");
 	remove_tree(cache);
 	remove_tree(parent);
 	vy_program_destroy(p);
 	vy_program_destroy(planted);
+}
+
+/*
+ * A cache folder its group can write (0770, the group being the attacker's) is as unsafe as one
+ * everyone can write: any member of the group could plant files. The daemon reads nothing from it
+ * (not even the program it wrote itself under its own key) and writes nothing to it.
+ */
+Test(isolation, a_cache_dir_its_group_can_write_is_neither_read_nor_written)
+{
+	struct vy_program *p = tc_program_renamed("vector_add", "iso-group-dir");
+	char cache[300];
+	char ids[1][VY_PROGRAM_ID_HEX];
+	bool vulkan;
+	static const char *const reference[] = {"--backend", "reference", NULL};
+	fill_cache(cache, sizeof(cache), &p, 1, NULL, ids, &vulkan, reference);
+	cr_assert_eq(chown(cache, 0, ATTACKER), 0);
+	cr_assert_eq(chmod(cache, 0770), 0);
+	struct unsafe_use u;
+	use_unsafe_dir(cache, &p, 1, "writable by users other than the daemon's (mode 0770)", &u);
+	/* Back to 0700: the same files are trusted again. */
+	cr_assert_eq(chmod(cache, 0700), 0);
+	struct vyd d;
+	struct vyd_opts o = {.cache = cache, .config = open_config, .args = reference};
+	cr_assert_eq(vyd_start(&d, &o), 0);
+	struct tc c;
+	tc_open(&c, d.sock, "after");
+	uint64_t restored = rel_stat(&c, "program_cache.restored");
+	char served[16] = "";
+	cr_expect_eq(run_checked(&c, p, served, sizeof(served)), 0);
+	tc_close(&c);
+	t_stop(&d);
+
+	printf("isolation: cache_dir of mode 0770 (group %d): %s, %" PRIu64 " programs restored, "
+	       "the program served as \"%s\", stats cache_dir \"%s\", folder %s; --check: %s; "
+	       "at 0700: %" PRIu64 " restored, served as \"%s\"\n",
+		ATTACKER, u.warned ? "refused with a warning" : "USED", u.restored, u.served[0],
+		u.dir, u.untouched ? "untouched" : "CHANGED", u.row, restored, served);
+	cr_expect(u.warned, "no warning about the group-writable cache_dir in the log");
+	cr_expect_eq(u.restored, 0, "a program was read from the group-writable folder");
+	cr_expect_str_eq(u.served[0], "miss");
+	cr_expect_str_eq(u.dir, "", "stats report a disk cache");
+	cr_expect(u.check, "vyred --check does not fail the cache dir with a Fix line: %s", u.row);
+	cr_expect_eq(restored, 1, "the folder at 0700 was not used");
+	cr_expect_str_eq(served, "disk");
+	remove_tree(cache);
+	vy_program_destroy(p);
+}
+
+/*
+ * The MAC key file must be the daemon's alone: one its group can read (0640) would let the group
+ * forge cache files, so the daemon uses no disk cache at all (the key is neither used nor
+ * replaced, and nothing is read or written) until the mode is 0600 again.
+ */
+Test(isolation, a_key_file_its_group_can_read_disables_the_disk_cache)
+{
+	struct vy_program *p = tc_program_renamed("vector_add", "iso-key-mode");
+	char cache[300];
+	char ids[1][VY_PROGRAM_ID_HEX];
+	bool vulkan;
+	static const char *const reference[] = {"--backend", "reference", NULL};
+	fill_cache(cache, sizeof(cache), &p, 1, NULL, ids, &vulkan, reference);
+	char key[400];
+	snprintf(key, sizeof(key), "%s/key", cache);
+	cr_assert_eq(chown(key, 0, ATTACKER), 0);
+	cr_assert_eq(chmod(key, 0640), 0);
+	struct unsafe_use u;
+	use_unsafe_dir(cache, &p, 1, "is not a 32-byte file of mode 0600 owned by uid 0", &u);
+	cr_assert_eq(chmod(key, 0600), 0);
+	struct vyd d;
+	struct vyd_opts o = {.cache = cache, .config = open_config, .args = reference};
+	cr_assert_eq(vyd_start(&d, &o), 0);
+	struct tc c;
+	tc_open(&c, d.sock, "after");
+	uint64_t restored = rel_stat(&c, "program_cache.restored");
+	char served[16] = "";
+	cr_expect_eq(run_checked(&c, p, served, sizeof(served)), 0);
+	tc_close(&c);
+	t_stop(&d);
+
+	printf("isolation: key file of mode 0640 (group %d): %s, %" PRIu64 " programs restored, "
+	       "the program served as \"%s\", stats cache_dir \"%s\", folder %s; --check: %s; "
+	       "at 0600: %" PRIu64 " restored, served as \"%s\"\n",
+		ATTACKER, u.warned ? "refused with a warning" : "USED", u.restored, u.served[0],
+		u.dir, u.untouched ? "untouched" : "CHANGED", u.row, restored, served);
+	cr_expect(u.warned, "no warning about the key file's mode in the log");
+	cr_expect_eq(u.restored, 0, "a program was read under a key its group can read");
+	cr_expect_str_eq(u.served[0], "miss");
+	cr_expect_str_eq(u.dir, "", "stats report a disk cache");
+	cr_expect(u.check, "vyred --check does not fail the cache dir with a Fix line: %s", u.row);
+	cr_expect_eq(restored, 1, "the key at 0600 was not used");
+	cr_expect_str_eq(served, "disk");
+	remove_tree(cache);
+	vy_program_destroy(p);
 }
 
 /* The header of a file of the Vulkan backend's disk cache: the MAC follows the first 72 bytes
@@ -761,16 +878,17 @@ static size_t vk_payload_at(const uint8_t *data, size_t len)
 
 Test(isolation, forged_cache_files_with_an_unkeyed_checksum_are_rejected)
 {
-	struct vy_program *progs[3] = {
+	struct vy_program *progs[4] = {
 		tc_program_renamed("vector_add", "iso-forged-program"),
 		tc_program_renamed("binary_ops", "iso-forged-mac"),
 		tc_program_renamed("saxpy", "iso-planted-spirv"),
+		tc_program_renamed("spec_scale", "iso-forged-spirv-mac"),
 	};
 	char cache[300];
-	char spirv[3][600];
-	char ids[3][VY_PROGRAM_ID_HEX];
+	char spirv[4][600];
+	char ids[4][VY_PROGRAM_ID_HEX];
 	bool vulkan;
-	fill_cache(cache, sizeof(cache), progs, 3, spirv, ids, &vulkan, NULL);
+	fill_cache(cache, sizeof(cache), progs, 4, spirv, ids, &vulkan, NULL);
 
 	/* Program 0: its own bytes in the old format, with a correct plain checksum. */
 	char path[500];
@@ -815,6 +933,20 @@ Test(isolation, forged_cache_files_with_an_unkeyed_checksum_are_rejected)
 		free(data);
 		free(other);
 	}
+	/* On Vulkan, program 3's own SPIR-V under its own current-format header, the MAC made
+	 * with the forger's key: only the MAC is wrong. */
+	bool spirv_mac_forged = vulkan && spirv[3][0];
+	if (spirv_mac_forged) {
+		read_file(spirv[3], &data, &len);
+		cr_assert_gt(len, VK_HEADER);
+		cr_assert_eq(vk_payload_at(data, len), VK_HEADER);
+		crypto_generichash_init(&st, wrong, sizeof(wrong), 32);
+		crypto_generichash_update(&st, data, VK_SIGNED);
+		crypto_generichash_update(&st, data + VK_HEADER, len - VK_HEADER);
+		crypto_generichash_final(&st, data + VK_SIGNED, 32);
+		write_file(spirv[3], data, len, NULL, 0);
+		free(data);
+	}
 
 	struct vyd d;
 	struct vyd_opts o = {.cache = cache, .config = open_config};
@@ -826,27 +958,85 @@ Test(isolation, forged_cache_files_with_an_unkeyed_checksum_are_rejected)
 	char cache0[16] = "";
 	int code0 = run_checked(&c, progs[0], cache0, sizeof(cache0));
 	int code1 = run_checked(&c, progs[1], NULL, 0);
+	char cache3[16] = "";
+	int code3 = run_checked(&c, progs[3], cache3, sizeof(cache3));
 	uint64_t vk_rejected = vulkan ? device_stat(&c, "disk_rejected") : 0;
 	tc_close(&c);
 	t_stop(&d);
 
 	printf("isolation: forged cache files: program files rejected %" PRIu64 " of 2 (restored "
-	       "%" PRIu64 " of 3); SPIR-V of another program under an old-style header: %s "
-	       "(backend files rejected %" PRIu64 ", the program served as \"%s\"); results %s\n",
-		rejected, restored, spirv_forged ? "planted" : "n/a on this backend", vk_rejected,
-		cache0, code0 == 0 && code1 == 0 ? "correct" : "WRONG or failed");
+	       "%" PRIu64 " of 4); SPIR-V of another program under an old-style header: %s "
+	       "(the program served as \"%s\"); its own SPIR-V under a MAC of another key: %s "
+	       "(served as \"%s\"); backend files rejected %" PRIu64 "; results %s\n",
+		rejected, restored, spirv_forged ? "planted" : "n/a on this backend", cache0,
+		spirv_mac_forged ? "planted" : "n/a on this backend", cache3, vk_rejected,
+		code0 == 0 && code1 == 0 && code3 == 0 ? "correct" : "WRONG or failed");
 	cr_expect_eq(rejected, 2, "a forged program file was accepted");
-	cr_expect_eq(restored, 1);
+	cr_expect_eq(restored, 2);
 	cr_expect_eq(code0, 0);
 	cr_expect_eq(code1, 0);
+	cr_expect_eq(code3, 0);
 	if (spirv_forged) {
-		cr_expect_geq(vk_rejected, 1, "the planted SPIR-V was not rejected");
 		cr_expect_str_neq(cache0, "disk", "the planted SPIR-V was used");
 	}
+	if (spirv_mac_forged) {
+		cr_expect_str_eq(cache3, "miss", "SPIR-V under another key's MAC was used");
+	}
+	if (spirv_forged && spirv_mac_forged) {
+		cr_expect_eq(vk_rejected, 2, "a forged SPIR-V file was not rejected");
+	}
 	remove_tree(cache);
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < 4; k++) {
 		vy_program_destroy(progs[k]);
 	}
+}
+
+/* A module spirv-val refuses: the SPIR-V header, then instructions of impossible word counts. */
+static void garbage_module(uint32_t garbage[64])
+{
+	static const uint32_t head[5] = {0x07230203u, 0x00010300u, 0, 100, 0};
+	memcpy(garbage, head, sizeof(head));
+	for (int i = 5; i < 64; i++) {
+		garbage[i] = 0xdead0000u | (uint32_t)i;
+	}
+}
+
+/* Root reads the key of `cache` and rewrites the SPIR-V file `spirv` to hold `garbage` under its
+ * own header and a valid MAC. */
+static void sign_garbage(const char *cache, const char *spirv, const uint32_t garbage[64])
+{
+	char path[400];
+	snprintf(path, sizeof(path), "%s/key", cache);
+	uint8_t *key;
+	size_t key_len;
+	read_file(path, &key, &key_len);
+	cr_assert_eq(key_len, 32);
+	uint8_t *data;
+	size_t len;
+	read_file(spirv, &data, &len);
+	cr_assert_gt(len, VK_HEADER + 20);
+	uint8_t h[VK_HEADER];
+	memcpy(h, data, VK_SIGNED);
+	put_u64(h + 64, 64 * 4);
+	crypto_generichash_state st;
+	crypto_generichash_init(&st, key, 32, 32);
+	crypto_generichash_update(&st, h, VK_SIGNED);
+	crypto_generichash_update(&st, (const uint8_t *)garbage, 64 * 4);
+	crypto_generichash_final(&st, h + VK_SIGNED, 32);
+	write_file(spirv, h, sizeof(h), garbage, 64 * 4);
+	free(data);
+	free(key);
+}
+
+/* Whether the SPIR-V file `spirv` no longer holds `garbage`. */
+static bool garbage_replaced(const char *spirv, const uint32_t garbage[64])
+{
+	uint8_t *data;
+	size_t len;
+	read_file(spirv, &data, &len);
+	bool rebuilt = len != VK_HEADER + 64 * 4 || memcmp(data + VK_HEADER, garbage, 64 * 4) != 0;
+	free(data);
+	return rebuilt;
 }
 
 Test(isolation, garbage_spirv_with_a_valid_mac_never_reaches_the_driver)
@@ -864,33 +1054,9 @@ Test(isolation, garbage_spirv_with_a_valid_mac_never_reaches_the_driver)
 		vy_program_destroy(p);
 		return;
 	}
-	/* Root reads the key and signs a module spirv-val refuses: the SPIR-V header, then
-	 * instructions of impossible word counts. */
-	char path[400];
-	snprintf(path, sizeof(path), "%s/key", cache);
-	uint8_t *key;
-	size_t key_len;
-	read_file(path, &key, &key_len);
-	cr_assert_eq(key_len, 32);
-	uint8_t *data;
-	size_t len;
-	read_file(spirv[0], &data, &len);
-	cr_assert_gt(len, VK_HEADER + 20);
-	uint32_t garbage[64] = {0x07230203u, 0x00010300u, 0, 100, 0};
-	for (int i = 5; i < 64; i++) {
-		garbage[i] = 0xdead0000u | (uint32_t)i;
-	}
-	uint8_t h[VK_HEADER];
-	memcpy(h, data, VK_SIGNED);
-	put_u64(h + 64, sizeof(garbage));
-	crypto_generichash_state st;
-	crypto_generichash_init(&st, key, 32, 32);
-	crypto_generichash_update(&st, h, VK_SIGNED);
-	crypto_generichash_update(&st, (const uint8_t *)garbage, sizeof(garbage));
-	crypto_generichash_final(&st, h + VK_SIGNED, 32);
-	write_file(spirv[0], h, sizeof(h), garbage, sizeof(garbage));
-	free(data);
-	free(key);
+	uint32_t garbage[64];
+	garbage_module(garbage);
+	sign_garbage(cache, spirv[0], garbage);
 
 	struct vyd d;
 	struct vyd_opts o = {.cache = cache, .config = open_config};
@@ -903,10 +1069,7 @@ Test(isolation, garbage_spirv_with_a_valid_mac_never_reaches_the_driver)
 	uint64_t rejected = device_stat(&c, "disk_rejected");
 	tc_close(&c);
 	t_stop(&d);
-	read_file(spirv[0], &data, &len);
-	bool rebuilt = len != VK_HEADER + sizeof(garbage) ||
-		       memcmp(data + VK_HEADER, garbage, sizeof(garbage)) != 0;
-	free(data);
+	bool rebuilt = garbage_replaced(spirv[0], garbage);
 
 	printf("isolation: garbage SPIR-V with a valid MAC: refused by spirv-val %" PRIu64
 	       " time(s) (backend files rejected %" PRIu64 "), the program %s (cache \"%s\"), "
@@ -918,6 +1081,61 @@ Test(isolation, garbage_spirv_with_a_valid_mac_never_reaches_the_driver)
 	cr_expect_geq(rejected, 1);
 	cr_expect_str_neq(got, "disk");
 	cr_expect(rebuilt, "the invalid file was not rebuilt");
+	remove_tree(cache);
+	vy_program_destroy(p);
+}
+
+/*
+ * SPIR-V is vetted by spirv-val ahead, when the device opens; a vetted file is trusted later only
+ * while its bytes are those vetted. A file rewritten after the daemon started (garbage under a
+ * valid MAC, its name unchanged) is checked again before the driver sees it.
+ */
+Test(isolation, spirv_rewritten_after_it_was_vetted_is_checked_again)
+{
+	struct vy_program *p = tc_program_renamed("vector_add", "iso-vetted-spirv");
+	char cache[300];
+	char spirv[1][600];
+	char ids[1][VY_PROGRAM_ID_HEX];
+	bool vulkan;
+	fill_cache(cache, sizeof(cache), &p, 1, spirv, ids, &vulkan, NULL);
+	if (!vulkan || !spirv[0][0]) {
+		printf("isolation: SPIR-V rewritten after it was vetted: n/a on this backend (no "
+		       "SPIR-V files)\n");
+		remove_tree(cache);
+		vy_program_destroy(p);
+		return;
+	}
+	/* The daemon opens its device on the sound file and vets it; the program is not used yet.
+	 */
+	struct vyd d;
+	struct vyd_opts o = {.cache = cache, .config = open_config};
+	cr_assert_eq(vyd_start(&d, &o), 0);
+	struct tc c;
+	tc_open(&c, d.sock, "after");
+	uint32_t garbage[64];
+	garbage_module(garbage);
+	sign_garbage(cache, spirv[0], garbage);
+	char got[16] = "";
+	int code = run_checked(&c, p, got, sizeof(got));
+	uint64_t invalid = device_stat(&c, "spirv_invalid");
+	uint64_t rejected = device_stat(&c, "disk_rejected");
+	int again = run_checked(&c, p, NULL, 0);
+	tc_close(&c);
+	t_stop(&d);
+	bool rebuilt = garbage_replaced(spirv[0], garbage);
+
+	printf("isolation: SPIR-V rewritten to garbage under a valid MAC after it was vetted: "
+	       "refused by spirv-val %" PRIu64 " time(s) (backend files rejected %" PRIu64
+	       "), the program %s (cache \"%s\"), then %s; file %s\n",
+		invalid, rejected, code == 0 ? "gave correct results" : "FAILED", got,
+		again == 0 ? "correct again" : "FAILED",
+		rebuilt ? "rebuilt from source" : "left in place");
+	cr_expect_eq(code, 0, "the program failed after its vetted SPIR-V file was rewritten");
+	cr_expect_eq(invalid, 1, "the rewritten module was not checked again");
+	cr_expect_eq(rejected, 1);
+	cr_expect_str_eq(got, "miss");
+	cr_expect_eq(again, 0);
+	cr_expect(rebuilt, "the rewritten file was not rebuilt");
 	remove_tree(cache);
 	vy_program_destroy(p);
 }
