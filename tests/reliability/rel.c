@@ -605,6 +605,33 @@ uint64_t rel_wait_stat(struct tc *c, const char *path, uint64_t want, int timeou
 	return v;
 }
 
+/* The u64 `name` of the first device of a stats reply. */
+uint64_t rel_device_stat(struct tc *c, const char *name)
+{
+	struct tc_reply r;
+	cr_assert_eq(t_simple(c, VY_OP_STATS, &r), 0);
+	struct vy_mp_reader rd;
+	struct vy_mp_obj o;
+	cr_assert(tc_field(&r, "devices", &rd));
+	cr_assert(vy_mp_read(&rd, &o) == VY_MP_OK && o.type == VY_MP_ARRAY && o.len > 0);
+	cr_assert(vy_mp_read(&rd, &o) == VY_MP_OK && o.type == VY_MP_MAP);
+	uint64_t value = UINT64_MAX;
+	for (uint32_t k = 0; k < o.len && value == UINT64_MAX; k++) {
+		struct vy_mp_obj key;
+		cr_assert(vy_mp_read(&rd, &key) == VY_MP_OK && key.type == VY_MP_STR);
+		if (key.len == strlen(name) && memcmp(key.data, name, key.len) == 0) {
+			struct vy_mp_obj v;
+			cr_assert(vy_mp_read(&rd, &v) == VY_MP_OK && v.type == VY_MP_UINT);
+			value = v.u;
+		} else {
+			cr_assert(vy_mp_skip(&rd) == VY_MP_OK);
+		}
+	}
+	tc_reply_free(&r);
+	cr_assert_neq(value, UINT64_MAX, "no devices.0.%s in the stats", name);
+	return value;
+}
+
 bool rel_on_vulkan(struct tc *c)
 {
 	struct tc_reply r;

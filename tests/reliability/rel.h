@@ -116,6 +116,8 @@ int rel_wait_fds(pid_t pid, int most, int timeout_ms);
 uint64_t rel_stat(struct tc *c, const char *path);
 /* Wait until the stats value at `path` equals `want`; returns the last value read. */
 uint64_t rel_wait_stat(struct tc *c, const char *path, uint64_t want, int timeout_ms);
+/* The u64 `name` of the first device in a stats reply on `c`; asserts that it exists. */
+uint64_t rel_device_stat(struct tc *c, const char *name);
 /* Whether the daemon behind `c` runs its first device on the Vulkan backend. */
 bool rel_on_vulkan(struct tc *c);
 

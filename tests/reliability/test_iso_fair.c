@@ -11,6 +11,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -943,5 +944,68 @@ Test(isolation, a_newcomer_gets_no_credit_for_the_time_before_it_came)
 		between, NEW_WINDOW);
 	vy_program_destroy(p);
 	munmap(b, sizeof(*b));
+	rel_stop(&d, true);
+}
+
+/* --- a batch closes before a job would carry it past batch_cost_us ---------------------- */
+
+#define BATCH_JOBS 40
+
+/*
+ * One user on two connections: one pipelines tiny jobs, the other heavy ones (about 10 ms, far
+ * above batch_cost_us, 2 ms). Taken in turn, a batch that holds a tiny job closes before the
+ * heavy one that would carry it past batch_cost_us, and a heavy job runs alone: every job is a
+ * batch of its own. A heavy job riding in a tiny job's batch would make about half as many.
+ */
+Test(isolation, a_batch_closes_before_a_job_would_carry_it_past_batch_cost)
+{
+	struct vyd d;
+	t_start(&d, CONFIG_OPEN "[devices]\nbatch_cost_us = 2000\n");
+	struct tc c;
+	tc_open(&c, d.sock, "test");
+	bool vulkan = rel_on_vulkan(&c);
+	char name[64];
+	t_unique(name, sizeof(name), "batch");
+	struct vy_program *p = t_slow_program(name);
+	struct t_slow heavy = calibrate(&c, p, 10000);
+	struct t_slow tiny = {16, 1};
+	struct tc h;
+	struct tc t;
+	tc_open(&h, d.sock, "heavy");
+	tc_open(&t, d.sock, "tiny");
+	/* The tiny connection first, until its expected cost is its own (a connection starts from
+	 * its user's, and moves an eighth of the way down per job); then one heavy job. */
+	for (int k = 0; k < 24; k++) {
+		cr_assert_eq(slow_send(&t, p, NULL, tiny, false), 0);
+		cr_assert_eq(reply_recv(&t, NULL), 0);
+	}
+	cr_assert_eq(slow_send(&h, p, NULL, heavy, false), 0);
+	cr_assert_eq(reply_recv(&h, NULL), 0);
+	uint64_t before = rel_device_stat(&c, "batches");
+	for (int k = 0; k < BATCH_JOBS; k++) {
+		cr_assert_eq(slow_send(&h, p, NULL, heavy, false), 0);
+	}
+	for (int k = 0; k < BATCH_JOBS; k++) {
+		cr_assert_eq(slow_send(&t, p, NULL, tiny, false), 0);
+	}
+	for (int k = 0; k < BATCH_JOBS; k++) {
+		cr_assert_eq(reply_recv(&t, NULL), 0);
+	}
+	for (int k = 0; k < BATCH_JOBS; k++) {
+		cr_assert_eq(reply_recv(&h, NULL), 0);
+	}
+	uint64_t batches = rel_device_stat(&c, "batches") - before;
+	printf("isolation: %d heavy and %d tiny jobs of one user on two connections (%s), "
+	       "batch_cost_us 2000: %" PRIu64 " batches\n",
+		BATCH_JOBS, BATCH_JOBS, vulkan ? "vulkan" : "reference", batches);
+	fflush(stdout);
+	cr_expect_geq(batches, 2 * BATCH_JOBS - 4,
+		"%" PRIu64 " batches for %d jobs: heavy jobs rode in tiny jobs' batches past "
+		"batch_cost_us",
+		batches, 2 * BATCH_JOBS);
+	tc_close(&h);
+	tc_close(&t);
+	tc_close(&c);
+	vy_program_destroy(p);
 	rel_stop(&d, true);
 }

@@ -510,33 +510,6 @@ static int run_checked(struct tc *c, const struct vy_program *p, char *cache, si
 	return code;
 }
 
-/* The u64 `name` of the first device of a stats reply. */
-static uint64_t device_stat(struct tc *c, const char *name)
-{
-	struct tc_reply r;
-	cr_assert_eq(t_simple(c, VY_OP_STATS, &r), 0);
-	struct vy_mp_reader rd;
-	struct vy_mp_obj o;
-	cr_assert(tc_field(&r, "devices", &rd));
-	cr_assert(vy_mp_read(&rd, &o) == VY_MP_OK && o.type == VY_MP_ARRAY && o.len > 0);
-	cr_assert(vy_mp_read(&rd, &o) == VY_MP_OK && o.type == VY_MP_MAP);
-	uint64_t value = UINT64_MAX;
-	for (uint32_t k = 0; k < o.len && value == UINT64_MAX; k++) {
-		struct vy_mp_obj key;
-		cr_assert(vy_mp_read(&rd, &key) == VY_MP_OK && key.type == VY_MP_STR);
-		if (key.len == strlen(name) && memcmp(key.data, name, key.len) == 0) {
-			struct vy_mp_obj v;
-			cr_assert(vy_mp_read(&rd, &v) == VY_MP_OK && v.type == VY_MP_UINT);
-			value = v.u;
-		} else {
-			cr_assert(vy_mp_skip(&rd) == VY_MP_OK);
-		}
-	}
-	tc_reply_free(&r);
-	cr_assert_neq(value, UINT64_MAX, "no devices.0.%s in the stats", name);
-	return value;
-}
-
 /* A cache folder of its own under /tmp (0700, root's), filled by a daemon that ran `progs`;
  * on Vulkan the SPIR-V file each program added goes to spirv[k] ("" when none). */
 static void fill_cache(char *cache, size_t size, struct vy_program **progs, int n,
@@ -960,7 +933,7 @@ Test(isolation, forged_cache_files_with_an_unkeyed_checksum_are_rejected)
 	int code1 = run_checked(&c, progs[1], NULL, 0);
 	char cache3[16] = "";
 	int code3 = run_checked(&c, progs[3], cache3, sizeof(cache3));
-	uint64_t vk_rejected = vulkan ? device_stat(&c, "disk_rejected") : 0;
+	uint64_t vk_rejected = vulkan ? rel_device_stat(&c, "disk_rejected") : 0;
 	tc_close(&c);
 	t_stop(&d);
 
@@ -1065,8 +1038,8 @@ Test(isolation, garbage_spirv_with_a_valid_mac_never_reaches_the_driver)
 	tc_open(&c, d.sock, "after");
 	char got[16] = "";
 	int code = run_checked(&c, p, got, sizeof(got));
-	uint64_t invalid = device_stat(&c, "spirv_invalid");
-	uint64_t rejected = device_stat(&c, "disk_rejected");
+	uint64_t invalid = rel_device_stat(&c, "spirv_invalid");
+	uint64_t rejected = rel_device_stat(&c, "disk_rejected");
 	tc_close(&c);
 	t_stop(&d);
 	bool rebuilt = garbage_replaced(spirv[0], garbage);
@@ -1117,8 +1090,8 @@ Test(isolation, spirv_rewritten_after_it_was_vetted_is_checked_again)
 	sign_garbage(cache, spirv[0], garbage);
 	char got[16] = "";
 	int code = run_checked(&c, p, got, sizeof(got));
-	uint64_t invalid = device_stat(&c, "spirv_invalid");
-	uint64_t rejected = device_stat(&c, "disk_rejected");
+	uint64_t invalid = rel_device_stat(&c, "spirv_invalid");
+	uint64_t rejected = rel_device_stat(&c, "disk_rejected");
 	int again = run_checked(&c, p, NULL, 0);
 	tc_close(&c);
 	t_stop(&d);
