@@ -743,24 +743,27 @@ Test(isolation, a_cache_dir_others_can_write_is_neither_read_nor_written)
 }
 
 /*
- * A cache folder its group can write (0770, the group being the attacker's) is as unsafe as one
- * everyone can write: any member of the group could plant files. The daemon reads nothing from it
- * (not even the program it wrote itself under its own key) and writes nothing to it.
+ * A filled cache whose folder (`file` "") or one of its files is given to the attacker's group
+ * with mode `bad`: the daemon must say `warning` in its log, read and write nothing there, and
+ * fail `vyred --check`; at mode `good` again the same files are used.
  */
-Test(isolation, a_cache_dir_its_group_can_write_is_neither_read_nor_written)
+static void unsafe_then_safe(
+	const char *program, const char *file, mode_t bad, mode_t good, const char *warning)
 {
-	struct vy_program *p = tc_program_renamed("vector_add", "iso-group-dir");
+	struct vy_program *p = tc_program_renamed("vector_add", program);
 	char cache[300];
 	char ids[1][VY_PROGRAM_ID_HEX];
 	bool vulkan;
 	static const char *const reference[] = {"--backend", "reference", NULL};
 	fill_cache(cache, sizeof(cache), &p, 1, NULL, ids, &vulkan, reference);
-	cr_assert_eq(chown(cache, 0, ATTACKER), 0);
-	cr_assert_eq(chmod(cache, 0770), 0);
+	char path[400];
+	snprintf(path, sizeof(path), "%s%s%s", cache, *file ? "/" : "", file);
+	cr_assert_eq(chown(path, 0, ATTACKER), 0);
+	cr_assert_eq(chmod(path, bad), 0);
 	struct unsafe_use u;
-	use_unsafe_dir(cache, &p, 1, "writable by users other than the daemon's (mode 0770)", &u);
-	/* Back to 0700: the same files are trusted again. */
-	cr_assert_eq(chmod(cache, 0700), 0);
+	use_unsafe_dir(cache, &p, 1, warning, &u);
+	/* Back to the safe mode: the same files are trusted again. */
+	cr_assert_eq(chmod(path, good), 0);
 	struct vyd d;
 	struct vyd_opts o = {.cache = cache, .config = open_config, .args = reference};
 	cr_assert_eq(vyd_start(&d, &o), 0);
@@ -772,20 +775,33 @@ Test(isolation, a_cache_dir_its_group_can_write_is_neither_read_nor_written)
 	tc_close(&c);
 	t_stop(&d);
 
-	printf("isolation: cache_dir of mode 0770 (group %d): %s, %" PRIu64 " programs restored, "
-	       "the program served as \"%s\", stats cache_dir \"%s\", folder %s; --check: %s; "
-	       "at 0700: %" PRIu64 " restored, served as \"%s\"\n",
-		ATTACKER, u.warned ? "refused with a warning" : "USED", u.restored, u.served[0],
-		u.dir, u.untouched ? "untouched" : "CHANGED", u.row, restored, served);
-	cr_expect(u.warned, "no warning about the group-writable cache_dir in the log");
-	cr_expect_eq(u.restored, 0, "a program was read from the group-writable folder");
+	printf("isolation: %s of mode %04o (group %d): %s, %" PRIu64 " programs restored, the "
+	       "program served as \"%s\", stats cache_dir \"%s\", folder %s; --check: %s; at "
+	       "%04o: %" PRIu64 " restored, served as \"%s\"\n",
+		*file ? file : "cache_dir", (unsigned)bad, ATTACKER,
+		u.warned ? "refused with a warning" : "USED", u.restored, u.served[0], u.dir,
+		u.untouched ? "untouched" : "CHANGED", u.row, (unsigned)good, restored, served);
+	cr_expect(u.warned, "no warning in the log: %s", warning);
+	cr_expect_eq(u.restored, 0, "a program was read while the %s was unsafe",
+		*file ? file : "folder");
 	cr_expect_str_eq(u.served[0], "miss");
 	cr_expect_str_eq(u.dir, "", "stats report a disk cache");
 	cr_expect(u.check, "vyred --check does not fail the cache dir with a Fix line: %s", u.row);
-	cr_expect_eq(restored, 1, "the folder at 0700 was not used");
+	cr_expect_eq(restored, 1, "at %04o the cache was not used", (unsigned)good);
 	cr_expect_str_eq(served, "disk");
 	remove_tree(cache);
 	vy_program_destroy(p);
+}
+
+/*
+ * A cache folder its group can write (0770, the group being the attacker's) is as unsafe as one
+ * everyone can write: any member of the group could plant files. The daemon reads nothing from it
+ * (not even the program it wrote itself under its own key) and writes nothing to it.
+ */
+Test(isolation, a_cache_dir_its_group_can_write_is_neither_read_nor_written)
+{
+	unsafe_then_safe("iso-group-dir", "", 0770, 0700,
+		"writable by users other than the daemon's (mode 0770)");
 }
 
 /*
@@ -795,44 +811,8 @@ Test(isolation, a_cache_dir_its_group_can_write_is_neither_read_nor_written)
  */
 Test(isolation, a_key_file_its_group_can_read_disables_the_disk_cache)
 {
-	struct vy_program *p = tc_program_renamed("vector_add", "iso-key-mode");
-	char cache[300];
-	char ids[1][VY_PROGRAM_ID_HEX];
-	bool vulkan;
-	static const char *const reference[] = {"--backend", "reference", NULL};
-	fill_cache(cache, sizeof(cache), &p, 1, NULL, ids, &vulkan, reference);
-	char key[400];
-	snprintf(key, sizeof(key), "%s/key", cache);
-	cr_assert_eq(chown(key, 0, ATTACKER), 0);
-	cr_assert_eq(chmod(key, 0640), 0);
-	struct unsafe_use u;
-	use_unsafe_dir(cache, &p, 1, "is not a 32-byte file of mode 0600 owned by uid 0", &u);
-	cr_assert_eq(chmod(key, 0600), 0);
-	struct vyd d;
-	struct vyd_opts o = {.cache = cache, .config = open_config, .args = reference};
-	cr_assert_eq(vyd_start(&d, &o), 0);
-	struct tc c;
-	tc_open(&c, d.sock, "after");
-	uint64_t restored = rel_stat(&c, "program_cache.restored");
-	char served[16] = "";
-	cr_expect_eq(run_checked(&c, p, served, sizeof(served)), 0);
-	tc_close(&c);
-	t_stop(&d);
-
-	printf("isolation: key file of mode 0640 (group %d): %s, %" PRIu64 " programs restored, "
-	       "the program served as \"%s\", stats cache_dir \"%s\", folder %s; --check: %s; "
-	       "at 0600: %" PRIu64 " restored, served as \"%s\"\n",
-		ATTACKER, u.warned ? "refused with a warning" : "USED", u.restored, u.served[0],
-		u.dir, u.untouched ? "untouched" : "CHANGED", u.row, restored, served);
-	cr_expect(u.warned, "no warning about the key file's mode in the log");
-	cr_expect_eq(u.restored, 0, "a program was read under a key its group can read");
-	cr_expect_str_eq(u.served[0], "miss");
-	cr_expect_str_eq(u.dir, "", "stats report a disk cache");
-	cr_expect(u.check, "vyred --check does not fail the cache dir with a Fix line: %s", u.row);
-	cr_expect_eq(restored, 1, "the key at 0600 was not used");
-	cr_expect_str_eq(served, "disk");
-	remove_tree(cache);
-	vy_program_destroy(p);
+	unsafe_then_safe("iso-key-mode", "key", 0640, 0600,
+		"is not a 32-byte file of mode 0600 owned by uid 0");
 }
 
 /* The header of a file of the Vulkan backend's disk cache: the MAC follows the first 72 bytes
