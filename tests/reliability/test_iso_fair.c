@@ -242,6 +242,31 @@ static struct t_slow calibrate(struct tc *c, const struct vy_program *p, long ta
 	return slow;
 }
 
+/*
+ * A daemon of the test's own with `config`, and a slow program named after `what` with the loop
+ * count and grid that make one of its dispatches take about `target_us` of device time there.
+ */
+struct slow_daemon {
+	struct vyd d;
+	bool vulkan;
+	struct vy_program *p;
+	struct t_slow slow;
+};
+
+static void slow_daemon_start(
+	struct slow_daemon *s, const char *config, const char *what, long target_us)
+{
+	t_start(&s->d, config);
+	struct tc c;
+	tc_open(&c, s->d.sock, "test");
+	s->vulkan = rel_on_vulkan(&c);
+	char name[64];
+	t_unique(name, sizeof(name), what);
+	s->p = t_slow_program(name);
+	s->slow = calibrate(&c, s->p, target_us);
+	tc_close(&c);
+}
+
 /* --- heavy dispatches kept in flight --------------------------------------------------- */
 
 #define MAX_CONNS 4
@@ -377,16 +402,12 @@ static int tiny_victim(void *arg)
 
 static void heavy_case(int conns, int per_conn)
 {
-	struct vyd d;
-	t_start(&d, CONFIG_OPEN);
-	struct tc c;
-	tc_open(&c, d.sock, "test");
-	bool vulkan = rel_on_vulkan(&c);
-	char name[64];
-	t_unique(name, sizeof(name), "heavy");
-	struct vy_program *p = t_slow_program(name);
-	struct t_slow slow = calibrate(&c, p, 100000);
-	tc_close(&c);
+	struct slow_daemon sd;
+	slow_daemon_start(&sd, CONFIG_OPEN, "heavy", 100000);
+	struct vyd d = sd.d;
+	bool vulkan = sd.vulkan;
+	struct vy_program *p = sd.p;
+	struct t_slow slow = sd.slow;
 
 	struct board *b = board_new();
 	struct vy_program *tiny = small_program(3, 5);
@@ -755,17 +776,13 @@ static int pipeline_user(void *arg)
 
 Test(isolation, a_pipelining_connection_delays_a_single_job_by_about_one_round)
 {
-	struct vyd d;
-	t_start(&d, CONFIG_OPEN);
-	struct tc c;
-	tc_open(&c, d.sock, "test");
-	bool vulkan = rel_on_vulkan(&c);
-	char name[64];
-	t_unique(name, sizeof(name), "round");
-	struct vy_program *p = t_slow_program(name);
+	struct slow_daemon sd;
 	/* Jobs of about 10 ms: PIPELINED of them keep the device busy for seconds. */
-	struct t_slow slow = calibrate(&c, p, 10000);
-	tc_close(&c);
+	slow_daemon_start(&sd, CONFIG_OPEN, "round", 10000);
+	struct vyd d = sd.d;
+	bool vulkan = sd.vulkan;
+	struct vy_program *p = sd.p;
+	struct t_slow slow = sd.slow;
 	struct board *b = board_new();
 	struct pipeline_attack a = {d.sock, b, p, slow};
 	int rc = rel_as_user(ATTACKER, ATTACKER, pipeline_user, &a);
@@ -893,16 +910,12 @@ static int newcomer(void *arg)
  */
 Test(isolation, a_newcomer_gets_no_credit_for_the_time_before_it_came)
 {
-	struct vyd d;
-	t_start(&d, CONFIG_OPEN);
-	struct tc c;
-	tc_open(&c, d.sock, "test");
-	bool vulkan = rel_on_vulkan(&c);
-	char name[64];
-	t_unique(name, sizeof(name), "credit");
-	struct vy_program *p = t_slow_program(name);
-	struct t_slow slow = calibrate(&c, p, 10000);
-	tc_close(&c);
+	struct slow_daemon sd;
+	slow_daemon_start(&sd, CONFIG_OPEN, "credit", 10000);
+	struct vyd d = sd.d;
+	bool vulkan = sd.vulkan;
+	struct vy_program *p = sd.p;
+	struct t_slow slow = sd.slow;
 	struct credit_board *b =
 		mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	cr_assert_neq(b, MAP_FAILED);
@@ -959,15 +972,14 @@ Test(isolation, a_newcomer_gets_no_credit_for_the_time_before_it_came)
  */
 Test(isolation, a_batch_closes_before_a_job_would_carry_it_past_batch_cost)
 {
-	struct vyd d;
-	t_start(&d, CONFIG_OPEN "[devices]\nbatch_cost_us = 2000\n");
+	struct slow_daemon sd;
+	slow_daemon_start(&sd, CONFIG_OPEN "[devices]\nbatch_cost_us = 2000\n", "batch", 10000);
+	struct vyd d = sd.d;
+	bool vulkan = sd.vulkan;
+	struct vy_program *p = sd.p;
+	struct t_slow heavy = sd.slow;
 	struct tc c;
 	tc_open(&c, d.sock, "test");
-	bool vulkan = rel_on_vulkan(&c);
-	char name[64];
-	t_unique(name, sizeof(name), "batch");
-	struct vy_program *p = t_slow_program(name);
-	struct t_slow heavy = calibrate(&c, p, 10000);
 	struct t_slow tiny = {16, 1};
 	struct tc h;
 	struct tc t;
