@@ -992,24 +992,41 @@ static bool garbage_replaced(const char *spirv, const uint32_t garbage[64])
 	return rebuilt;
 }
 
-Test(isolation, garbage_spirv_with_a_valid_mac_never_reaches_the_driver)
+/*
+ * A cache filled by a daemon that ran one program named `name`, whose SPIR-V file goes to
+ * `spirv`; false (the case printed as not applying, everything freed) when the daemon is not on
+ * Vulkan or wrote no SPIR-V.
+ */
+static bool one_spirv_cache(
+	const char *name, const char *what, struct vy_program **p, char cache[300], char spirv[600])
 {
-	struct vy_program *p = tc_program_renamed("vector_add", "iso-garbage-spirv");
-	char cache[300];
-	char spirv[1][600];
+	*p = tc_program_renamed("vector_add", name);
+	char files[1][600];
 	char ids[1][VY_PROGRAM_ID_HEX];
 	bool vulkan;
-	fill_cache(cache, sizeof(cache), &p, 1, spirv, ids, &vulkan, NULL);
-	if (!vulkan || !spirv[0][0]) {
-		printf("isolation: garbage SPIR-V with a valid MAC: n/a on this backend (no SPIR-V "
-		       "files)\n");
+	fill_cache(cache, 300, p, 1, files, ids, &vulkan, NULL);
+	if (!vulkan || !files[0][0]) {
+		printf("isolation: %s: n/a on this backend (no SPIR-V files)\n", what);
 		remove_tree(cache);
-		vy_program_destroy(p);
+		vy_program_destroy(*p);
+		return false;
+	}
+	snprintf(spirv, 600, "%s", files[0]);
+	return true;
+}
+
+Test(isolation, garbage_spirv_with_a_valid_mac_never_reaches_the_driver)
+{
+	struct vy_program *p;
+	char cache[300];
+	char spirv[600];
+	if (!one_spirv_cache(
+		    "iso-garbage-spirv", "garbage SPIR-V with a valid MAC", &p, cache, spirv)) {
 		return;
 	}
 	uint32_t garbage[64];
 	garbage_module(garbage);
-	sign_garbage(cache, spirv[0], garbage);
+	sign_garbage(cache, spirv, garbage);
 
 	struct vyd d;
 	struct vyd_opts o = {.cache = cache, .config = open_config};
@@ -1022,7 +1039,7 @@ Test(isolation, garbage_spirv_with_a_valid_mac_never_reaches_the_driver)
 	uint64_t rejected = rel_device_stat(&c, "disk_rejected");
 	tc_close(&c);
 	t_stop(&d);
-	bool rebuilt = garbage_replaced(spirv[0], garbage);
+	bool rebuilt = garbage_replaced(spirv, garbage);
 
 	printf("isolation: garbage SPIR-V with a valid MAC: refused by spirv-val %" PRIu64
 	       " time(s) (backend files rejected %" PRIu64 "), the program %s (cache \"%s\"), "
@@ -1045,17 +1062,11 @@ Test(isolation, garbage_spirv_with_a_valid_mac_never_reaches_the_driver)
  */
 Test(isolation, spirv_rewritten_after_it_was_vetted_is_checked_again)
 {
-	struct vy_program *p = tc_program_renamed("vector_add", "iso-vetted-spirv");
+	struct vy_program *p;
 	char cache[300];
-	char spirv[1][600];
-	char ids[1][VY_PROGRAM_ID_HEX];
-	bool vulkan;
-	fill_cache(cache, sizeof(cache), &p, 1, spirv, ids, &vulkan, NULL);
-	if (!vulkan || !spirv[0][0]) {
-		printf("isolation: SPIR-V rewritten after it was vetted: n/a on this backend (no "
-		       "SPIR-V files)\n");
-		remove_tree(cache);
-		vy_program_destroy(p);
+	char spirv[600];
+	if (!one_spirv_cache(
+		    "iso-vetted-spirv", "SPIR-V rewritten after it was vetted", &p, cache, spirv)) {
 		return;
 	}
 	/* The daemon opens its device on the sound file and vets it; the program is not used yet.
@@ -1067,7 +1078,7 @@ Test(isolation, spirv_rewritten_after_it_was_vetted_is_checked_again)
 	tc_open(&c, d.sock, "after");
 	uint32_t garbage[64];
 	garbage_module(garbage);
-	sign_garbage(cache, spirv[0], garbage);
+	sign_garbage(cache, spirv, garbage);
 	char got[16] = "";
 	int code = run_checked(&c, p, got, sizeof(got));
 	uint64_t invalid = rel_device_stat(&c, "spirv_invalid");
@@ -1075,7 +1086,7 @@ Test(isolation, spirv_rewritten_after_it_was_vetted_is_checked_again)
 	int again = run_checked(&c, p, NULL, 0);
 	tc_close(&c);
 	t_stop(&d);
-	bool rebuilt = garbage_replaced(spirv[0], garbage);
+	bool rebuilt = garbage_replaced(spirv, garbage);
 
 	printf("isolation: SPIR-V rewritten to garbage under a valid MAC after it was vetted: "
 	       "refused by spirv-val %" PRIu64 " time(s) (backend files rejected %" PRIu64
