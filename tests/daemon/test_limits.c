@@ -371,16 +371,6 @@ static void dispatch_frame(
 	*out = m.sb;
 }
 
-static uint64_t server_stat(struct tc *c, const char *path)
-{
-	struct tc_reply r;
-	cr_assert_eq(t_simple(c, VY_OP_STATS, &r), 0);
-	uint64_t v = 0;
-	cr_assert(tc_u64(&r, path, &v), "stats has no %s", path);
-	tc_reply_free(&r);
-	return v;
-}
-
 /* Expect the one reply on `c` to be a success with the reference's outputs. */
 static void expect_reference_reply(struct tc *c, const struct vy_outputs *want, const char *what)
 {
@@ -436,7 +426,7 @@ Test(limits, a_frame_of_exactly_the_inbound_quota_waits_for_room_and_runs)
 		uint64_t held = 0;
 		for (int i = 0; i < 500 && held < small.size - 4; i++) {
 			usleep(10000);
-			held = server_stat(&watch, "daemon.inbound_bytes");
+			held = t_stat(&watch, "daemon.inbound_bytes");
 		}
 		cr_assert_geq(held, small.size - 4, "the holder's frame was never counted");
 		tc_close(&watch);
@@ -445,7 +435,7 @@ Test(limits, a_frame_of_exactly_the_inbound_quota_waits_for_room_and_runs)
 		cr_assert_eq(tc_send_raw(&a, small.data + small.size - 1, 1), 0);
 		expect_reference_reply(&a, &small_want, "the holder's frame");
 		expect_reference_reply(&b, &big_want, "the frame of exactly inbound_quota");
-		waited = server_stat(&a, "daemon.inbound_waits") > 0;
+		waited = t_stat(&a, "daemon.inbound_waits") > 0;
 		tc_close(&a);
 		tc_close(&b);
 		t_stop(&d);

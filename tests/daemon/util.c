@@ -260,6 +260,16 @@ bool t_outputs_equal(const struct tc_reply *r, const struct vy_outputs *want)
 	return true;
 }
 
+uint64_t t_stat(struct tc *c, const char *path)
+{
+	struct tc_reply r;
+	cr_assert_eq(t_simple(c, VY_OP_STATS, &r), 0);
+	uint64_t v = 0;
+	cr_assert(tc_u64(&r, path, &v), "stats has no %s", path);
+	tc_reply_free(&r);
+	return v;
+}
+
 int t_simple(struct tc *c, enum vy_op op, struct tc_reply *r)
 {
 	struct tc_msg m;

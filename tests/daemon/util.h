@@ -68,6 +68,8 @@ bool t_outputs_equal(const struct tc_reply *r, const struct vy_outputs *want);
 
 /* A single request of `op` with no fields; the reply's error code (0 when ok). */
 int t_simple(struct tc *c, enum vy_op op, struct tc_reply *r);
+/* The u64 at `path` of a stats reply on `c`; asserts that it exists. */
+uint64_t t_stat(struct tc *c, const char *path);
 
 /* Start a daemon for one test with extra configuration text; asserts it started. */
 void t_start(struct vyd *d, const char *config);

@@ -584,23 +584,13 @@ int rel_wait_fds(pid_t pid, int most, int timeout_ms)
 	return n;
 }
 
-uint64_t rel_stat(struct tc *c, const char *path)
-{
-	struct tc_reply r;
-	cr_assert_eq(t_simple(c, VY_OP_STATS, &r), 0);
-	uint64_t v = 0;
-	cr_assert(tc_u64(&r, path, &v), "stats has no %s", path);
-	tc_reply_free(&r);
-	return v;
-}
-
 uint64_t rel_wait_stat(struct tc *c, const char *path, uint64_t want, int timeout_ms)
 {
 	long end = rel_now_ms() + timeout_ms;
-	uint64_t v = rel_stat(c, path);
+	uint64_t v = t_stat(c, path);
 	while (v != want && rel_now_ms() < end) {
 		usleep(20000);
-		v = rel_stat(c, path);
+		v = t_stat(c, path);
 	}
 	return v;
 }

@@ -112,8 +112,6 @@ int rel_fd_count(pid_t pid);
 /* Wait until `pid` holds at most `most` descriptors; returns the last count. */
 int rel_wait_fds(pid_t pid, int most, int timeout_ms);
 
-/* The u64 at `path` of a stats reply on `c`; asserts that it exists. */
-uint64_t rel_stat(struct tc *c, const char *path);
 /* Wait until the stats value at `path` equals `want`; returns the last value read. */
 uint64_t rel_wait_stat(struct tc *c, const char *path, uint64_t want, int timeout_ms);
 /* The u64 `name` of the first device in a stats reply on `c`; asserts that it exists. */

@@ -462,8 +462,8 @@ Test(isolation, half_sent_large_frames_hold_at_most_the_inbound_quota)
 	cr_expect(ready, "the attacker did not get its frames out");
 	usleep(300000);
 	long during = rel_rss_kib(s.d.pid);
-	uint64_t inbound = rel_stat(&s.c, "daemon.inbound_bytes");
-	uint64_t waits = rel_stat(&s.c, "daemon.inbound_waits");
+	uint64_t inbound = t_stat(&s.c, "daemon.inbound_bytes");
+	uint64_t waits = t_stat(&s.c, "daemon.inbound_waits");
 	struct victim v = {s.d.sock, sh};
 	int victim = rel_as_user(VICTIM, VICTIM, victim_work, &v);
 	release(f.go[1]);
@@ -692,8 +692,8 @@ Test(isolation, one_user_cannot_take_every_connection)
 	close(f.go[0]);
 	char byte = 0;
 	cr_expect_eq(read(f.ready[0], &byte, 1), 1, "the attacker stopped early");
-	uint64_t clients = rel_stat(&s.c, "clients.count");
-	uint64_t refused = rel_stat(&s.c, "daemon.connections_refused");
+	uint64_t clients = t_stat(&s.c, "clients.count");
+	uint64_t refused = t_stat(&s.c, "daemon.connections_refused");
 	struct victim v = {s.d.sock, sh};
 	int victim = rel_as_user(VICTIM, VICTIM, victim_work, &v);
 	release(f.go[1]);
@@ -889,7 +889,7 @@ Test(isolation, idle_connections_expire_busy_ones_stay)
 	int rc = rel_as_user(ATTACKER, ATTACKER, try_idle, &t);
 	struct tc c;
 	tc_open(&c, s.d.sock, "after");
-	uint64_t closed = rel_stat(&c, "daemon.connections_idle");
+	uint64_t closed = t_stat(&c, "daemon.connections_idle");
 	tc_close(&c);
 	fprintf(stderr,
 		"isolation: idle timeout 1000 ms: an idle connection closed after %ld ms, one idle "

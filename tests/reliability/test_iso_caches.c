@@ -251,8 +251,8 @@ Test(isolation, distinct_programs_keep_memory_flat_once_the_caches_are_full)
 	cr_assert_eq(rc, 0, "the attacker's client failed at step %d (error %s) after %lu programs",
 		rc, shared[1] ? vy_err_name(-(int)shared[1]) : "none", (unsigned long)done);
 	long seconds_ms = rel_now_ms() - t0;
-	uint64_t entries = rel_stat(&c, "pipeline_cache.entries");
-	uint64_t evictions = rel_stat(&c, "pipeline_cache.evictions");
+	uint64_t entries = t_stat(&c, "pipeline_cache.entries");
+	uint64_t evictions = t_stat(&c, "pipeline_cache.evictions");
 	uint64_t window = done / 6 > 12 ? done / 6 : 12;
 	cr_assert_geq(done, FLOOD_FULL + 3 * window,
 		"only %lu programs in %ld ms: too few to see the memory settle",

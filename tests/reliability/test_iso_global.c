@@ -436,7 +436,7 @@ Test(isolation, connections_past_max_clients_are_answered_and_logged_once_a_seco
 	cr_expect_geq(lines, 2, "%d refusal lines in %ld ms", lines, rf.f->ms[0]);
 	cr_expect_geq(summed, 1, "no line counts the refusals not logged");
 	cr_expect_leq(lines, most, "%d refusal lines in %ld ms", lines, rf.f->ms[0]);
-	uint64_t refused = rel_stat(&s.c, "daemon.connections_refused");
+	uint64_t refused = t_stat(&s.c, "daemon.connections_refused");
 	cr_expect_eq(refused, (uint64_t)rf.f->count[0], "connections_refused is %" PRIu64, refused);
 	munmap(rf.f, sizeof(*rf.f));
 	rel_scene_close(&s);
@@ -637,7 +637,7 @@ Test(isolation, replies_of_one_user_are_bounded_over_its_connections)
 	/* Everything the daemon will prepare before the attacker reads. */
 	uint64_t waits = rel_wait_stat(&s.c, "daemon.reply_waits", 1u << 30, 3000);
 	long held = settled_rss(s.d.pid);
-	uint64_t reply_bytes = rel_stat(&s.c, "daemon.reply_bytes");
+	uint64_t reply_bytes = t_stat(&s.c, "daemon.reply_bytes");
 	/* Another user is served meanwhile. */
 	int vrc = rel_as_user(VICTIM, VICTIM, one_output, &fr);
 	cr_assert_eq(write(fr.go_read[1], &b, 1), 1);
@@ -735,11 +735,11 @@ Test(isolation, reply_total_bounds_users_together)
 	for (long t0 = rel_now_ms();
 		held < (8u << 20) - (512u << 10) && rel_now_ms() - t0 < 20000;) {
 		usleep(20000);
-		held = rel_stat(&s.c, "daemon.reply_bytes");
+		held = t_stat(&s.c, "daemon.reply_bytes");
 	}
-	uint64_t waits = rel_stat(&s.c, "daemon.reply_waits");
+	uint64_t waits = t_stat(&s.c, "daemon.reply_waits");
 	int vrc = rel_as_user(VICTIM, VICTIM, victim_two, &fr);
-	uint64_t waited = rel_stat(&s.c, "daemon.reply_waits") - waits;
+	uint64_t waited = t_stat(&s.c, "daemon.reply_waits") - waits;
 	cr_assert_eq(write(fr.go_read[1], &b, 1), 1);
 	int arc = rel_reap(attacker);
 	fprintf(stderr,

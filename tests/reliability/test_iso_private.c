@@ -655,7 +655,7 @@ static void use_unsafe_dir(const char *cache, struct vy_program *const *progs, i
 	cr_assert_eq(vyd_start(&d, &o), 0);
 	struct tc c;
 	tc_open(&c, d.sock, "after");
-	u->restored = rel_stat(&c, "program_cache.restored");
+	u->restored = t_stat(&c, "program_cache.restored");
 	snprintf(u->dir, sizeof(u->dir), "?");
 	struct tc_reply r;
 	cr_assert_eq(t_simple(&c, VY_OP_STATS, &r), 0);
@@ -769,7 +769,7 @@ static void unsafe_then_safe(
 	cr_assert_eq(vyd_start(&d, &o), 0);
 	struct tc c;
 	tc_open(&c, d.sock, "after");
-	uint64_t restored = rel_stat(&c, "program_cache.restored");
+	uint64_t restored = t_stat(&c, "program_cache.restored");
 	char served[16] = "";
 	cr_expect_eq(run_checked(&c, p, served, sizeof(served)), 0);
 	tc_close(&c);
@@ -906,8 +906,8 @@ Test(isolation, forged_cache_files_with_an_unkeyed_checksum_are_rejected)
 	cr_assert_eq(vyd_start(&d, &o), 0);
 	struct tc c;
 	tc_open(&c, d.sock, "after");
-	uint64_t rejected = rel_stat(&c, "program_cache.disk_rejected");
-	uint64_t restored = rel_stat(&c, "program_cache.restored");
+	uint64_t rejected = t_stat(&c, "program_cache.disk_rejected");
+	uint64_t restored = t_stat(&c, "program_cache.restored");
 	char cache0[16] = "";
 	int code0 = run_checked(&c, progs[0], cache0, sizeof(cache0));
 	int code1 = run_checked(&c, progs[1], NULL, 0);
@@ -1186,8 +1186,8 @@ Test(isolation, a_program_file_with_one_field_wrong_is_rejected_under_the_true_k
 	for (int k = 0; k < N; k++) {
 		failed += run_checked(&c, progs[k], NULL, 0) != 0;
 	}
-	uint64_t rejected = rel_stat(&c, "program_cache.disk_rejected");
-	uint64_t restored = rel_stat(&c, "program_cache.restored");
+	uint64_t rejected = t_stat(&c, "program_cache.disk_rejected");
+	uint64_t restored = t_stat(&c, "program_cache.restored");
 	tc_close(&c);
 	t_stop(&d);
 	printf("isolation: program files with one field wrong under the true key: rejected "

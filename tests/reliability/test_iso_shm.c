@@ -412,7 +412,7 @@ Test(isolation, a_hugetlbfs_memfd_cannot_bring_the_daemon_down, .fini = iso_shm_
 	long attack_ms = rel_now_ms() - t0;
 	bool alive = answers(&s.c);
 	int died = alive ? 0 : vyd_wait(&s.d, 5000);
-	uint64_t faults = alive ? rel_stat(&s.c, "resident.shm_faults") : 0;
+	uint64_t faults = alive ? t_stat(&s.c, "resident.shm_faults") : 0;
 	char daemon[64];
 	snprintf(daemon, sizeof(daemon), alive ? "alive" : "DEAD, exit status %d", died);
 	printf("isolation: shm hugetlbfs memfd (%ld KiB huge page, F_SEAL_SHRINK) as uid %d: %s "

@@ -140,8 +140,8 @@ Test(faults, kill_9_mid_dispatch_then_a_restart_serves_the_disk_cache)
 	struct vyd_opts o = {.cache = first.cache, .args = args};
 	cr_assert_eq(vyd_start(&second, &o), 0);
 	tc_open(&c, first.sock, "reconnected");
-	cr_expect_geq(rel_stat(&c, "program_cache.restored"), KEPT);
-	cr_expect_eq(rel_stat(&c, "program_cache.disk_rejected"), 0,
+	cr_expect_geq(t_stat(&c, "program_cache.restored"), KEPT);
+	cr_expect_eq(t_stat(&c, "program_cache.disk_rejected"), 0,
 		"a file of the disk cache was damaged by the kill");
 	char programs[400];
 	snprintf(programs, sizeof(programs), "%s/programs", first.cache);
@@ -250,7 +250,7 @@ Test(faults, a_full_cache_folder_degrades_to_memory_and_recovers)
 	}
 	cr_expect(vyd_log_has(&d, "disk cache"), "the failed writes are logged");
 	cr_expect_eq(
-		rel_stat(&c, "program_cache.disk_writes"), 0, "a write to a full folder counted");
+		t_stat(&c, "program_cache.disk_writes"), 0, "a write to a full folder counted");
 	/* Space comes back: the next new program is written, without a restart. */
 	char filler[160];
 	snprintf(filler, sizeof(filler), "%s/filler", dir);
@@ -275,7 +275,7 @@ Test(faults, a_read_only_cache_folder_degrades_to_memory)
 	struct rel_crowd *crowd = rel_crowd_start(d.sock, 4, NULL);
 	struct tc c;
 	tc_open(&c, d.sock, "read-only");
-	uint64_t written = rel_stat(&c, "program_cache.disk_writes");
+	uint64_t written = t_stat(&c, "program_cache.disk_writes");
 	struct vy_program *before = numbered("before-ro", 0);
 	cr_expect_eq(dispatch_checked(&c, before, NULL, NULL, 0), 0);
 	written++;
@@ -287,7 +287,7 @@ Test(faults, a_read_only_cache_folder_degrades_to_memory)
 		cr_expect_eq(dispatch_checked(&c, p, NULL, NULL, 0), 0);
 		vy_program_destroy(p);
 	}
-	cr_expect_eq(rel_stat(&c, "program_cache.disk_writes"), written);
+	cr_expect_eq(t_stat(&c, "program_cache.disk_writes"), written);
 	tc_close(&c);
 	bool ok = rel_crowd_stop(crowd, 2, NULL);
 	rel_stop(&d, ok);
@@ -424,10 +424,10 @@ Test(faults, damaged_cache_files_are_rejected_and_replaced)
 	cr_assert_eq(vyd_start(&second, &o), 0);
 	struct rel_crowd *crowd = rel_crowd_start(second.sock, 4, NULL);
 	tc_open(&c, second.sock, "reader");
-	cr_expect_eq(rel_stat(&c, "program_cache.restored"), 2, "programs 5 and 6 are intact");
-	cr_expect_eq(rel_stat(&c, "program_cache.disk_rejected"), 6,
+	cr_expect_eq(t_stat(&c, "program_cache.restored"), 2, "programs 5 and 6 are intact");
+	cr_expect_eq(t_stat(&c, "program_cache.disk_rejected"), 6,
 		"five damaged files and the folder are rejected");
-	uint64_t written = rel_stat(&c, "program_cache.disk_writes");
+	uint64_t written = t_stat(&c, "program_cache.disk_writes");
 	char programs[400];
 	snprintf(programs, sizeof(programs), "%s/programs", first.cache);
 	cr_expect_eq(temporaries(programs), 0, "the temporary file is removed");
@@ -445,7 +445,7 @@ Test(faults, damaged_cache_files_are_rejected_and_replaced)
 	cr_expect_eq(rel_wait_stat(&c, "program_cache.disk_writes", written + 5, 10000),
 		written + 5, "the damaged files are replaced");
 	cr_log_info("damaged %d backend cache files", backend_files);
-	uint64_t total = rel_stat(&c, "program_cache.entries");
+	uint64_t total = t_stat(&c, "program_cache.entries");
 	tc_close(&c);
 	rel_stop(&second, rel_crowd_stop(crowd, 2, NULL));
 
@@ -456,8 +456,8 @@ Test(faults, damaged_cache_files_are_rejected_and_replaced)
 	struct vyd third;
 	cr_assert_eq(vyd_start(&third, &o), 0);
 	tc_open(&c, third.sock, "third");
-	cr_expect_eq(rel_stat(&c, "program_cache.restored"), total);
-	cr_expect_eq(rel_stat(&c, "program_cache.disk_rejected"), 0);
+	cr_expect_eq(t_stat(&c, "program_cache.restored"), total);
+	cr_expect_eq(t_stat(&c, "program_cache.disk_rejected"), 0);
 	tc_close(&c);
 	t_stop(&third);
 	for (int k = 0; k < 7; k++) {

@@ -434,7 +434,7 @@ Test(hostile_clients, a_slowloris_is_closed_by_the_frame_deadline)
 	long took = rel_now_ms() - t0;
 	cr_expect(closed, "a frame sent at one byte a second was never cut off");
 	cr_expect(took >= 1800 && took < 5000, "closed after %ld ms (stall_timeout_ms 2000)", took);
-	cr_expect_eq(rel_stat(&s.c, "daemon.connections_stalled"), 1);
+	cr_expect_eq(t_stat(&s.c, "daemon.connections_stalled"), 1);
 	tc_close(&slow);
 	cr_expect_eq(t_simple(&fast, VY_OP_PING, &r), 0, "the fast client is still served");
 	tc_reply_free(&r);
@@ -513,7 +513,7 @@ Test(hostile_clients, disconnects_mid_frame_and_mid_dispatch_free_everything)
 	expect_released(&s, baseline);
 	cr_expect_eq(rel_wait_stat(&s.c, "resident.buffers", crowd_buffers, 10000), crowd_buffers,
 		"the rude clients' buffers are freed");
-	cr_expect_eq(rel_stat(&s.c, "resident.shm_regions"), 0, "their regions are detached");
+	cr_expect_eq(t_stat(&s.c, "resident.shm_regions"), 0, "their regions are detached");
 	t_inputs_free(&in);
 	vy_program_destroy(p);
 	rel_scene_close(&s);
@@ -897,7 +897,7 @@ Test(hostile_clients, admin_operations_from_another_user_are_denied)
 	int rc = rel_as_nobody(act_as_non_admin, (void *)s.d.sock);
 	cr_expect_eq(rc, 0, "the non-admin's check %d failed", rc);
 	/* Nothing the non-admin asked for happened. */
-	cr_expect_geq(rel_stat(&s.c, "pipeline_cache.entries"), 1, "the cache was cleared");
+	cr_expect_geq(t_stat(&s.c, "pipeline_cache.entries"), 1, "the cache was cleared");
 	tc_begin(&s.c, &m, VY_OP_COMPILE, 1);
 	t_pack_program(&m.pk, p);
 	cr_assert_eq(tc_call(&s.c, &m, &r), 0);
