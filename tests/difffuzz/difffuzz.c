@@ -1,0 +1,1109 @@
+/*
+ * The differential fuzzer (docs/semantics.md §10): random, well-typed, race-free vyre programs,
+ * each run on the reference backend and on every other compiled-in backend that opens, their
+ * outputs (or errors, with trap kind and location) compared byte for byte. Each program is built
+ * as a conformance case (tests/conformance/README.md) in JSON text and loaded through the
+ * project's decoder and validator (tests/support/case.h), so the case printed for a mismatch is
+ * exactly what ran. A mismatch is shrunk (nodes deleted, subtrees replaced by simpler ones) while
+ * it persists, and the smallest program is printed as a ready conformance case.
+ *
+ *   difffuzz [--seed S] [--count N] [--backend ID]... [--dump-glsl] [--verbose]
+ *
+ * Program k of a run is generated from its own seed, printed with each failure: `--seed THAT
+ * --count 1` replays it alone. A program that the validator refuses is a generator bug and fails
+ * the run like a mismatch. Exit status: 0 when every program matched, 1 on a mismatch or a
+ * generator bug, 2 for a usage error or when no backend besides the reference opened while a
+ * Vulkan device exists.
+ */
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+#include "case.h"
+#include "err.h"
+#include "reference/reference.h"
+#include "registry.h"
+#include "vk_keep.h"
+#ifdef VY_HAVE_VULKAN
+#include "vk_codegen.h"
+#include "vmath.h"
+#endif
+
+#define MAX_VARS 256
+#define MAX_TARGETS VY_REGISTRY_MAX
+/* Valid candidates run while shrinking one mismatch; each costs one dispatch per backend. */
+#define SHRINK_BUDGET 400
+
+/* ---- Random numbers ---- */
+
+static uint64_t mix(uint64_t *state)
+{
+	*state += UINT64_C(0x9E3779B97F4A7C15);
+	uint64_t z = *state;
+	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
+/* ---- JSON building ---- */
+
+static json_object *arr(const char *kind)
+{
+	json_object *a = json_object_new_array();
+	if (kind) {
+		json_object_array_add(a, json_object_new_string(kind));
+	}
+	return a;
+}
+
+static json_object *add(json_object *a, json_object *x)
+{
+	json_object_array_add(a, x);
+	return a;
+}
+
+static json_object *str(const char *s)
+{
+	return json_object_new_string(s);
+}
+
+static json_object *op1(const char *kind, json_object *x)
+{
+	return add(arr(kind), x);
+}
+
+static json_object *op2(const char *kind, json_object *x, json_object *y)
+{
+	return add(add(arr(kind), x), y);
+}
+
+static json_object *op3(const char *kind, json_object *x, json_object *y, json_object *z)
+{
+	return add(op2(kind, x, y), z);
+}
+
+/* Insert x (whose reference the array takes) at position i of a, moving the rest up. */
+static void insert_at(json_object *a, size_t i, json_object *x)
+{
+	size_t n = json_object_array_length(a);
+	json_object_array_add(a, NULL);
+	for (size_t j = n; j > i; j--) {
+		json_object_array_put_idx(
+			a, j, json_object_get(json_object_array_get_idx(a, j - 1)));
+	}
+	json_object_array_put_idx(a, i, x);
+}
+
+/* ---- The generator ---- */
+
+enum ty { T_U, T_I, T_F, T_B, T_COUNT };
+
+static const char *const ty_name[T_COUNT] = {"u32", "i32", "f32", "bool"};
+static const char *const in_buf[T_COUNT] = {"in_u", "in_i", "in_f", "in_b"};
+static const char *const out_buf[T_COUNT] = {"o_u", "o_i", "o_f", "o_b"};
+
+/* Words that break arithmetic: the witnesses of the case format and a few more. */
+static const uint32_t wit_u[] = {0, 1, 2, 3, 7, 31, 32, 33, 0xFFFF, 0x10000, 0x12345678, 0x7FFFFFFF,
+	0x80000000, 0x80000001, 0xFFFFFFFE, 0xFFFFFFFF};
+static const uint32_t wit_i[] = {0, 1, 0xFFFFFFFF, 2, 0xFFFFFFFE, 3, 0xFFFFFFFD, 7, 31, 32,
+	0xFFFFFFE0, 0x12345678, 0x7FFFFFFF, 0x7FFFFFFE, 0x80000000, 0x80000001};
+static const uint32_t wit_f[] = {0x00000000, 0x80000000, 0x3F800000, 0xBF800000, 0x3F000000,
+	0xBF000000, 0x3FC00000, 0xC0200000, 0x40400000, 0x3DCCCCCD, 0x4B800000, 0x4F000000,
+	0x4F800000, 0xCF000000, 0x7F7FFFFF, 0xFF7FFFFF, 0x00800000, 0x80800000, 0x00000001,
+	0x007FFFFF, 0x80000001, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFC00000,
+	0x7FC12345, 0xFFFFFFFF, 0x40490FDB, 0x3FB504F3};
+static const uint32_t wit_b[] = {0, 1, 2, 0xFFFFFFFF};
+
+struct var {
+	char name[16];
+	enum ty t;
+	bool assignable;
+};
+
+/* How a phase or section may touch a buffer that other invocations also touch. */
+enum share { SH_NONE, SH_OWN, SH_FROZEN };
+
+struct gen {
+	uint64_t rng;
+	uint32_t n, wg; /* elements per buffer, invocations per workgroup */
+	struct var vars[MAX_VARS];
+	uint32_t n_vars;
+	uint32_t next_name;
+	char own[16]; /* the variable holding gid 0 in this phase */
+	enum share rw, tile;
+	bool allow_return;
+	bool use_tiles, use_par;
+	int nodes; /* statements left */
+	uint32_t spec[T_COUNT];
+	bool spec_used[T_COUNT];
+};
+
+static uint32_t rnd(struct gen *g, uint32_t n)
+{
+	return (uint32_t)(mix(&g->rng) >> 32) % n;
+}
+
+static bool chance(struct gen *g, uint32_t percent)
+{
+	return rnd(g, 100) < percent;
+}
+
+static uint32_t word_of(struct gen *g, enum ty t)
+{
+	if (chance(g, 35)) {
+		return (uint32_t)(mix(&g->rng) >> 32);
+	}
+	switch (t) {
+	case T_U:
+		return wit_u[rnd(g, sizeof(wit_u) / 4)];
+	case T_I:
+		return wit_i[rnd(g, sizeof(wit_i) / 4)];
+	case T_F:
+		return wit_f[rnd(g, sizeof(wit_f) / 4)];
+	default:
+		return wit_b[rnd(g, sizeof(wit_b) / 4)];
+	}
+}
+
+static json_object *hex_word(uint32_t w)
+{
+	char buf[16];
+	snprintf(buf, sizeof(buf), "0x%08" PRIx32, w);
+	return str(buf);
+}
+
+/* A literal of type t holding the word w, as the IR writes it. */
+static json_object *literal(enum ty t, uint32_t w)
+{
+	json_object *a = arr(ty_name[t]);
+	switch (t) {
+	case T_U:
+		return add(a, json_object_new_int64(w));
+	case T_I:
+		return add(a, json_object_new_int64((int32_t)w));
+	case T_B:
+		return add(a, json_object_new_boolean(w != 0));
+	default: {
+		float f;
+		memcpy(&f, &w, sizeof(f));
+		if (isnan(f)) {
+			return add(a, str("nan"));
+		}
+		if (isinf(f)) {
+			return add(a, str(f > 0 ? "inf" : "-inf"));
+		}
+		return add(a, json_object_new_double((double)f));
+	}
+	}
+}
+
+static json_object *var_ref(const char *name)
+{
+	return op1("var", str(name));
+}
+
+static json_object *own_index(struct gen *g)
+{
+	return chance(g, 80) ? var_ref(g->own) : op1("gid", json_object_new_int(0));
+}
+
+static json_object *expr(struct gen *g, enum ty t, int depth);
+
+/* An index for a buffer every invocation may read anywhere: in range, past the end, or any. */
+static json_object *any_index(struct gen *g, int depth)
+{
+	switch (rnd(g, 6)) {
+	case 0:
+		return own_index(g);
+	case 1:
+		return literal(T_U, rnd(g, g->n + 3));
+	case 2:
+		return op2("add", own_index(g), literal(T_U, 1 + rnd(g, 3)));
+	case 3:
+		return literal(T_U, 0xFFFFFFFFu - rnd(g, 2));
+	case 4:
+		return op2("sub", own_index(g), literal(T_U, 1));
+	default:
+		return expr(g, T_U, depth + 1);
+	}
+}
+
+/* An index only this invocation uses: its own element, or one past the end of every buffer. */
+static json_object *private_index(struct gen *g, const char *buf)
+{
+	if (chance(g, 85)) {
+		return own_index(g);
+	}
+	return op2("add", own_index(g), op1("len", str(buf)));
+}
+
+static json_object *leaf(struct gen *g, enum ty t, int depth)
+{
+	for (;;) {
+		switch (rnd(g, 8)) {
+		case 0:
+		case 1:
+			return literal(t, word_of(g, t));
+		case 2:
+		case 3: {
+			uint32_t start = rnd(g, g->n_vars ? g->n_vars : 1);
+			for (uint32_t k = 0; k < g->n_vars; k++) {
+				struct var *v = &g->vars[(start + k) % g->n_vars];
+				if (v->t == t) {
+					return var_ref(v->name);
+				}
+			}
+			break;
+		}
+		case 4:
+			return op2("load", str(in_buf[t]), any_index(g, depth));
+		case 5:
+			if (t == T_U && g->rw != SH_NONE) {
+				return op2("load", str("rw_u"),
+					g->rw == SH_OWN ? private_index(g, "rw_u")
+							: any_index(g, depth));
+			}
+			if (t == T_F && g->rw != SH_NONE) {
+				return op2("load", str("rw_f"),
+					g->rw == SH_OWN ? private_index(g, "rw_f")
+							: any_index(g, depth));
+			}
+			if ((t == T_U || t == T_F) && g->tile != SH_NONE) {
+				const char *tb = t == T_U ? "tile_u" : "tile_f";
+				return op2("load", str(tb),
+					g->tile == SH_OWN ? op1("lid", json_object_new_int(0))
+							  : any_index(g, depth));
+			}
+			if (t == T_I && g->use_par) {
+				return op2("load", str("par"), any_index(g, depth));
+			}
+			break;
+		case 6: {
+			static const char *const names[T_COUNT] = {"sp_u", "sp_i", "sp_f", "sp_b"};
+			g->spec_used[t] = true;
+			json_object *s = arr("spec");
+			add(s, str(names[t]));
+			add(s, str(ty_name[t]));
+			return add(s, literal(t, g->spec[t]));
+		}
+		default:
+			if (t == T_U) {
+				static const char *const ids[] = {"gid", "lid", "wgid"};
+				if (chance(g, 30)) {
+					static const char *const lens[] = {
+						"in_u", "o_f", "rw_u", "acc"};
+					return op1("len", str(lens[rnd(g, 4)]));
+				}
+				return op1(ids[rnd(g, 3)],
+					json_object_new_int(rnd(g, 10) < 8 ? 0 : 1));
+			}
+			break;
+		}
+	}
+}
+
+struct opdef {
+	const char *name;
+	unsigned types; /* bit per enum ty: operand types accepted */
+	bool to_bool;   /* comparison or classification: the result is bool */
+};
+
+static const struct opdef binops[] = {{"add", 7, false}, {"sub", 7, false}, {"mul", 7, false},
+	{"div", 7, false}, {"mod", 3, false}, {"bit_and", 3, false}, {"bit_or", 3, false},
+	{"bit_xor", 3, false}, {"shl", 3, false}, {"shr", 3, false}, {"rotl", 3, false},
+	{"rotr", 3, false}, {"eq", 15, true}, {"ne", 15, true}, {"lt", 7, true}, {"le", 7, true},
+	{"gt", 7, true}, {"ge", 7, true}, {"and", 9, false}, {"or", 9, false}, {"min", 7, false},
+	{"max", 7, false}, {"abs_diff", 1, false}, {"sat_add", 1, false}, {"sat_sub", 1, false},
+	{"sat_mul", 1, false}, {"mul_high", 3, false}};
+
+static const struct opdef unops[] = {{"neg", 6, false}, {"bit_not", 3, false}, {"not", 9, false},
+	{"popcount", 3, false}, {"clz", 3, false}, {"ctz", 3, false}, {"reverse_bits", 3, false},
+	{"abs", 6, false}, {"sign", 6, false}, {"floor", 4, false}, {"ceil", 4, false},
+	{"round", 4, false}, {"trunc", 4, false}, {"sqrt", 4, false}, {"inverse_sqrt", 4, false},
+	{"reciprocal", 4, false}, {"exp", 4, false}, {"exp2", 4, false}, {"log", 4, false},
+	{"log2", 4, false}, {"sin", 4, false}, {"cos", 4, false}, {"tan", 4, false},
+	{"asin", 4, false}, {"acos", 4, false}, {"atan", 4, false}, {"sinh", 4, false},
+	{"cosh", 4, false}, {"tanh", 4, false}, {"is_nan", 4, true}, {"is_inf", 4, true},
+	{"is_finite", 4, true}, {"unpack4_low", 1, false}, {"unpack4_high", 1, false},
+	{"unpack8_low", 1, false}, {"unpack8_high", 1, false}};
+
+static bool is_shift(const char *op)
+{
+	return strcmp(op, "shl") == 0 || strcmp(op, "shr") == 0 || strcmp(op, "rotl") == 0 ||
+	       strcmp(op, "rotr") == 0;
+}
+
+/* A random operation from `ops` that gives type t; false when none does. */
+static bool pick(struct gen *g, const struct opdef *ops, size_t n, enum ty t, const char **name,
+	enum ty *operand)
+{
+	for (int tries = 0; tries < 40; tries++) {
+		const struct opdef *o = &ops[rnd(g, (uint32_t)n)];
+		if (o->to_bool) {
+			if (t != T_B) {
+				continue;
+			}
+			enum ty ot = (enum ty)rnd(g, T_COUNT);
+			if (o->types & (1u << ot)) {
+				*name = o->name;
+				*operand = ot;
+				return true;
+			}
+		} else if (o->types & (1u << t)) {
+			*name = o->name;
+			*operand = t;
+			return true;
+		}
+	}
+	return false;
+}
+
+static json_object *cond(struct gen *g, int depth)
+{
+	return expr(g, chance(g, 80) ? T_B : T_U, depth);
+}
+
+static json_object *expr(struct gen *g, enum ty t, int depth)
+{
+	if (depth >= 5 || chance(g, depth == 0 ? 15 : 35)) {
+		return leaf(g, t, depth);
+	}
+	const char *name;
+	enum ty ot;
+	switch (rnd(g, 10)) {
+	case 0:
+	case 1:
+	case 2:
+		if (pick(g, binops, sizeof(binops) / sizeof(binops[0]), t, &name, &ot)) {
+			json_object *a = expr(g, ot, depth + 1);
+			json_object *b = expr(g, is_shift(name) ? T_U : ot, depth + 1);
+			if (ot == T_I && (strcmp(name, "div") == 0 || strcmp(name, "mod") == 0) &&
+				chance(g, 80)) {
+				/* Mostly keep i32 division from trapping, so it computes. */
+				b = op2("bit_or", b, literal(T_I, 1));
+			}
+			return op2(name, a, b);
+		}
+		break;
+	case 3:
+	case 4:
+		if (pick(g, unops, sizeof(unops) / sizeof(unops[0]), t, &name, &ot)) {
+			return op1(name, expr(g, ot, depth + 1));
+		}
+		break;
+	case 5:
+		return add(op2("select", cond(g, depth + 1), expr(g, t, depth + 1)),
+			expr(g, t, depth + 1));
+	case 6:
+		return op2("cast", str(ty_name[t]), expr(g, (enum ty)rnd(g, T_COUNT), depth + 1));
+	case 7:
+		if (t == T_F) {
+			return add(op2("fma", expr(g, T_F, depth + 1), expr(g, T_F, depth + 1)),
+				expr(g, T_F, depth + 1));
+		}
+		break;
+	case 8:
+		if (t == T_U && g->rw == SH_OWN) {
+			/* An atomic on this invocation's own element: its old value is defined. */
+			static const char *const aops[] = {
+				"add", "and", "or", "xor", "min", "max", "exchange"};
+			json_object *a = arr("atomic");
+			if (chance(g, 20)) {
+				add(a, str("compare_exchange"));
+				add(a, str("rw_u"));
+				add(a, private_index(g, "rw_u"));
+				add(a, expr(g, T_U, depth + 1));
+				return add(a, expr(g, T_U, depth + 1));
+			}
+			add(a, str(aops[rnd(g, 7)]));
+			add(a, str("rw_u"));
+			add(a, private_index(g, "rw_u"));
+			return add(a, expr(g, T_U, depth + 1));
+		}
+		break;
+	default:
+		break;
+	}
+	return leaf(g, t, depth);
+}
+
+static const char *fresh(struct gen *g, char *buf)
+{
+	snprintf(buf, 16, "v%" PRIu32, g->next_name++);
+	return buf;
+}
+
+static void declare(struct gen *g, const char *name, enum ty t, bool assignable)
+{
+	if (g->n_vars < MAX_VARS) {
+		struct var *v = &g->vars[g->n_vars++];
+		snprintf(v->name, sizeof(v->name), "%s", name);
+		v->t = t;
+		v->assignable = assignable;
+	}
+}
+
+static json_object *block(struct gen *g, int depth, int len);
+
+/* One statement of a section, appended to `list`. */
+static void statement(struct gen *g, json_object *list, int depth)
+{
+	char name[16];
+	g->nodes--;
+	uint32_t k = rnd(g, 100);
+	if (k < 28) {
+		enum ty t = (enum ty)rnd(g, T_COUNT);
+		json_object *value = expr(g, t, 0);
+		add(list, op2("let", str(fresh(g, name)), value));
+		declare(g, name, t, true);
+	} else if (k < 36) {
+		for (uint32_t tries = 0; tries < 8 && g->n_vars; tries++) {
+			struct var *v = &g->vars[rnd(g, g->n_vars)];
+			if (v->assignable) {
+				add(list, op2("assign", str(v->name), expr(g, v->t, 0)));
+				return;
+			}
+		}
+	} else if (k < 62) {
+		enum ty t = (enum ty)rnd(g, T_COUNT);
+		if (g->rw == SH_OWN && chance(g, 30)) {
+			bool f = chance(g, 50);
+			const char *b = f ? "rw_f" : "rw_u";
+			add(list, op3("store", str(b), private_index(g, b),
+					  expr(g, f ? T_F : T_U, 0)));
+		} else if (g->tile == SH_OWN && chance(g, 30)) {
+			bool f = chance(g, 50);
+			add(list, op3("store", str(f ? "tile_f" : "tile_u"),
+					  op1("lid", json_object_new_int(0)),
+					  expr(g, f ? T_F : T_U, 0)));
+		} else {
+			add(list, op3("store", str(out_buf[t]), private_index(g, out_buf[t]),
+					  expr(g, t, 0)));
+		}
+	} else if (k < 72 && depth < 3) {
+		json_object *c = cond(g, 0);
+		json_object *then = block(g, depth + 1, 1 + (int)rnd(g, 3));
+		json_object *orelse =
+			chance(g, 50) ? block(g, depth + 1, 1 + (int)rnd(g, 2)) : arr(NULL);
+		add(list, add(op2("if", c, then), orelse));
+	} else if (k < 79 && depth < 3) {
+		json_object *from = chance(g, 50)
+					    ? literal(T_U, rnd(g, 3))
+					    : op2("bit_and", expr(g, T_U, 2), literal(T_U, 3));
+		json_object *to = literal(T_U, rnd(g, 6));
+		json_object *l = arr("loop");
+		add(l, str(fresh(g, name)));
+		add(l, from);
+		add(l, to);
+		uint32_t mark = g->n_vars;
+		declare(g, name, T_U, false);
+		json_object *body = block(g, depth + 1, 1 + (int)rnd(g, 3));
+		g->n_vars = mark;
+		add(list, add(l, body));
+	} else if (k < 84 && depth < 3) {
+		if (chance(g, 50)) {
+			add(list, op1("block", block(g, depth + 1, 1 + (int)rnd(g, 3))));
+		} else {
+			add(list, op2("region", str("difffuzz"),
+					  block(g, depth + 1, 1 + (int)rnd(g, 3))));
+		}
+	} else if (k < 92) {
+		/* An atomic on a shared element whose final value does not depend on the order:
+		 * element e always takes the operation aops[e], and the old value is never read. */
+		static const char *const aops[] = {"add", "and", "or", "xor", "min", "max"};
+		uint32_t e = rnd(g, 7);
+		json_object *a = arr("atomic");
+		add(a, str(e < 6 ? aops[e] : "add"));
+		add(a, str("acc"));
+		add(a, literal(T_U, e == 6 ? 8 + rnd(g, 2) : e));
+		add(a, expr(g, T_U, 1));
+		add(list, op2("let", str(fresh(g, name)), a));
+	} else if (k < 95 && g->allow_return) {
+		add(list, op3("if", cond(g, 0), add(arr(NULL), arr("return")), arr(NULL)));
+	} else {
+		enum ty t = (enum ty)rnd(g, T_COUNT);
+		add(list,
+			op3("store", str(out_buf[t]), private_index(g, out_buf[t]), expr(g, t, 0)));
+	}
+}
+
+static json_object *block(struct gen *g, int depth, int len)
+{
+	json_object *list = arr(NULL);
+	uint32_t mark = g->n_vars;
+	for (int i = 0; i < len && g->nodes > 0; i++) {
+		statement(g, list, depth);
+	}
+	g->n_vars = mark;
+	return list;
+}
+
+/* One phase: its own index, then sections separated by workgroup barriers. */
+static json_object *phase(struct gen *g, bool last)
+{
+	json_object *list = arr(NULL);
+	uint32_t mark = g->n_vars;
+	char name[16];
+	snprintf(g->own, sizeof(g->own), "%s", fresh(g, name));
+	add(list, op2("let", str(g->own), op1("gid", json_object_new_int(0))));
+	declare(g, g->own, T_U, false);
+	g->rw = (enum share)(1 + rnd(g, 2));
+	uint32_t sections = g->use_tiles ? 1 + rnd(g, 3) : 1;
+	for (uint32_t s = 0; s < sections; s++) {
+		if (s > 0) {
+			add(list, chance(g, 70) ? arr("barrier") : op1("barrier", str("acq_rel")));
+		}
+		g->tile = g->use_tiles ? (s % 2 == 0 ? SH_OWN : SH_FROZEN) : SH_NONE;
+		g->allow_return = last && s + 1 == sections;
+		int len = 1 + (int)rnd(g, 6);
+		for (int i = 0; i < len && g->nodes > 0; i++) {
+			statement(g, list, 0);
+		}
+	}
+	g->n_vars = mark;
+	return list;
+}
+
+static json_object *buffer(const char *name, uint32_t binding, const char *access, enum ty t,
+	uint32_t count, bool output)
+{
+	json_object *b = json_object_new_object();
+	json_object_object_add(b, "name", str(name));
+	json_object_object_add(b, "binding", json_object_new_int64(binding));
+	json_object_object_add(b, "access", str(access));
+	json_object_object_add(b, "type", str(ty_name[t]));
+	json_object_object_add(b, "count", json_object_new_int64(count));
+	if (output) {
+		json_object_object_add(b, "output", json_object_new_boolean(true));
+	}
+	return b;
+}
+
+static json_object *input_words(struct gen *g, enum ty t, uint32_t count)
+{
+	json_object *a = arr(NULL);
+	for (uint32_t i = 0; i < count; i++) {
+		add(a, hex_word(word_of(g, t)));
+	}
+	return a;
+}
+
+/* The case of program `seed`: buffers, entry, config and inputs. */
+static json_object *generate(uint64_t seed)
+{
+	struct gen g = {.rng = seed};
+	static const uint32_t wgs[] = {1, 2, 4, 8, 16, 64};
+	g.wg = wgs[rnd(&g, 6)];
+	g.n = 1 + rnd(&g, 12);
+	g.use_tiles = g.wg > 1 && chance(&g, 40);
+	g.use_par = chance(&g, 30);
+	g.nodes = 4 + (int)rnd(&g, 20);
+	for (int t = 0; t < T_COUNT; t++) {
+		g.spec[t] = word_of(&g, (enum ty)t);
+	}
+	uint32_t in_u_len = chance(&g, 25) ? rnd(&g, g.n + 3) : g.n;
+
+	json_object *buffers = arr(NULL);
+	json_object *inputs = arr(NULL);
+	uint32_t binding = 0;
+	for (int t = 0; t < T_COUNT; t++) {
+		uint32_t count = t == T_U && in_u_len != g.n ? 0 : g.n;
+		add(buffers, buffer(in_buf[t], binding++, "read_only", (enum ty)t, count, false));
+		add(inputs, input_words(&g, (enum ty)t, t == T_U ? in_u_len : g.n));
+	}
+	if (g.use_par) {
+		add(buffers, buffer("par", binding++, "uniform", T_I, 4, false));
+		add(inputs, input_words(&g, T_I, 4));
+	}
+	add(buffers, buffer("rw_u", binding++, "read_write", T_U, g.n, false));
+	add(inputs, input_words(&g, T_U, g.n));
+	add(buffers, buffer("rw_f", binding++, "read_write", T_F, g.n, false));
+	add(inputs, input_words(&g, T_F, g.n));
+	add(buffers, buffer("acc", binding++, "read_write", T_U, 8, true));
+	for (int t = 0; t < T_COUNT; t++) {
+		add(buffers, buffer(out_buf[t], binding++, "write_only", (enum ty)t, g.n, false));
+	}
+	if (g.use_tiles) {
+		add(buffers, buffer("tile_u", binding++, "workgroup", T_U, g.wg, false));
+		add(buffers, buffer("tile_f", binding++, "workgroup", T_F, g.wg, false));
+	}
+
+	json_object *entry = arr(NULL);
+	uint32_t phases = chance(&g, 15) ? 2 + rnd(&g, 2) : 1;
+	for (uint32_t p = 0; p < phases; p++) {
+		if (p > 0) {
+			add(entry, op1("barrier", str("grid_sync")));
+		}
+		json_object *body = phase(&g, p + 1 == phases);
+		if (phases == 1 && chance(&g, 50)) {
+			json_object_put(entry);
+			entry = body;
+		} else {
+			add(entry, op1("block", body));
+		}
+	}
+	if (phases > 1 && chance(&g, 30)) {
+		entry = add(arr(NULL), op2("region", str("difffuzz"), entry));
+	}
+
+	json_object *program = json_object_new_object();
+	json_object_object_add(program, "vyre", json_object_new_int(1));
+	json_object *wg = arr(NULL);
+	add(add(add(wg, json_object_new_int64(g.wg)), json_object_new_int(1)),
+		json_object_new_int(1));
+	json_object_object_add(program, "workgroup_size", wg);
+	json_object_object_add(program, "buffers", buffers);
+	json_object_object_add(program, "entry", entry);
+
+	json_object *root = json_object_new_object();
+	char notes[160];
+	snprintf(notes, sizeof(notes),
+		"difffuzz program %016" PRIx64
+		": the Vulkan backend must give the reference's bytes",
+		seed);
+	json_object_object_add(root, "notes", str(notes));
+	json_object_object_add(root, "program", program);
+	json_object *config = json_object_new_object();
+	static const char *const names[T_COUNT] = {"sp_u", "sp_i", "sp_f", "sp_b"};
+	json_object *spec = json_object_new_object();
+	for (int t = 0; t < T_COUNT; t++) {
+		if (g.spec_used[t] && chance(&g, 50)) {
+			json_object_object_add(spec, names[t], hex_word(word_of(&g, (enum ty)t)));
+		}
+	}
+	if (json_object_object_length(spec)) {
+		json_object_object_add(config, "spec", spec);
+	} else {
+		json_object_put(spec);
+	}
+	if (chance(&g, 10)) {
+		json_object_object_add(
+			config, "max_loop_iterations", json_object_new_int64(1 + rnd(&g, 6)));
+	}
+	if (json_object_object_length(config)) {
+		json_object_object_add(root, "config", config);
+	} else {
+		json_object_put(config);
+	}
+	json_object_object_add(root, "inputs", inputs);
+	return root;
+}
+
+/* ---- Running ---- */
+
+struct target {
+	struct vy_backend *backend; /* owned */
+	char label[48];
+	struct vy_backend *oracle; /* owned: the reference at this backend's subgroup size */
+};
+
+struct run {
+	struct target targets[MAX_TARGETS];
+	size_t n_targets;
+	bool dump_glsl, verbose;
+	uint64_t programs, mismatches, refused, dispatches;
+};
+
+enum outcome { SAME, DIFFERENT, REFUSED };
+
+static void dispatch(struct vy_backend *b, const struct vy_test_case *k, struct vy_test_result *r)
+{
+	vy_outputs_init(&r->outputs);
+	memset(&r->err, 0, sizeof(r->err));
+	r->rc = vy_backend_dispatch(
+		b, k->program, k->views, k->plan->n_inputs, &k->config, &r->outputs, &r->err);
+}
+
+/*
+ * Load the case from its JSON text, as a file would be, and run it everywhere. SAME when every
+ * backend gave the reference's result; `why` describes the first difference or the refusal.
+ */
+static enum outcome try_case(struct run *run, const char *text, char *why)
+{
+	struct vy_test_case k = {0};
+	vy_spec_map_init(&k.spec);
+	json_object *root = json_tokener_parse(text);
+	if (!root) {
+		vy_test_why(why, "the generated text does not parse as JSON");
+		vy_test_case_finish(&k);
+		return REFUSED;
+	}
+	if (vy_test_case_load_json(&k, root, why)) {
+		vy_test_case_finish(&k);
+		return REFUSED;
+	}
+	enum outcome out = SAME;
+	for (size_t i = 0; i < run->n_targets && out == SAME; i++) {
+		struct target *t = &run->targets[i];
+		struct vy_test_result ref, res;
+		dispatch(t->oracle, &k, &ref);
+		dispatch(t->backend, &k, &res);
+		run->dispatches++;
+		char detail[VY_TEST_WHY_MAX];
+		if (!vy_test_same_as_reference(&k, &ref, &res, t->label, detail)) {
+			vy_test_why(why, "%s: %s", t->label, detail);
+			out = DIFFERENT;
+		}
+		vy_outputs_finish(&ref.outputs);
+		vy_outputs_finish(&res.outputs);
+	}
+	vy_test_case_finish(&k);
+	return out;
+}
+
+static char *text_of(json_object *root)
+{
+	char *s = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN));
+	if (!s) {
+		fprintf(stderr, "difffuzz: out of memory\n");
+		abort();
+	}
+	return s;
+}
+
+/* Every replacement of one subtree that shrinking tries, smallest first. */
+static const char *const simple[] = {
+	"[\"u32\", 0]", "[\"i32\", 0]", "[\"f32\", 0.0]", "[\"bool\", false]", "[\"u32\", 1]"};
+
+/*
+ * One pass of shrinking over the arrays below `node`: delete an element of a statement list,
+ * replace an expression by one of its operands or by a simple literal. `try` is called with the
+ * root after each edit and returns true to keep it. Returns true when an edit was kept.
+ */
+struct shrink {
+	struct run *run;
+	json_object *root;
+	char why[VY_TEST_WHY_MAX];
+	int budget;
+};
+
+static bool keeps(struct shrink *s)
+{
+	if (s->budget <= 0) {
+		return false;
+	}
+	char *text = text_of(s->root);
+	char why[VY_TEST_WHY_MAX] = "";
+	enum outcome o = try_case(s->run, text, why);
+	free(text);
+	if (o != REFUSED) {
+		s->budget--;
+	}
+	if (o == DIFFERENT) {
+		memcpy(s->why, why, sizeof(why));
+		return true;
+	}
+	return false;
+}
+
+static bool shrink_in(struct shrink *s, json_object *a)
+{
+	if (!json_object_is_type(a, json_type_array)) {
+		return false;
+	}
+	bool changed = false;
+	size_t n = json_object_array_length(a);
+	bool statements =
+		n == 0 || json_object_is_type(json_object_array_get_idx(a, 0), json_type_array);
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *child = json_object_array_get_idx(a, i);
+		if (!json_object_is_type(child, json_type_array)) {
+			continue;
+		}
+		json_object_get(child);
+		if (statements) {
+			json_object_array_del_idx(a, i, 1);
+			if (keeps(s)) {
+				json_object_put(child);
+				changed = true;
+				i--;
+				continue;
+			}
+			insert_at(a, i, child);
+			continue;
+		}
+		bool replaced = false;
+		/* An expression: try each of its array operands in its place, then literals. */
+		size_t m = json_object_array_length(child);
+		for (size_t j = 1; j < m && !replaced; j++) {
+			json_object *sub = json_object_array_get_idx(child, j);
+			if (!json_object_is_type(sub, json_type_array) ||
+				(json_object_array_length(sub) > 0 &&
+					json_object_is_type(json_object_array_get_idx(sub, 0),
+						json_type_array))) {
+				continue;
+			}
+			json_object_get(sub);
+			json_object_array_put_idx(a, i, sub);
+			if (keeps(s)) {
+				replaced = true;
+			} else {
+				json_object_get(child);
+				json_object_array_put_idx(a, i, child);
+			}
+		}
+		for (size_t j = 0; j < sizeof(simple) / sizeof(simple[0]) && !replaced; j++) {
+			const char *old =
+				json_object_to_json_string_ext(child, JSON_C_TO_STRING_PLAIN);
+			if (strcmp(old, simple[j]) == 0 || json_object_array_length(child) <= 2) {
+				break;
+			}
+			json_object_array_put_idx(a, i, json_tokener_parse(simple[j]));
+			if (keeps(s)) {
+				replaced = true;
+			} else {
+				json_object_get(child);
+				json_object_array_put_idx(a, i, child);
+			}
+		}
+		if (replaced) {
+			changed = true;
+			json_object_put(child);
+			i--;
+			continue;
+		}
+		json_object_put(child);
+		changed = shrink_in(s, child) || changed;
+	}
+	return changed;
+}
+
+/* Drop the buffers (and their inputs) that the shrunk program no longer names. */
+static void drop_unused_buffers(struct shrink *s)
+{
+	json_object *program = json_object_object_get(s->root, "program");
+	json_object *buffers = json_object_object_get(program, "buffers");
+	json_object *inputs = json_object_object_get(s->root, "inputs");
+	const char *entry = json_object_to_json_string_ext(
+		json_object_object_get(program, "entry"), JSON_C_TO_STRING_PLAIN);
+	char *text = strdup(entry);
+	size_t input_at = 0;
+	for (size_t i = 0; i < json_object_array_length(buffers);) {
+		json_object *b = json_object_array_get_idx(buffers, i);
+		const char *name = json_object_get_string(json_object_object_get(b, "name"));
+		const char *access = json_object_get_string(json_object_object_get(b, "access"));
+		bool takes_input =
+			(strcmp(access, "read_only") == 0 || strcmp(access, "uniform") == 0 ||
+				strcmp(access, "read_write") == 0) &&
+			!json_object_object_get(b, "output");
+		char quoted[40];
+		snprintf(quoted, sizeof(quoted), "\"%s\"", name);
+		if (strstr(text, quoted)) {
+			input_at += takes_input;
+			i++;
+			continue;
+		}
+		json_object *saved_b = json_object_get(b);
+		json_object *saved_in =
+			takes_input ? json_object_get(json_object_array_get_idx(inputs, input_at))
+				    : NULL;
+		json_object_array_del_idx(buffers, i, 1);
+		if (takes_input) {
+			json_object_array_del_idx(inputs, input_at, 1);
+		}
+		s->budget++;
+		if (keeps(s)) {
+			json_object_put(saved_b);
+			json_object_put(saved_in);
+			continue;
+		}
+		insert_at(buffers, i, saved_b);
+		if (takes_input) {
+			insert_at(inputs, input_at, saved_in);
+			input_at++;
+		}
+		i++;
+	}
+	free(text);
+}
+
+static void report_mismatch(struct run *run, uint64_t seed, const char *text, const char *why)
+{
+	printf("MISMATCH program %016" PRIx64 ": %s\n", seed, why);
+	struct shrink s = {.run = run, .root = json_tokener_parse(text), .budget = SHRINK_BUDGET};
+	memcpy(s.why, why, VY_TEST_WHY_MAX);
+	json_object *program = json_object_object_get(s.root, "program");
+	while (shrink_in(&s, json_object_object_get(program, "entry"))) {
+	}
+	json_object *config = json_object_object_get(s.root, "config");
+	if (config) {
+		json_object_get(config);
+		json_object_object_del(s.root, "config");
+		if (!keeps(&s)) {
+			json_object_object_add(s.root, "config", config);
+		} else {
+			json_object_put(config);
+		}
+	}
+	drop_unused_buffers(&s);
+	printf("  shrunk (%d of %d runs left): %s\n  as a conformance case:\n%s\n", s.budget,
+		SHRINK_BUDGET, s.why,
+		json_object_to_json_string_ext(
+			s.root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(s.root);
+}
+
+#ifdef VY_HAVE_VULKAN
+/* The GLSL that the Vulkan backend generates for the program of `text` (exact math assumed). */
+static void dump_glsl(const char *text)
+{
+	struct vy_test_case k = {0};
+	char why[VY_TEST_WHY_MAX];
+	vy_spec_map_init(&k.spec);
+	if (vy_test_case_load_json(&k, json_tokener_parse(text), why) == 0) {
+		struct vy_err err = {0};
+		struct vy_vk_codegen_options opts = {
+			.math = {.fma_fused = true, .div_exact = true, .sqrt_exact = true}};
+		char *glsl = NULL;
+		struct vy_vk_shader_layout layout;
+		if (vy_vmath_lower(k.program, &err) == 0 &&
+			vy_vk_codegen(k.program, &opts, &glsl, &layout, &err) == 0) {
+			printf("%s\n", glsl);
+		} else {
+			printf("no GLSL: %s\n", err.message);
+		}
+		free(glsl);
+	}
+	vy_test_case_finish(&k);
+}
+#endif
+
+static int open_targets(struct run *run, const char **only, size_t n_only)
+{
+	struct vy_registry_set set;
+	vy_registry_open_all(NULL, &set);
+	vy_test_keep_vulkan_drivers();
+	int rc = 0;
+	for (size_t i = 0; i < set.len; i++) {
+		struct vy_registry_opened *o = &set.items[i];
+		bool wanted = n_only == 0;
+		for (size_t j = 0; j < n_only; j++) {
+			wanted = wanted || strcmp(only[j], o->entry->id) == 0;
+		}
+		if (strcmp(o->entry->id, VY_REFERENCE_ID) == 0 || !wanted) {
+			continue;
+		}
+		if (!o->backend) {
+			bool no_device = strstr(o->err.message, "no Vulkan device") != NULL;
+			printf("difffuzz: backend %s did not open: %s\n", o->entry->id,
+				o->err.message);
+			if (!no_device) {
+				rc = 2;
+			}
+			continue;
+		}
+		struct target *t = &run->targets[run->n_targets++];
+		t->backend = o->backend;
+		o->backend = NULL;
+		snprintf(t->label, sizeof(t->label), "%s", o->entry->id);
+		struct vy_registry_options opts = {
+			.subgroup_size = vy_backend_subgroup_size(t->backend)};
+		struct vy_err err = {0};
+		if (vy_registry_open(VY_REFERENCE_ID, &opts, &t->oracle, &err)) {
+			printf("difffuzz: the reference did not open: %s\n", err.message);
+			rc = 2;
+		}
+	}
+	vy_registry_set_finish(&set);
+	return rc;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: difffuzz [--seed S] [--count N] [--backend ID]... [--dump-glsl] "
+			"[--verbose]\n");
+}
+
+int main(int argc, char **argv)
+{
+	static struct run run;
+	uint64_t seed = 1;
+	uint64_t count = 100;
+	const char *only[VY_REGISTRY_MAX];
+	size_t n_only = 0;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+			seed = strtoull(argv[++i], NULL, 0);
+		} else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
+			count = strtoull(argv[++i], NULL, 0);
+		} else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc &&
+			   n_only < VY_REGISTRY_MAX) {
+			only[n_only++] = argv[++i];
+		} else if (strcmp(argv[i], "--dump-glsl") == 0) {
+			run.dump_glsl = true;
+		} else if (strcmp(argv[i], "--verbose") == 0) {
+			run.verbose = true;
+		} else {
+			usage();
+			return 2;
+		}
+	}
+	int rc = open_targets(&run, only, n_only);
+	if (rc == 0 && run.n_targets == 0) {
+		printf("difffuzz: no Vulkan device: only the reference is compiled in or opens, "
+		       "nothing to compare\n");
+	}
+	printf("difffuzz: seed %" PRIu64 ", %" PRIu64 " programs, backends:", seed, count);
+	for (size_t i = 0; i < run.n_targets; i++) {
+		printf(" %s", run.targets[i].label);
+	}
+	printf("\n");
+	fflush(stdout);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	uint64_t state = seed;
+	for (uint64_t p = 0; p < count && rc != 2; p++) {
+		/* Program p's own seed: `--seed SEED --count 1` replays it. The first program of
+		 * a run uses the run's seed itself. */
+		uint64_t ps = p == 0 ? seed : mix(&state);
+		if (p == 0) {
+			mix(&state);
+		}
+		json_object *root = generate(ps);
+		char *text = text_of(root);
+		json_object_put(root);
+		if (run.verbose) {
+			printf("program %016" PRIx64 ": %s\n", ps, text);
+		}
+#ifdef VY_HAVE_VULKAN
+		if (run.dump_glsl) {
+			dump_glsl(text);
+		}
+#endif
+		char why[VY_TEST_WHY_MAX] = "";
+		enum outcome o = try_case(&run, text, why);
+		run.programs++;
+		if (o == REFUSED) {
+			run.refused++;
+			printf("GENERATOR BUG program %016" PRIx64 ": %s\n%s\n", ps, why, text);
+		} else if (o == DIFFERENT) {
+			run.mismatches++;
+			report_mismatch(&run, ps, text, why);
+		}
+		free(text);
+		fflush(stdout);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	printf("difffuzz: %" PRIu64 " programs in %.1f s (%.1f programs/s), %" PRIu64
+	       " mismatches, %" PRIu64 " refused by the validator (generator bugs)\n",
+		run.programs, secs, secs > 0 ? (double)run.programs / secs : 0.0, run.mismatches,
+		run.refused);
+	int validation = vy_test_vulkan_validation_check();
+	for (size_t i = 0; i < run.n_targets; i++) {
+		vy_backend_destroy(run.targets[i].backend);
+		vy_backend_destroy(run.targets[i].oracle);
+	}
+	if (rc) {
+		return rc;
+	}
+	return run.mismatches || run.refused || validation ? 1 : 0;
+}
