@@ -7,8 +7,9 @@
  * exactly what ran. A mismatch is shrunk (nodes deleted, subtrees replaced by simpler ones) while
  * it persists, and the smallest program is printed as a ready conformance case.
  *
- *   difffuzz [--seed S] [--count N] [--backend ID]... [--dump-glsl] [--verbose]
+ *   difffuzz [--seed S|random] [--count N] [--backend ID]... [--dump-glsl] [--verbose]
  *
+ * `--seed random` draws the run's seed from the clock and prints it.
  * Program k of a run is generated from its own seed, printed with each failure: `--seed THAT
  * --count 1` replays it alone. A program that the validator refuses is a generator bug and fails
  * the run like a mismatch. Exit status: 0 when every program matched, 1 on a mismatch or a
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "case.h"
@@ -1018,8 +1020,9 @@ static int open_targets(struct run *run, const char **only, size_t n_only)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: difffuzz [--seed S] [--count N] [--backend ID]... [--dump-glsl] "
-			"[--verbose]\n");
+	fprintf(stderr,
+		"usage: difffuzz [--seed S|random] [--count N] [--backend ID]... [--dump-glsl] "
+		"[--verbose]\n");
 }
 
 int main(int argc, char **argv)
@@ -1031,7 +1034,18 @@ int main(int argc, char **argv)
 	size_t n_only = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
-			seed = strtoull(argv[++i], NULL, 0);
+			i++;
+			if (strcmp(argv[i], "random") == 0) {
+				/* A new seed per run, printed below so that a failure can be
+				 * replayed. */
+				struct timespec now;
+				clock_gettime(CLOCK_REALTIME, &now);
+				uint64_t mixed = (uint64_t)now.tv_sec * 1000000007u ^
+						 (uint64_t)now.tv_nsec ^ (uint64_t)getpid() << 32;
+				seed = mix(&mixed) >> 1;
+			} else {
+				seed = strtoull(argv[i], NULL, 0);
+			}
 		} else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
 			count = strtoull(argv[++i], NULL, 0);
 		} else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc &&
