@@ -1103,6 +1103,10 @@ int main(int argc, char **argv)
 			report_mismatch(&run, ps, text, why);
 		}
 		free(text);
+		if ((p + 1) % 100 == 0) {
+			printf("difffuzz: %" PRIu64 " programs, %" PRIu64 " mismatches\n", p + 1,
+				run.mismatches);
+		}
 		fflush(stdout);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
