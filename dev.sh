@@ -10,7 +10,7 @@
 #                    release build into build-bench/, run the benchmark suite against its
 #                    anchors and print its table; results (JSON, plot) in OUTDIR (default
 #                    build-bench/bench-results)
-#   ./dev.sh difffuzz [--count N] [--seed S] [--backend ID]...
+#   ./dev.sh difffuzz [--count N] [--seed S] [--jobs N] [--backend ID]...
 #                    release build into build-difffuzz/, then the differential fuzzer: N random
 #                    programs (default 1000) from seed S (default: a new one, printed) on the
 #                    reference and every backend that opens, compared byte for byte

@@ -8,7 +8,7 @@
  * it persists, and the smallest program is printed as a ready conformance case.
  *
  *   difffuzz [--seed S|random] [--count N] [--jobs N] [--backend ID]... [--require-coverage]
- *            [--coverage] [--self-test] [--dump-glsl] [--verbose]
+ *            [--coverage] [--self-test] [--reference-only] [--dump-glsl] [--verbose]
  *
  * `--seed random` draws the run's seed from the clock and prints it. Program i of a run is
  * generated from its own seed, a function of the run's seed and i alone (the first program uses
@@ -19,7 +19,9 @@
  * counter, summed at the end (`--coverage` prints each); `--require-coverage` fails the run when
  * one was never reached. `--self-test` checks the fuzzer itself: the reference against the
  * reference run on the program with every bit_xor turned into bit_or, until the first mismatch,
- * which must shrink to at most SELF_TEST_MAX_NODES nodes.
+ * which must shrink to at most SELF_TEST_MAX_NODES nodes. `--reference-only` runs each program on
+ * the reference twice and compares (no device: checks the generator, its coverage and the
+ * reference's determinism at the reference's speed).
  *
  * A program that the validator refuses is a generator bug and fails the run like a mismatch.
  * Exit status: 0 when every program matched, 1 on a mismatch, a generator bug, missing coverage
@@ -904,7 +906,7 @@ struct target {
 struct run {
 	struct target targets[MAX_TARGETS];
 	size_t n_targets;
-	bool dump_glsl, verbose, self_test;
+	bool dump_glsl, verbose, self_test, reference_only;
 	uint64_t seed, count;
 	atomic_uint_fast64_t next; /* the next program index a worker takes */
 	atomic_uint_fast64_t done; /* programs finished */
@@ -1275,13 +1277,14 @@ static void drop_config(struct shrink *s)
 }
 
 /*
- * Shrink the mismatch of program `seed` and write the report to `out`; returns the shrunk
- * program's node count.
+ * Shrink the mismatch of program `seed` (number i of the run) and write the report to `out`;
+ * returns the shrunk program's node count.
  */
 static size_t report_mismatch(
-	struct run *run, FILE *out, uint64_t seed, const char *text, const char *why)
+	struct run *run, FILE *out, uint64_t i, uint64_t seed, const char *text, const char *why)
 {
-	fprintf(out, "MISMATCH program %016" PRIx64 ": %s\n", seed, why);
+	fprintf(out, "MISMATCH program %016" PRIx64 " (number %" PRIu64 " of the run): %s\n", seed,
+		i, why);
 	struct shrink s = {.run = run, .root = json_tokener_parse(text), .budget = SHRINK_BUDGET};
 	memcpy(s.why, why, VY_TEST_WHY_MAX);
 	json_object *program = json_object_object_get(s.root, "program");
@@ -1382,7 +1385,7 @@ static void run_program(struct run *run, uint64_t i, uint64_t *counts)
 		fprintf(b.f, "GENERATOR BUG program %016" PRIx64 ": %s\n%s\n", ps, why, text);
 	} else if (o == DIFFERENT) {
 		atomic_fetch_add(&run->mismatches, 1);
-		size_t nodes = report_mismatch(run, b.f, ps, text, why);
+		size_t nodes = report_mismatch(run, b.f, i, ps, text, why);
 		if (run->self_test) {
 			/* The self-test ends at its first mismatch, judged by the shrunk size. */
 			atomic_store(&run->stop, true);
@@ -1486,6 +1489,9 @@ static int open_targets(struct run *run, const char **only, size_t n_only)
 		run->targets[0].wrong = true;
 		return rc;
 	}
+	if (run->reference_only) {
+		return add_reference_pair(run, "reference-again", 0);
+	}
 	/* Every program is new, so a compiled program is never reused: no disk cache (it is off
 	 * without a key), and few compiled programs kept in memory. */
 	struct vy_registry_options vk_opts = {.kernel_cache_entries = KERNEL_CACHE_ENTRIES};
@@ -1526,7 +1532,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: difffuzz [--seed S|random] [--count N] [--jobs N] [--backend ID]... "
-		"[--require-coverage] [--coverage] [--self-test] [--dump-glsl] [--verbose]\n");
+		"[--require-coverage] [--coverage] [--self-test] [--reference-only] [--dump-glsl] "
+		"[--verbose]\n");
 }
 
 int main(int argc, char **argv)
@@ -1569,6 +1576,8 @@ int main(int argc, char **argv)
 			show_coverage = true;
 		} else if (strcmp(argv[i], "--self-test") == 0) {
 			run.self_test = true;
+		} else if (strcmp(argv[i], "--reference-only") == 0) {
+			run.reference_only = true;
 		} else if (strcmp(argv[i], "--dump-glsl") == 0) {
 			run.dump_glsl = true;
 		} else if (strcmp(argv[i], "--verbose") == 0) {
