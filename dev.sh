@@ -14,6 +14,11 @@
 #                    release build into build-bench/, run the benchmark suite against its
 #                    anchors and print its table; results (JSON, plot) in OUTDIR (default
 #                    build-bench/bench-results)
+#   ./dev.sh difffuzz [--count N] [--seed S] [--jobs N] [--backend ID]...
+#                    release build into build-difffuzz/, then the differential fuzzer: N random
+#                    programs (default 1000) from seed S (default: a new one, printed) on the
+#                    reference and every backend that opens, compared byte for byte
+#                    (tests/difffuzz; docs/semantics.md section 10)
 #   ./dev.sh mutate [OPTIONS]
 #                    mutation testing: plant each mutant of tests/mutants.ini in a scratch copy
 #                    (build-mutate/), rebuild, run the suites it names, and print caught /
@@ -190,6 +195,13 @@ run_demo() {
 	daemon/demo.sh build/daemon/vyred "$example"
 }
 
+run_difffuzz() {
+	configure build-difffuzz --buildtype=release -Dtests=true
+	ninja -C build-difffuzz tests/difffuzz/difffuzz
+	local args=(--count 1000 --seed random)
+	exec build-difffuzz/tests/difffuzz/difffuzz "${args[@]}" "$@"
+}
+
 run_bench() {
 	configure build-bench --buildtype=release -Dtests=false
 	ninja -C build-bench bench/vybench daemon/vyred
@@ -219,13 +231,18 @@ ulp)
 	install_missing
 	run_ulp "$@"
 	;;
+difffuzz)
+	shift
+	install_missing
+	run_difffuzz "$@"
+	;;
 mutate)
 	shift
 	install_missing
 	exec python3 tools/mutate.py "$@"
 	;;
 *)
-	echo "usage: ./dev.sh demo|test|build|bench [OUTDIR]|mutate [OPTIONS]|ulp [OPTIONS]" >&2
+	echo "usage: ./dev.sh demo|test|build|bench [OUTDIR]|difffuzz [--count N] [--seed S]|mutate [OPTIONS]|ulp [OPTIONS]" >&2
 	exit 2
 	;;
 esac

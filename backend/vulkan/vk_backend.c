@@ -97,6 +97,7 @@ static int device_up(struct vy__vk_backend *b, uint32_t index, struct vy_err *er
 			lim[i] = lim[i] < small[i] ? lim[i] : small[i];
 		}
 	}
+	vy__vk_compiler_set_float_preserve(b->cc, b->dev.float32_preserve);
 	vy__vk_memory_init(&b->mem, &b->dev);
 	rc = vy__vk_exec_init(&b->exec, &b->dev, &b->mem, err);
 	if (rc) {

@@ -85,17 +85,42 @@ static const char round_pack_text[] =
 	"\treturn s | bits;\n"
 	"}\n";
 
-static const char fadd_text[] = "uint vy_fadd(uint a, uint b)\n"
-				"{\n"
-				"\tprecise float r = uintBitsToFloat(a) + uintBitsToFloat(b);\n"
-				"\treturn vy_canon(floatBitsToUint(r));\n"
-				"}\n";
+/*
+ * Zero, infinite and NaN operands take their IEEE result from integer tests, so the float
+ * instruction only ever sees finite nonzero operands. A driver may rewrite an operation whose
+ * operand is a constant zero or one as if zeros had no sign and NaN did not occur, even with
+ * SignedZeroInfNanPreserve: lavapipe turns `x + 0.0` into `x` (wrong for -0) and `0.0 * x`
+ * into `0.0` (wrong for -0, inf and NaN) when the constant reaches the instruction.
+ */
+#define FADD_BODY                                                                                  \
+	"\tuint ma = a & 0x7FFFFFFFu;\n"                                                           \
+	"\tuint mb = b & 0x7FFFFFFFu;\n"                                                           \
+	"\tif (ma > 0x7F800000u || mb > 0x7F800000u) {\n"                                          \
+	"\t\treturn 0x7FC00000u;\n"                                                                \
+	"\t}\n"                                                                                    \
+	"\tif (ma == 0x7F800000u) {\n"                                                             \
+	"\t\treturn mb == 0x7F800000u && a != b ? 0x7FC00000u : a;\n"                              \
+	"\t}\n"                                                                                    \
+	"\tif (mb == 0x7F800000u) {\n"                                                             \
+	"\t\treturn b;\n"                                                                          \
+	"\t}\n"                                                                                    \
+	"\tif (ma == 0u) {\n"                                                                      \
+	"\t\treturn mb == 0u ? (a & b) : b;\n"                                                     \
+	"\t}\n"                                                                                    \
+	"\tif (mb == 0u) {\n"                                                                      \
+	"\t\treturn a;\n"                                                                          \
+	"\t}\n"                                                                                    \
+	"\tprecise float r = uintBitsToFloat(a) + uintBitsToFloat(b);\n"                           \
+	"\treturn vy_canon(floatBitsToUint(r));\n"                                                 \
+	"}\n"
 
+static const char fadd_text[] = "uint vy_fadd(uint a, uint b)\n"
+				"{\n" FADD_BODY;
+
+/* a - b is a + (-b) exactly, NaN included (the result is the canonical NaN either way). */
 static const char fsub_text[] = "uint vy_fsub(uint a, uint b)\n"
 				"{\n"
-				"\tprecise float r = uintBitsToFloat(a) - uintBitsToFloat(b);\n"
-				"\treturn vy_canon(floatBitsToUint(r));\n"
-				"}\n";
+				"\tb ^= 0x80000000u;\n" FADD_BODY;
 
 /*
  * A device that flushes subnormal results may decide before rounding, and so return zero where
@@ -114,16 +139,29 @@ static const char mulx_text[] =
 	"\t\t(lo & 0xFFFFu) != 0u);\n"
 	"}\n";
 
-static const char fmul_text[] = "uint vy_fmul(uint a, uint b)\n"
-				"{\n"
-				"\tprecise float r = uintBitsToFloat(a) * uintBitsToFloat(b);\n"
-				"\tuint x = vy_canon(floatBitsToUint(r));\n"
-				"\tif ((x & 0x7FFFFFFFu) == 0u && (a & 0x7FFFFFFFu) != 0u &&\n"
-				"\t\t(b & 0x7FFFFFFFu) != 0u) {\n"
-				"\t\tx = vy_fmul_exact(a, b);\n"
-				"\t}\n"
-				"\treturn x;\n"
-				"}\n";
+/* Special operands by integer tests, as for add: the product only sees finite nonzero ones. */
+static const char fmul_text[] =
+	"uint vy_fmul(uint a, uint b)\n"
+	"{\n"
+	"\tuint s = (a ^ b) & 0x80000000u;\n"
+	"\tuint ma = a & 0x7FFFFFFFu;\n"
+	"\tuint mb = b & 0x7FFFFFFFu;\n"
+	"\tif (ma > 0x7F800000u || mb > 0x7F800000u) {\n"
+	"\t\treturn 0x7FC00000u;\n"
+	"\t}\n"
+	"\tif (ma == 0x7F800000u || mb == 0x7F800000u) {\n"
+	"\t\treturn ma == 0u || mb == 0u ? 0x7FC00000u : (s | 0x7F800000u);\n"
+	"\t}\n"
+	"\tif (ma == 0u || mb == 0u) {\n"
+	"\t\treturn s;\n"
+	"\t}\n"
+	"\tprecise float r = uintBitsToFloat(a) * uintBitsToFloat(b);\n"
+	"\tuint x = vy_canon(floatBitsToUint(r));\n"
+	"\tif ((x & 0x7FFFFFFFu) == 0u) {\n"
+	"\t\tx = vy_fmul_exact(a, b);\n"
+	"\t}\n"
+	"\treturn x;\n"
+	"}\n";
 
 /*
  * a * b + c for finite operands with a * b != 0, from the bits: the 48-bit product and the addend

@@ -375,8 +375,10 @@ static int create_device(struct vy_vk_device *d, struct vy_err *err)
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
 	VkPhysicalDeviceExternalMemoryHostPropertiesEXT hostp = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
+	VkPhysicalDeviceFloatControlsProperties fc = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES, .pNext = &m3};
 	VkPhysicalDeviceProperties2 p2 = {
-		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &m3};
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &fc};
 	if (has_push) {
 		push.pNext = p2.pNext;
 		p2.pNext = &push;
@@ -400,6 +402,7 @@ static int create_device(struct vy_vk_device *d, struct vy_err *err)
 	d->max_allocation = m3.maxMemoryAllocationSize;
 	d->max_storage_range = d->props.limits.maxStorageBufferRange;
 	d->subgroup_size = sg.subgroupSize;
+	d->float32_preserve = fc.shaderSignedZeroInfNanPreserveFloat32;
 	d->min_subgroup_size = has_ssc ? sscp.minSubgroupSize : sg.subgroupSize;
 	d->max_subgroup_size = has_ssc ? sscp.maxSubgroupSize : sg.subgroupSize;
 	VkSubgroupFeatureFlags need_ops =

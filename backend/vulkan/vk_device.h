@@ -49,6 +49,9 @@ struct vy_vk_device {
 	uint32_t subgroup_size;
 	uint32_t min_subgroup_size;
 	uint32_t max_subgroup_size;
+	/* shaderSignedZeroInfNanPreserveFloat32: modules may ask for exact signed zeros, infinities
+	 * and NaN (vy__vk_compiler_set_float_preserve) */
+	bool float32_preserve;
 	bool subgroup_ops;          /* basic, arithmetic, ballot and shuffle in compute shaders */
 	bool subgroup_size_control; /* the size can be pinned per pipeline (feature enabled) */
 

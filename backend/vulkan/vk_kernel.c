@@ -23,7 +23,7 @@
 #include "vmath.h"
 
 /* Bumped when generated modules stop matching older keys. */
-#define SPIRV_KEY_VERSION UINT64_C(1)
+#define SPIRV_KEY_VERSION UINT64_C(2)
 
 static uint64_t now_ns(void)
 {

@@ -20,6 +20,7 @@
 struct vy_vk_compiler {
 	shaderc_compiler_t compiler;
 	shaderc_compile_options_t options;
+	bool float_preserve; /* add SignedZeroInfNanPreserve 32 to each module */
 };
 
 struct vy_vk_compiler *vy__vk_compiler_create(void)
@@ -42,6 +43,11 @@ struct vy_vk_compiler *vy__vk_compiler_create(void)
 		c->options, shaderc_optimization_level_performance);
 	shaderc_compile_options_set_source_language(c->options, shaderc_source_language_glsl);
 	return c;
+}
+
+void vy__vk_compiler_set_float_preserve(struct vy_vk_compiler *c, bool on)
+{
+	c->float_preserve = on;
 }
 
 void vy__vk_compiler_destroy(struct vy_vk_compiler *c)
@@ -81,6 +87,70 @@ static void source_line(const char *src, size_t len, unsigned long line, char *b
 	const char *nl = memchr(s, '\n', (size_t)(end - s));
 	size_t n = (size_t)((nl ? nl : end) - s);
 	snprintf(buf, size, "%.*s", (int)n, s);
+}
+
+/* SPIR-V numbers (the SPIR-V specification, 1.4 and later: float controls are core). */
+enum {
+	SPV_OP_CAPABILITY = 17,
+	SPV_OP_ENTRY_POINT = 15,
+	SPV_OP_EXECUTION_MODE = 16,
+	SPV_CAP_SIGNED_ZERO_INF_NAN_PRESERVE = 4466,
+	SPV_MODE_SIGNED_ZERO_INF_NAN_PRESERVE = 4461,
+	SPV_HEADER_WORDS = 5,
+};
+
+/*
+ * Add SignedZeroInfNanPreserve for 32-bit floats to every entry point of a module (a copy in a
+ * new malloc'd array, 6 words longer per entry point), or return NULL for a module that does not
+ * parse. Without this execution mode a driver may treat float operations as blind to the sign of
+ * zero, infinities and NaN even where they are decorated NoContraction (GLSL `precise`): Mesa's
+ * NIR folds `x * 0.0` to `0.0` and `0.0 * x == 0.0` to true, which gives +0 for -0, NaN and
+ * infinite results. GLSL offers no portable way to ask for the mode (glslang's
+ * GL_EXT_spirv_intrinsics emits it without its capability), so it is added to the compiled
+ * module, after the optimizer, which keeps NoContraction operations exact on its own.
+ */
+static uint32_t *with_float_preserve(const uint32_t *w, size_t n, size_t *n_out)
+{
+	size_t cap_at = 0, entries = 0;
+	for (size_t i = SPV_HEADER_WORDS; i < n;) {
+		uint32_t op = w[i] & 0xFFFFu, wc = w[i] >> 16;
+		if (wc == 0 || i + wc > n) {
+			return NULL;
+		}
+		if (op == SPV_OP_CAPABILITY && cap_at == 0) {
+			cap_at = i;
+		}
+		entries += op == SPV_OP_ENTRY_POINT;
+		i += wc;
+	}
+	if (n < SPV_HEADER_WORDS || cap_at == 0) {
+		return NULL;
+	}
+	uint32_t *out = malloc((n + 2 + 4 * entries) * sizeof(*out));
+	if (!out) {
+		fprintf(stderr, "vyred: out of memory for a %zu-word shader module\n", n);
+		abort();
+	}
+	size_t o = 0;
+	for (size_t i = 0; i < n;) {
+		size_t wc = i < SPV_HEADER_WORDS ? SPV_HEADER_WORDS : w[i] >> 16;
+		memcpy(out + o, w + i, wc * sizeof(*w));
+		o += wc;
+		if (i == cap_at) {
+			out[o++] = 2u << 16 | SPV_OP_CAPABILITY;
+			out[o++] = SPV_CAP_SIGNED_ZERO_INF_NAN_PRESERVE;
+		}
+		if (i >= SPV_HEADER_WORDS && (w[i] & 0xFFFFu) == SPV_OP_ENTRY_POINT) {
+			/* OpEntryPoint model id name...: the mode follows the entry points. */
+			out[o++] = 4u << 16 | SPV_OP_EXECUTION_MODE;
+			out[o++] = w[i + 2];
+			out[o++] = SPV_MODE_SIGNED_ZERO_INF_NAN_PRESERVE;
+			out[o++] = 32;
+		}
+		i += wc;
+	}
+	*n_out = o;
+	return out;
 }
 
 int vy__vk_compile_glsl(struct vy_vk_compiler *c, const char *glsl, size_t len, const char *name,
@@ -135,6 +205,18 @@ int vy__vk_compile_glsl(struct vy_vk_compiler *c, const char *glsl, size_t len, 
 	shaderc_result_release(res);
 	*words = out;
 	*n_words = bytes / 4;
+	if (c->float_preserve) {
+		size_t n = 0;
+		uint32_t *patched = with_float_preserve(out, bytes / 4, &n);
+		if (!patched) {
+			return vy_err_set(err, VY_E_INTERNAL, NULL,
+				"report the program: shaderc's module should always parse",
+				"the compiled module does not parse as SPIR-V");
+		}
+		free(out);
+		*words = patched;
+		*n_words = n;
+	}
 	return 0;
 }
 

@@ -19,6 +19,13 @@ struct vy_vk_compiler;
 
 /* A compiler targeting Vulkan 1.2 (SPIR-V 1.5). Aborts when shaderc cannot start. */
 struct vy_vk_compiler *vy__vk_compiler_create(void);
+/*
+ * Ask for every module compiled from now on to carry the execution mode SignedZeroInfNanPreserve
+ * for 32-bit floats (set it once, before compiling, on a device whose
+ * shaderSignedZeroInfNanPreserveFloat32 is true). Without it a driver may fold float operations
+ * as if zeros had no sign and NaN and infinities did not occur.
+ */
+void vy__vk_compiler_set_float_preserve(struct vy_vk_compiler *c, bool on);
 /* NULL is accepted. */
 void vy__vk_compiler_destroy(struct vy_vk_compiler *c);
 

@@ -2363,6 +2363,62 @@ def fmt(o, ind=0, width=100, lead=0):
     return "[\n" + ",\n".join(pad + fmt(x, ind + 2, width) for x in o) + "\n" + " " * ind + "]"
 
 
+# ---------------------------------------------------------------------------------------------
+# Exactness against constant operands (docs/semantics.md section 10: found by tests/difffuzz)
+
+def exactness_cases():
+    gx = {"witness": "f32"}
+    xs = gen_eval(gx, "f32")
+    n = len(xs)
+    one, two, zero, nzero = 0x3F800000, 0x40000000, 0x00000000, 0x80000000
+
+    def prog(name, outs):
+        bufs = [buf("x", 0, "read_only", "f32", n)]
+        bufs += [buf(o, 1 + k, "write_only", "f32", n) for k, (o, _) in enumerate(outs)]
+        body = [let("i", gid()), guard(length("x")), let("v", load("x", V("i")))]
+        body += [store(o, V("i"), e) for o, e in outs]
+        return program(name, 64, bufs, body)
+
+    outs = [("neg_zero_right", op("mul", V("v"), F(-0.0))),
+            ("zero_left", op("mul", F(0.0), V("v"))),
+            ("cast_false_left", op("mul", ["cast", "f32", B(False)], V("v"))),
+            ("eq_product_zero", ["select", op("eq", op("mul", F(0.0), V("v")), F(0.0)),
+                                 F(1.0), F(2.0)]),
+            ("one_left", op("mul", F(1.0), V("v"))),
+            ("inf_right", op("mul", V("v"), F("inf")))]
+    case("exact_mul_constant", "f32 mul with a constant operand keeps IEEE special values: "
+         "x * -0, 0 * x and (cast false) * x give signed zeros and NaN for inf and NaN, so "
+         "0 * x == 0 is false for them; 1 * x and x * inf too. Drivers fold such products "
+         "(lavapipe: 0 * x to 0) unless every operation keeps signed zeros, inf and NaN.",
+         prog("exact_mul_constant", outs), [gx],
+         expect=[shown([fmul(x, nzero) for x in xs], "f32"),
+                 shown([fmul(zero, x) for x in xs], "f32"),
+                 shown([fmul(zero, x) for x in xs], "f32"),
+                 shown([one if fcmp(fmul(zero, x), zero, "eq") else two for x in xs], "f32"),
+                 shown([fmul(one, x) for x in xs], "f32"),
+                 shown([fmul(x, 0x7F800000) for x in xs], "f32")])
+
+    outs = [("plus_zero_right", op("add", V("v"), F(0.0))),
+            ("plus_zero_left", op("add", F(0.0), V("v"))),
+            ("plus_neg_zero", op("add", V("v"), F(-0.0))),
+            ("minus_zero", op("sub", V("v"), F(0.0))),
+            ("zero_minus", op("sub", F(0.0), V("v"))),
+            ("self_minus", op("sub", V("v"), V("v")))]
+    case("exact_add_constant", "f32 add and sub with a constant zero operand, and x - x, keep "
+         "IEEE results: -0 + 0 is +0, -0 - 0 is -0, inf - inf and NaN give NaN. Drivers that "
+         "treat x + 0 as x, or x - x as 0, break them.",
+         prog("exact_add_constant", outs), [gx],
+         expect=[shown([fadd(x, zero) for x in xs], "f32"),
+                 shown([fadd(zero, x) for x in xs], "f32"),
+                 shown([fadd(x, nzero) for x in xs], "f32"),
+                 shown([fsub(x, zero) for x in xs], "f32"),
+                 shown([fsub(zero, x) for x in xs], "f32"),
+                 shown([fsub(x, x) for x in xs], "f32")])
+
+
+exactness_cases()
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for old in os.listdir(OUT):
