@@ -356,79 +356,75 @@ static const char fsqrt_exact[] = "\tuint m = (x & 0x007FFFFFu) | 0x00800000u;\n
 				  "\treturn vy_round_pack(0u, (e >> 1) - 14, root, rem != 0u);\n"
 				  "}\n";
 
-/* Nonzero products whose fma gives zero are recomputed, as for mul. */
-static const char ffma_builtin[] =
-	"uint vy_ffma(uint a, uint b, uint c)\n"
-	"{\n"
-	"\tprecise float r = fma(uintBitsToFloat(a), uintBitsToFloat(b), uintBitsToFloat(c));\n"
-	"\tuint x = vy_canon(floatBitsToUint(r));\n"
-	"\tif ((x & 0x7FFFFFFFu) == 0u && (a & 0x7FFFFFFFu) != 0u &&\n"
-	"\t\t(b & 0x7FFFFFFFu) != 0u) {\n"
-	"\t\tx = vy_ffma_exact(a, b, c);\n"
+/*
+ * The IEEE special cases of fma by integer tests, as for add and mul: a NaN, an infinite or zero
+ * factor, an infinite addend. A driver may fold an fma whose operand is a constant zero (lavapipe
+ * turns fma(NaN, 0.0, 0.0) into 0 and double(0.0) * x into 0), so every variant below answers
+ * these first; what follows sees finite nonzero factors and a finite addend.
+ */
+#define FFMA_SPECIAL                                                                               \
+	"uint vy_ffma(uint a, uint b, uint c)\n"                                                   \
+	"{\n"                                                                                      \
+	"\tif (vy_isnan(a) || vy_isnan(b) || vy_isnan(c)) {\n"                                     \
+	"\t\treturn 0x7FC00000u;\n"                                                                \
+	"\t}\n"                                                                                    \
+	"\tuint sp = (a ^ b) & 0x80000000u;\n"                                                     \
+	"\tbool zero = (a & 0x7FFFFFFFu) == 0u || (b & 0x7FFFFFFFu) == 0u;\n"                      \
+	"\tbool inf = (a & 0x7FFFFFFFu) == 0x7F800000u || (b & 0x7FFFFFFFu) == 0x7F800000u;\n"     \
+	"\tif (inf) {\n"                                                                           \
+	"\t\tbool cancel = (c & 0x7FFFFFFFu) == 0x7F800000u && (c & 0x80000000u) != sp;\n"         \
+	"\t\treturn zero || cancel ? 0x7FC00000u : (sp | 0x7F800000u);\n"                          \
+	"\t}\n"                                                                                    \
+	"\tif ((c & 0x7FFFFFFFu) == 0x7F800000u) {\n"                                              \
+	"\t\treturn c;\n"                                                                          \
+	"\t}\n"                                                                                    \
+	"\tif (zero) {\n"                                                                          \
+	"\t\tif ((c & 0x7FFFFFFFu) != 0u) {\n"                                                     \
+	"\t\t\treturn c;\n"                                                                        \
+	"\t\t}\n"                                                                                  \
+	"\t\treturn sp == (c & 0x80000000u) ? c : 0u;\n"                                           \
 	"\t}\n"
-	"\treturn x;\n"
-	"}\n";
 
-static const char ffma_f64[] =
-	"uint vy_ffma(uint a, uint b, uint c)\n"
-	"{\n"
+/* A product that rounds to zero although its factors are nonzero is recomputed, as for mul. */
+#define FFMA_ZERO_RECOMPUTED                                                                       \
+	"\tuint x = vy_canon(floatBitsToUint(r));\n"                                               \
+	"\tif ((x & 0x7FFFFFFFu) == 0u) {\n"                                                       \
+	"\t\tx = vy_ffma_exact(a, b, c);\n"                                                        \
+	"\t}\n"                                                                                    \
+	"\treturn x;\n"                                                                            \
+	"}\n"
+
+static const char ffma_builtin[] =
+	FFMA_SPECIAL "\tprecise float r = fma(uintBitsToFloat(a), uintBitsToFloat(b), "
+		     "uintBitsToFloat(c));\n" FFMA_ZERO_RECOMPUTED;
+
+/* The product is exact in double; the sum's rounding error decides the last bit (round to odd),
+ * so that the one rounding to float is correct. */
+static const char ffma_f64[] = FFMA_SPECIAL
 	"\tprecise double p = double(uintBitsToFloat(a)) * double(uintBitsToFloat(b));\n"
 	"\tprecise double z = double(uintBitsToFloat(c));\n"
 	"\tprecise double s = p + z;\n"
-	"\tbool finite = (a & 0x7F800000u) != 0x7F800000u && (b & 0x7F800000u) != 0x7F800000u &&\n"
-	"\t\t(c & 0x7F800000u) != 0x7F800000u;\n"
-	"\tif (finite) {\n"
-	"\t\tprecise double v = s - p;\n"
-	"\t\tprecise double err = (p - (s - v)) + (z - v);\n"
-	"\t\tif (err != 0.0) {\n"
-	"\t\t\tuvec2 w = unpackDouble2x32(s);\n"
-	"\t\t\tif ((w.x & 1u) == 0u) {\n"
-	"\t\t\t\tif ((err > 0.0) == (s > 0.0)) {\n"
-	"\t\t\t\t\tw.x += 1u;\n"
-	"\t\t\t\t} else {\n"
-	"\t\t\t\t\tif (w.x == 0u) {\n"
-	"\t\t\t\t\t\tw.y -= 1u;\n"
-	"\t\t\t\t\t}\n"
-	"\t\t\t\t\tw.x -= 1u;\n"
+	"\tprecise double v = s - p;\n"
+	"\tprecise double err = (p - (s - v)) + (z - v);\n"
+	"\tif (err != 0.0) {\n"
+	"\t\tuvec2 w = unpackDouble2x32(s);\n"
+	"\t\tif ((w.x & 1u) == 0u) {\n"
+	"\t\t\tif ((err > 0.0) == (s > 0.0)) {\n"
+	"\t\t\t\tw.x += 1u;\n"
+	"\t\t\t} else {\n"
+	"\t\t\t\tif (w.x == 0u) {\n"
+	"\t\t\t\t\tw.y -= 1u;\n"
 	"\t\t\t\t}\n"
-	"\t\t\t\ts = packDouble2x32(w);\n"
+	"\t\t\t\tw.x -= 1u;\n"
 	"\t\t\t}\n"
+	"\t\t\ts = packDouble2x32(w);\n"
 	"\t\t}\n"
 	"\t}\n"
-	"\tprecise float r = float(s);\n"
-	"\tuint x = vy_canon(floatBitsToUint(r));\n"
-	"\tif ((x & 0x7FFFFFFFu) == 0u && (a & 0x7FFFFFFFu) != 0u &&\n"
-	"\t\t(b & 0x7FFFFFFFu) != 0u) {\n"
-	"\t\tx = vy_ffma_exact(a, b, c);\n"
-	"\t}\n"
-	"\treturn x;\n"
-	"}\n";
+	"\tprecise float r = float(s);\n" FFMA_ZERO_RECOMPUTED;
 
-/* Neither a fused fma nor doubles: the IEEE special cases, then the exact computation. */
-static const char ffma_bits[] =
-	"uint vy_ffma(uint a, uint b, uint c)\n"
-	"{\n"
-	"\tif (vy_isnan(a) || vy_isnan(b) || vy_isnan(c)) {\n"
-	"\t\treturn 0x7FC00000u;\n"
-	"\t}\n"
-	"\tuint sp = (a ^ b) & 0x80000000u;\n"
-	"\tbool zero = (a & 0x7FFFFFFFu) == 0u || (b & 0x7FFFFFFFu) == 0u;\n"
-	"\tbool inf = (a & 0x7FFFFFFFu) == 0x7F800000u || (b & 0x7FFFFFFFu) == 0x7F800000u;\n"
-	"\tif (inf) {\n"
-	"\t\tbool cancel = (c & 0x7FFFFFFFu) == 0x7F800000u && (c & 0x80000000u) != sp;\n"
-	"\t\treturn zero || cancel ? 0x7FC00000u : (sp | 0x7F800000u);\n"
-	"\t}\n"
-	"\tif ((c & 0x7FFFFFFFu) == 0x7F800000u) {\n"
-	"\t\treturn c;\n"
-	"\t}\n"
-	"\tif (zero) {\n"
-	"\t\tif ((c & 0x7FFFFFFFu) != 0u) {\n"
-	"\t\t\treturn c;\n"
-	"\t\t}\n"
-	"\t\treturn sp == (c & 0x80000000u) ? c : 0u;\n"
-	"\t}\n"
-	"\treturn vy_ffma_exact(a, b, c);\n"
-	"}\n";
+/* Neither a fused fma nor doubles: the special cases, then the exact computation. */
+static const char ffma_bits[] = FFMA_SPECIAL "\treturn vy_ffma_exact(a, b, c);\n"
+					     "}\n";
 
 /* A NaN operand is ignored; of two equal values only the zeros differ, and -0 is the smaller. */
 static const char fmin_text[] = "uint vy_fmin(uint a, uint b)\n"

@@ -2415,6 +2415,25 @@ def exactness_cases():
                  shown([fsub(zero, x) for x in xs], "f32"),
                  shown([fsub(x, x) for x in xs], "f32")])
 
+    outs = [("zero_factor_zero_addend", ["fma", V("v"), F(0.0), F(0.0)]),
+            ("zero_factor", ["fma", F(0.0), V("v"), F(1.5)]),
+            ("neg_one_factor_zero_addend", ["fma", V("v"), F(-1.0), F(0.0)]),
+            ("inf_factor", ["fma", V("v"), F("inf"), F(-2.0)]),
+            ("inf_addend", ["fma", V("v"), F(2.0), F("-inf")]),
+            ("neg_zero_addend", ["fma", V("v"), F(0.5), F(-0.0)])]
+    case("exact_fma_constant", "fma with a constant zero, one or infinite operand keeps IEEE "
+         "results: fma(x, 0, 0) is NaN for inf and NaN, fma(0, x, c) is NaN for inf x, "
+         "fma(x, -1, +0) is +0 for x = +0 and -0 + +0 = +0, inf times a finite factor keeps its "
+         "sign. Drivers fold an fma with a constant zero factor or addend (lavapipe: "
+         "fma(NaN, 0, 0) to 0) unless the special operands are decided before it.",
+         prog("exact_fma_constant", outs), [gx],
+         expect=[shown([ffma(x, zero, zero) for x in xs], "f32"),
+                 shown([ffma(zero, x, 0x3FC00000) for x in xs], "f32"),
+                 shown([ffma(x, 0xBF800000, zero) for x in xs], "f32"),
+                 shown([ffma(x, 0x7F800000, 0xC0000000) for x in xs], "f32"),
+                 shown([ffma(x, two, 0xFF800000) for x in xs], "f32"),
+                 shown([ffma(x, 0x3F000000, nzero) for x in xs], "f32")])
+
 
 exactness_cases()
 
