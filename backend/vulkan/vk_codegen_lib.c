@@ -92,32 +92,23 @@ static const char round_pack_text[] =
  * SignedZeroInfNanPreserve: lavapipe turns `x + 0.0` into `x` (wrong for -0) and `0.0 * x`
  * into `0.0` (wrong for -0, inf and NaN) when the constant reaches the instruction.
  */
-/*
- * Whether a or b has the exponent field of a zero, a subnormal, an infinity or a NaN: one test
- * (the field minus one, unsigned, is 254 or more only for fields 0 and 255) that sends the rare
- * operands to the integer tests below and lets normal ones straight to the float instruction.
- */
-#define VY_SPECIAL2 "max(((a >> 23) & 0xFFu) - 1u, ((b >> 23) & 0xFFu) - 1u) >= 254u"
-
 #define FADD_BODY                                                                                  \
-	"\tif (" VY_SPECIAL2 ") {\n"                                                               \
-	"\t\tuint ma = a & 0x7FFFFFFFu;\n"                                                         \
-	"\t\tuint mb = b & 0x7FFFFFFFu;\n"                                                         \
-	"\t\tif (ma > 0x7F800000u || mb > 0x7F800000u) {\n"                                        \
-	"\t\t\treturn 0x7FC00000u;\n"                                                              \
-	"\t\t}\n"                                                                                  \
-	"\t\tif (ma == 0x7F800000u) {\n"                                                           \
-	"\t\t\treturn mb == 0x7F800000u && a != b ? 0x7FC00000u : a;\n"                            \
-	"\t\t}\n"                                                                                  \
-	"\t\tif (mb == 0x7F800000u) {\n"                                                           \
-	"\t\t\treturn b;\n"                                                                        \
-	"\t\t}\n"                                                                                  \
-	"\t\tif (ma == 0u) {\n"                                                                    \
-	"\t\t\treturn mb == 0u ? (a & b) : b;\n"                                                   \
-	"\t\t}\n"                                                                                  \
-	"\t\tif (mb == 0u) {\n"                                                                    \
-	"\t\t\treturn a;\n"                                                                        \
-	"\t\t}\n"                                                                                  \
+	"\tuint ma = a & 0x7FFFFFFFu;\n"                                                           \
+	"\tuint mb = b & 0x7FFFFFFFu;\n"                                                           \
+	"\tif (ma > 0x7F800000u || mb > 0x7F800000u) {\n"                                          \
+	"\t\treturn 0x7FC00000u;\n"                                                                \
+	"\t}\n"                                                                                    \
+	"\tif (ma == 0x7F800000u) {\n"                                                             \
+	"\t\treturn mb == 0x7F800000u && a != b ? 0x7FC00000u : a;\n"                              \
+	"\t}\n"                                                                                    \
+	"\tif (mb == 0x7F800000u) {\n"                                                             \
+	"\t\treturn b;\n"                                                                          \
+	"\t}\n"                                                                                    \
+	"\tif (ma == 0u) {\n"                                                                      \
+	"\t\treturn mb == 0u ? (a & b) : b;\n"                                                     \
+	"\t}\n"                                                                                    \
+	"\tif (mb == 0u) {\n"                                                                      \
+	"\t\treturn a;\n"                                                                          \
 	"\t}\n"                                                                                    \
 	"\tprecise float r = uintBitsToFloat(a) + uintBitsToFloat(b);\n"                           \
 	"\treturn vy_canon(floatBitsToUint(r));\n"                                                 \
@@ -152,19 +143,17 @@ static const char mulx_text[] =
 static const char fmul_text[] =
 	"uint vy_fmul(uint a, uint b)\n"
 	"{\n"
-	"\tif (" VY_SPECIAL2 ") {\n"
-	"\t\tuint s = (a ^ b) & 0x80000000u;\n"
-	"\t\tuint ma = a & 0x7FFFFFFFu;\n"
-	"\t\tuint mb = b & 0x7FFFFFFFu;\n"
-	"\t\tif (ma > 0x7F800000u || mb > 0x7F800000u) {\n"
-	"\t\t\treturn 0x7FC00000u;\n"
-	"\t\t}\n"
-	"\t\tif (ma == 0x7F800000u || mb == 0x7F800000u) {\n"
-	"\t\t\treturn ma == 0u || mb == 0u ? 0x7FC00000u : (s | 0x7F800000u);\n"
-	"\t\t}\n"
-	"\t\tif (ma == 0u || mb == 0u) {\n"
-	"\t\t\treturn s;\n"
-	"\t\t}\n"
+	"\tuint s = (a ^ b) & 0x80000000u;\n"
+	"\tuint ma = a & 0x7FFFFFFFu;\n"
+	"\tuint mb = b & 0x7FFFFFFFu;\n"
+	"\tif (ma > 0x7F800000u || mb > 0x7F800000u) {\n"
+	"\t\treturn 0x7FC00000u;\n"
+	"\t}\n"
+	"\tif (ma == 0x7F800000u || mb == 0x7F800000u) {\n"
+	"\t\treturn ma == 0u || mb == 0u ? 0x7FC00000u : (s | 0x7F800000u);\n"
+	"\t}\n"
+	"\tif (ma == 0u || mb == 0u) {\n"
+	"\t\treturn s;\n"
 	"\t}\n"
 	"\tprecise float r = uintBitsToFloat(a) * uintBitsToFloat(b);\n"
 	"\tuint x = vy_canon(floatBitsToUint(r));\n"
@@ -376,26 +365,24 @@ static const char fsqrt_exact[] = "\tuint m = (x & 0x007FFFFFu) | 0x00800000u;\n
 #define FFMA_SPECIAL                                                                               \
 	"uint vy_ffma(uint a, uint b, uint c)\n"                                                   \
 	"{\n"                                                                                      \
-	"\tif (" VY_SPECIAL2 " || ((c >> 23) & 0xFFu) - 1u >= 254u) {\n"                           \
-	"\t\tif (vy_isnan(a) || vy_isnan(b) || vy_isnan(c)) {\n"                                   \
-	"\t\t\treturn 0x7FC00000u;\n"                                                              \
-	"\t\t}\n"                                                                                  \
-	"\t\tuint sp = (a ^ b) & 0x80000000u;\n"                                                   \
-	"\t\tbool zero = (a & 0x7FFFFFFFu) == 0u || (b & 0x7FFFFFFFu) == 0u;\n"                    \
-	"\t\tbool inf = (a & 0x7FFFFFFFu) == 0x7F800000u || (b & 0x7FFFFFFFu) == 0x7F800000u;\n"   \
-	"\t\tif (inf) {\n"                                                                         \
-	"\t\t\tbool cancel = (c & 0x7FFFFFFFu) == 0x7F800000u && (c & 0x80000000u) != sp;\n"       \
-	"\t\t\treturn zero || cancel ? 0x7FC00000u : (sp | 0x7F800000u);\n"                        \
-	"\t\t}\n"                                                                                  \
-	"\t\tif ((c & 0x7FFFFFFFu) == 0x7F800000u) {\n"                                            \
+	"\tif (vy_isnan(a) || vy_isnan(b) || vy_isnan(c)) {\n"                                     \
+	"\t\treturn 0x7FC00000u;\n"                                                                \
+	"\t}\n"                                                                                    \
+	"\tuint sp = (a ^ b) & 0x80000000u;\n"                                                     \
+	"\tbool zero = (a & 0x7FFFFFFFu) == 0u || (b & 0x7FFFFFFFu) == 0u;\n"                      \
+	"\tbool inf = (a & 0x7FFFFFFFu) == 0x7F800000u || (b & 0x7FFFFFFFu) == 0x7F800000u;\n"     \
+	"\tif (inf) {\n"                                                                           \
+	"\t\tbool cancel = (c & 0x7FFFFFFFu) == 0x7F800000u && (c & 0x80000000u) != sp;\n"         \
+	"\t\treturn zero || cancel ? 0x7FC00000u : (sp | 0x7F800000u);\n"                          \
+	"\t}\n"                                                                                    \
+	"\tif ((c & 0x7FFFFFFFu) == 0x7F800000u) {\n"                                              \
+	"\t\treturn c;\n"                                                                          \
+	"\t}\n"                                                                                    \
+	"\tif (zero) {\n"                                                                          \
+	"\t\tif ((c & 0x7FFFFFFFu) != 0u) {\n"                                                     \
 	"\t\t\treturn c;\n"                                                                        \
 	"\t\t}\n"                                                                                  \
-	"\t\tif (zero) {\n"                                                                        \
-	"\t\t\tif ((c & 0x7FFFFFFFu) != 0u) {\n"                                                   \
-	"\t\t\t\treturn c;\n"                                                                      \
-	"\t\t\t}\n"                                                                                \
-	"\t\t\treturn sp == (c & 0x80000000u) ? c : 0u;\n"                                         \
-	"\t\t}\n"                                                                                  \
+	"\t\treturn sp == (c & 0x80000000u) ? c : 0u;\n"                                           \
 	"\t}\n"
 
 /* A product that rounds to zero although its factors are nonzero is recomputed, as for mul. */
