@@ -139,17 +139,19 @@ static const char mulx_text[] =
 	"\t\t(lo & 0xFFFFu) != 0u);\n"
 	"}\n";
 
+/* The sign of a product or quotient, both magnitudes, and the canonical NaN for a NaN operand. */
+#define SIGN_AND_NAN                                                                               \
+	"\tuint s = (a ^ b) & 0x80000000u;\n"                                                      \
+	"\tuint ma = a & 0x7FFFFFFFu;\n"                                                           \
+	"\tuint mb = b & 0x7FFFFFFFu;\n"                                                           \
+	"\tif (ma > 0x7F800000u || mb > 0x7F800000u) {\n"                                          \
+	"\t\treturn 0x7FC00000u;\n"                                                                \
+	"\t}\n"
+
 /* Special operands by integer tests, as for add: the product only sees finite nonzero ones. */
 static const char fmul_text[] =
 	"uint vy_fmul(uint a, uint b)\n"
-	"{\n"
-	"\tuint s = (a ^ b) & 0x80000000u;\n"
-	"\tuint ma = a & 0x7FFFFFFFu;\n"
-	"\tuint mb = b & 0x7FFFFFFFu;\n"
-	"\tif (ma > 0x7F800000u || mb > 0x7F800000u) {\n"
-	"\t\treturn 0x7FC00000u;\n"
-	"\t}\n"
-	"\tif (ma == 0x7F800000u || mb == 0x7F800000u) {\n"
+	"{\n" SIGN_AND_NAN "\tif (ma == 0x7F800000u || mb == 0x7F800000u) {\n"
 	"\t\treturn ma == 0u || mb == 0u ? 0x7FC00000u : (s | 0x7F800000u);\n"
 	"\t}\n"
 	"\tif (ma == 0u || mb == 0u) {\n"
@@ -270,14 +272,7 @@ static const char fdiv_exact[] = "uint vy_fdiv_exact(uint a, uint b)\n"
 				 "}\n";
 
 static const char fdiv_head[] = "uint vy_fdiv(uint a, uint b)\n"
-				"{\n"
-				"\tuint s = (a ^ b) & 0x80000000u;\n"
-				"\tuint ma = a & 0x7FFFFFFFu;\n"
-				"\tuint mb = b & 0x7FFFFFFFu;\n"
-				"\tif (ma > 0x7F800000u || mb > 0x7F800000u) {\n"
-				"\t\treturn 0x7FC00000u;\n"
-				"\t}\n"
-				"\tif (ma == 0x7F800000u) {\n"
+				"{\n" SIGN_AND_NAN "\tif (ma == 0x7F800000u) {\n"
 				"\t\treturn mb == 0x7F800000u ? 0x7FC00000u : (s | 0x7F800000u);\n"
 				"\t}\n"
 				"\tif (mb == 0x7F800000u) {\n"
