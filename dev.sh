@@ -106,6 +106,18 @@ for log in sys.argv[1:]:
             passed += 1
         else:
             failed += 1
+        if t.get("result") not in ("OK", "SKIP"):
+            # name each failing case and its first message, so the end of the log says what broke
+            shown = 0
+            for fl in re.findall(r"^\[FAIL\] (.*)$", out, re.M)[:8]:
+                notes.append(f"failed: {t['name']}: {fl.strip()}")
+                shown += 1
+            for msg in re.findall(r"^\[----\] (.*Assertion Failed.*|  .+)$", out, re.M)[:12]:
+                notes.append(f"failed: {t['name']}:   {msg.strip()[:300]}")
+                shown += 1
+            if not shown:
+                tail = [l for l in out.splitlines() if l.strip()][-3:] or ["(no output)"]
+                notes += [f"failed: {t['name']}: {l.strip()[:300]}" for l in tail]
         if m and t.get("result") not in ("OK", "SKIP") and int(m[-1][0]) == int(m[-1][1]):
             failed += 1  # every case passed but the executable failed (a leak or a crash at exit)
 for n in notes:

@@ -219,6 +219,8 @@ struct vy_device_profile {
 	bool div_exact;        /* '/' is correctly rounded */
 	bool sqrt_exact;       /* sqrt() is correctly rounded */
 	bool keeps_subnormals; /* subnormal results are kept, not flushed */
+	bool fold_exact;   /* the compiler keeps +-0, inf, NaN when it folds constant operands */
+	bool select_exact; /* a select between two constants keeps their bits */
 
 	bool timestamps;            /* device_ns can be measured */
 	double timestamp_period_ns; /* nanoseconds per timestamp tick */

@@ -1061,11 +1061,13 @@ void vy_devices_pack(struct vy_server *s, msgpack_packer *pk, bool brief)
 		pack_u64(pk, "memory_total", total);
 		pack_u64(pk, "memory_used", used);
 		vy_pack_cstr(pk, "float");
-		msgpack_pack_map(pk, 4);
+		msgpack_pack_map(pk, 6);
 		pack_bool(pk, "fma_fused", p.fma_fused);
 		pack_bool(pk, "div_exact", p.div_exact);
 		pack_bool(pk, "sqrt_exact", p.sqrt_exact);
 		pack_bool(pk, "keeps_subnormals", p.keeps_subnormals);
+		pack_bool(pk, "fold_exact", p.fold_exact);
+		pack_bool(pk, "select_exact", p.select_exact);
 		if (brief) {
 			continue;
 		}

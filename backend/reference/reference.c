@@ -365,6 +365,8 @@ static void ref_device_profile(struct vy_backend *b, struct vy_device_profile *o
 	out->div_exact = true;
 	out->sqrt_exact = true;
 	out->keeps_subnormals = false;
+	out->fold_exact = true;
+	out->select_exact = true;
 	out->timestamps = true;
 	out->timestamp_period_ns = 1.0;
 	out->unified_memory = true;

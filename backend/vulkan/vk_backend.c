@@ -137,6 +137,8 @@ static int device_up(struct vy__vk_backend *b, uint32_t index, struct vy_err *er
 				.div_exact = b->probe.div_exact,
 				.sqrt_exact = b->probe.sqrt_exact,
 				.has_f64 = b->dev.f64,
+				.fold_exact = b->probe.fold_exact,
+				.select_exact = b->probe.select_exact,
 			},
 		.subgroups = b->subgroups,
 		.subgroup_size = b->dev.subgroup_size,
@@ -932,6 +934,8 @@ static void vk_device_profile(struct vy_backend *base, struct vy_device_profile 
 	out->div_exact = b->probe.div_exact;
 	out->sqrt_exact = b->probe.sqrt_exact;
 	out->keeps_subnormals = b->probe.keeps_subnormals;
+	out->fold_exact = b->probe.fold_exact;
+	out->select_exact = b->probe.select_exact;
 	out->timestamps = d->timestamps;
 	out->timestamp_period_ns = d->timestamp_period_ns;
 	out->unified_memory = d->unified;

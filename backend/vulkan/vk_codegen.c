@@ -441,7 +441,7 @@ static void node(struct vy__vk_gen *g, const struct vy_node *n)
 			return;
 		}
 		vy__vk_var_ident(g, n->name, text, sizeof(text));
-		vy__vk_line(g, "%s = %s;", text, v.text);
+		vy__vk_line(g, "%s = %s%s;", text, v.text, vy__vk_opaque(g, v.type));
 		return;
 	case VY_NODE_STORE:
 		store(g, n);
@@ -584,6 +584,7 @@ static void emit_interface(struct vy__vk_gen *g, struct vy__vk_str *out)
 			    "\tuint base_y;\n"
 			    "\tuint base_z;\n"
 			    "\tuint stop_on_entry;\n"
+			    "\tuint opaque_zero;\n"
 			    "} vy_pc;\n");
 	for (uint32_t i = 0; i < p->n_buffers; i++) {
 		const struct vy_buffer *b = &p->buffers[i];
@@ -659,6 +660,9 @@ static void emit_prologue(struct vy__vk_gen *g, struct vy__vk_str *out)
 	}
 	if (g->has_loop) {
 		vy__vk_str_add(out, "\tuint vy_it_lo = 0u;\n\tuint vy_it_hi = 0u;\n");
+	}
+	if (!g->opts->math.select_exact) {
+		vy__vk_str_add(out, "\tuint vy_z = vy_pc.opaque_zero;\n");
 	}
 }
 

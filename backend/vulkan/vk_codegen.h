@@ -50,6 +50,19 @@ struct vy_vk_math {
 	bool div_exact;  /* f32 '/' is correctly rounded */
 	bool sqrt_exact; /* f32 sqrt() is correctly rounded */
 	bool has_f64;    /* shaderFloat64 is enabled (usable for exact emulations) */
+	/*
+	 * f32 add, sub and mul with a constant operand (0 * x, x + 0, x - x) keep signed zeros,
+	 * infinities and NaN: the native instruction may then see special operands. Otherwise
+	 * they are decided by integer tests before the instruction.
+	 */
+	bool fold_exact;
+	/*
+	 * A select, or an if that assigns in both branches, between two 32-bit constants keeps
+	 * their bits. Otherwise (a driver that turns a select between 0.0 and 1.0 into a
+	 * conversion of the condition, and matches -0.0 as 0.0) every selected and assigned value
+	 * passes through an OR with a push constant that is always 0, so no constant reaches it.
+	 */
+	bool select_exact;
 };
 
 struct vy_vk_codegen_options {
@@ -112,6 +125,9 @@ struct vy_vk_push {
 	uint32_t base[3];
 	/* Not 0: every invocation reads the stop word on entry (a launch split into parts). */
 	uint32_t stop_on_entry;
+	/* Always 0: the value the driver cannot know, which keeps constants from selects (see
+	 * vy_vk_math.select_exact). */
+	uint32_t opaque_zero;
 };
 
 /* Loop iterations of one invocation between two reads of the stop word (a power of two). */

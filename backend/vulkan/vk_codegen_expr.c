@@ -22,6 +22,11 @@ const char *vy__vk_glsl_type(enum vy_type t)
 	return t == VY_TYPE_BOOL ? "bool" : "uint";
 }
 
+const char *vy__vk_opaque(const struct vy__vk_gen *g, enum vy_type t)
+{
+	return g->opts->math.select_exact || t == VY_TYPE_BOOL ? "" : " | vy_z";
+}
+
 void vy__vk_cond_text(const struct vy__vk_val *v, char *buf, size_t size)
 {
 	if (v->type == VY_TYPE_BOOL) {
@@ -757,7 +762,8 @@ void vy__vk_expr(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_va
 			return;
 		}
 		vy__vk_cond_text(&c, cond, sizeof(cond));
-		temp(g, out, a.type, "%s ? %s : %s", cond, a.text, b.text);
+		temp(g, out, a.type, "%s ? %s%s : %s%s", cond, a.text, vy__vk_opaque(g, a.type),
+			b.text, vy__vk_opaque(g, a.type));
 		return;
 	case VY_EXPR_CAST:
 		cast(g, e, out);

@@ -167,6 +167,13 @@ void vy__vk_cond_text(const struct vy__vk_val *v, char *buf, size_t size);
 /* The GLSL type of a value. */
 const char *vy__vk_glsl_type(enum vy_type t);
 
+/*
+ * The text to append to a selected or assigned operand of type t: " | vy_z" (the push constant
+ * that is always 0) where the device's select between two constants is not exact and t is a
+ * 32-bit type, else "" (vy_vk_math.select_exact).
+ */
+const char *vy__vk_opaque(const struct vy__vk_gen *g, enum vy_type t);
+
 /* Emit the code that raises trap `kind` at the current node and ends the invocation, guarded by
  * the GLSL condition `cond`. */
 void vy__vk_trap_if(struct vy__vk_gen *g, const char *cond, unsigned kind);

@@ -87,40 +87,41 @@ static const char round_pack_text[] =
 
 /*
  * Zero, infinite and NaN operands take their IEEE result from integer tests, so the float
- * instruction only ever sees finite nonzero operands. A driver may rewrite an operation whose
- * operand is a constant zero or one as if zeros had no sign and NaN did not occur, even with
- * SignedZeroInfNanPreserve: lavapipe turns `x + 0.0` into `x` (wrong for -0) and `0.0 * x`
- * into `0.0` (wrong for -0, inf and NaN) when the constant reaches the instruction.
+ * instruction only ever sees finite nonzero operands, on a device whose compiler folds an
+ * operation with a constant operand as if zeros had no sign and NaN did not occur, even with
+ * SignedZeroInfNanPreserve (math.fold_exact false): lavapipe turns `x + 0.0` into `x` (wrong for
+ * -0) and `0.0 * x` into `0.0` (wrong for -0, inf and NaN) when the constant reaches the
+ * instruction. Where the probe found no such folding, the instruction decides them itself.
  */
-#define FADD_BODY                                                                                  \
-	"\tuint ma = a & 0x7FFFFFFFu;\n"                                                           \
-	"\tuint mb = b & 0x7FFFFFFFu;\n"                                                           \
-	"\tif (ma > 0x7F800000u || mb > 0x7F800000u) {\n"                                          \
-	"\t\treturn 0x7FC00000u;\n"                                                                \
-	"\t}\n"                                                                                    \
-	"\tif (ma == 0x7F800000u) {\n"                                                             \
-	"\t\treturn mb == 0x7F800000u && a != b ? 0x7FC00000u : a;\n"                              \
-	"\t}\n"                                                                                    \
-	"\tif (mb == 0x7F800000u) {\n"                                                             \
-	"\t\treturn b;\n"                                                                          \
-	"\t}\n"                                                                                    \
-	"\tif (ma == 0u) {\n"                                                                      \
-	"\t\treturn mb == 0u ? (a & b) : b;\n"                                                     \
-	"\t}\n"                                                                                    \
-	"\tif (mb == 0u) {\n"                                                                      \
-	"\t\treturn a;\n"                                                                          \
-	"\t}\n"                                                                                    \
-	"\tprecise float r = uintBitsToFloat(a) + uintBitsToFloat(b);\n"                           \
-	"\treturn vy_canon(floatBitsToUint(r));\n"                                                 \
-	"}\n"
+static const char fadd_special[] = "\tuint ma = a & 0x7FFFFFFFu;\n"
+				   "\tuint mb = b & 0x7FFFFFFFu;\n"
+				   "\tif (ma > 0x7F800000u || mb > 0x7F800000u) {\n"
+				   "\t\treturn 0x7FC00000u;\n"
+				   "\t}\n"
+				   "\tif (ma == 0x7F800000u) {\n"
+				   "\t\treturn mb == 0x7F800000u && a != b ? 0x7FC00000u : a;\n"
+				   "\t}\n"
+				   "\tif (mb == 0x7F800000u) {\n"
+				   "\t\treturn b;\n"
+				   "\t}\n"
+				   "\tif (ma == 0u) {\n"
+				   "\t\treturn mb == 0u ? (a & b) : b;\n"
+				   "\t}\n"
+				   "\tif (mb == 0u) {\n"
+				   "\t\treturn a;\n"
+				   "\t}\n";
 
-static const char fadd_text[] = "uint vy_fadd(uint a, uint b)\n"
-				"{\n" FADD_BODY;
+static const char fadd_tail[] = "\tprecise float r = uintBitsToFloat(a) + uintBitsToFloat(b);\n"
+				"\treturn vy_canon(floatBitsToUint(r));\n"
+				"}\n";
+
+static const char fadd_head[] = "uint vy_fadd(uint a, uint b)\n"
+				"{\n";
 
 /* a - b is a + (-b) exactly, NaN included (the result is the canonical NaN either way). */
-static const char fsub_text[] = "uint vy_fsub(uint a, uint b)\n"
+static const char fsub_head[] = "uint vy_fsub(uint a, uint b)\n"
 				"{\n"
-				"\tb ^= 0x80000000u;\n" FADD_BODY;
+				"\tb ^= 0x80000000u;\n";
 
 /*
  * A device that flushes subnormal results may decide before rounding, and so return zero where
@@ -149,7 +150,7 @@ static const char mulx_text[] =
 	"\t}\n"
 
 /* Special operands by integer tests, as for add: the product only sees finite nonzero ones. */
-static const char fmul_text[] =
+static const char fmul_special[] =
 	"uint vy_fmul(uint a, uint b)\n"
 	"{\n" SIGN_AND_NAN "\tif (ma == 0x7F800000u || mb == 0x7F800000u) {\n"
 	"\t\treturn ma == 0u || mb == 0u ? 0x7FC00000u : (s | 0x7F800000u);\n"
@@ -164,6 +165,18 @@ static const char fmul_text[] =
 	"\t}\n"
 	"\treturn x;\n"
 	"}\n";
+
+/* The instruction decides special operands; only a zero from nonzero operands is recomputed. */
+static const char fmul_native[] = "uint vy_fmul(uint a, uint b)\n"
+				  "{\n"
+				  "\tprecise float r = uintBitsToFloat(a) * uintBitsToFloat(b);\n"
+				  "\tuint x = vy_canon(floatBitsToUint(r));\n"
+				  "\tif ((x & 0x7FFFFFFFu) == 0u && (a & 0x7FFFFFFFu) != 0u &&\n"
+				  "\t\t(b & 0x7FFFFFFFu) != 0u) {\n"
+				  "\t\tx = vy_fmul_exact(a, b);\n"
+				  "\t}\n"
+				  "\treturn x;\n"
+				  "}\n";
 
 /*
  * a * b + c for finite operands with a * b != 0, from the bits: the 48-bit product and the addend
@@ -822,10 +835,12 @@ static void emit_one(struct vy__vk_str *out, enum vy__vk_lib which, const struct
 		vy__vk_str_add(out, round_pack_text);
 		break;
 	case VY__VK_LIB_FADD:
-		vy__vk_str_add(out, fadd_text);
-		break;
 	case VY__VK_LIB_FSUB:
-		vy__vk_str_add(out, fsub_text);
+		vy__vk_str_add(out, which == VY__VK_LIB_FADD ? fadd_head : fsub_head);
+		if (!math->fold_exact) {
+			vy__vk_str_add(out, fadd_special);
+		}
+		vy__vk_str_add(out, fadd_tail);
 		break;
 	case VY__VK_LIB_MULX:
 		vy__vk_str_add(out, mulx_text);
@@ -834,7 +849,7 @@ static void emit_one(struct vy__vk_str *out, enum vy__vk_lib which, const struct
 		vy__vk_str_add(out, fma_exact_text);
 		break;
 	case VY__VK_LIB_FMUL:
-		vy__vk_str_add(out, fmul_text);
+		vy__vk_str_add(out, math->fold_exact ? fmul_native : fmul_special);
 		break;
 	case VY__VK_LIB_FDIV:
 		vy__vk_str_add(out, fdiv_exact);

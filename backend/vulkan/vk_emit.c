@@ -31,7 +31,9 @@ static const struct vy_vulkan_profile named[] = {
 				.math = {.fma_fused = false,
 					.div_exact = true,
 					.sqrt_exact = true,
-					.has_f64 = true},
+					.has_f64 = true,
+					.fold_exact = false,
+					.select_exact = false},
 				.subgroups = true,
 				.subgroup_size = 8,
 			},
@@ -51,7 +53,9 @@ static const struct vy_vulkan_profile named[] = {
 				.math = {.fma_fused = true,
 					.div_exact = false,
 					.sqrt_exact = false,
-					.has_f64 = true},
+					.has_f64 = true,
+					.fold_exact = true,
+					.select_exact = true},
 				.subgroups = true,
 				.subgroup_size = 32,
 			},
@@ -138,6 +142,9 @@ static void describe(struct vy__vk_str *out, const char *c, const struct vy_vulk
 		"shaderFloat64: %s\n",
 		c, yes_no(m->fma_fused), yes_no(m->div_exact), yes_no(m->sqrt_exact),
 		yes_no(m->has_f64));
+	vy__vk_str_addf(out,
+		"%s   constant operands folded exactly: %s; selects between constants exact: %s\n",
+		c, yes_no(m->fold_exact), yes_no(m->select_exact));
 	vy__vk_str_addf(out, "%s   subgroup operations: %s (%u lanes)\n", c,
 		yes_no(p->cg.subgroups), p->cg.subgroup_size);
 	vy__vk_str_addf(out,

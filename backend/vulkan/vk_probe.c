@@ -8,6 +8,12 @@
  *   - subnormals: products of two small normal numbers whose exact result is subnormal.
  * Results whose correct value is subnormal are left out of the first three comparisons, so that
  * flushing is reported once, as keeps_subnormals = false, and not as an inexact operation.
+ *
+ * A second kernel asks what the driver's compiler does with constants, which no run-time value
+ * reveals: add, sub and mul with a constant zero or infinite operand and `x - x`, written as the
+ * code generator writes them (a function of 32-bit words, inlined), over the special values; and
+ * a select, and an if that assigns in both branches, between the words of -0.0 and 1.0 and of
+ * +0.0 and -1.0.
  */
 #include "vk_probe.h"
 
@@ -44,6 +50,57 @@ static const char probe_glsl[] =
 	"	dst.v[4u * i + 2u] = floatBitsToUint(s);\n"
 	"	dst.v[4u * i + 3u] = floatBitsToUint(m);\n"
 	"}\n";
+
+static const char fold_glsl[] =
+	"#version 450\n"
+	"layout(local_size_x = 64) in;\n"
+	"layout(set = 0, binding = 0, std430) readonly buffer In { uint v[]; } src;\n"
+	"layout(set = 0, binding = 1, std430) writeonly buffer Out { uint v[]; } dst;\n"
+	"layout(push_constant) uniform Push { uint n; } pc;\n"
+	"uint f_add(uint a, uint b)\n"
+	"{\n"
+	"	precise float r = uintBitsToFloat(a) + uintBitsToFloat(b);\n"
+	"	return floatBitsToUint(r);\n"
+	"}\n"
+	"uint f_sub(uint a, uint b)\n"
+	"{\n"
+	"	precise float r = uintBitsToFloat(a) - uintBitsToFloat(b);\n"
+	"	return floatBitsToUint(r);\n"
+	"}\n"
+	"uint f_mul(uint a, uint b)\n"
+	"{\n"
+	"	precise float r = uintBitsToFloat(a) * uintBitsToFloat(b);\n"
+	"	return floatBitsToUint(r);\n"
+	"}\n"
+	"void main() {\n"
+	"	uint i = gl_GlobalInvocationID.x;\n"
+	"	if (i >= pc.n) {\n"
+	"		return;\n"
+	"	}\n"
+	"	uint x = src.v[2u * i];\n"
+	"	bool c = src.v[2u * i + 1u] != 0u;\n"
+	"	uint o = 12u * i;\n"
+	"	dst.v[o] = f_mul(x, 0x80000000u);\n"
+	"	dst.v[o + 1u] = f_mul(0u, x);\n"
+	"	dst.v[o + 2u] = f_mul(x, 0x7F800000u);\n"
+	"	dst.v[o + 3u] = f_add(x, 0u);\n"
+	"	dst.v[o + 4u] = f_add(0u, x);\n"
+	"	dst.v[o + 5u] = f_add(x, 0xFF800000u);\n"
+	"	dst.v[o + 6u] = f_sub(x, 0u);\n"
+	"	dst.v[o + 7u] = f_sub(x, x);\n"
+	"	dst.v[o + 8u] = f_sub(0x80000000u, x);\n"
+	"	dst.v[o + 9u] = c ? 0x80000000u : 0x3F800000u;\n"
+	"	dst.v[o + 10u] = c ? 0u : 0xBF800000u;\n"
+	"	uint t;\n"
+	"	if (c) {\n"
+	"		t = 0x3F800000u;\n"
+	"	} else {\n"
+	"		t = 0x80000000u;\n"
+	"	}\n"
+	"	dst.v[o + 11u] = t;\n"
+	"}\n";
+
+enum { FOLD_SAMPLES = 16, FOLD_OUT = 12, FOLD_FLOAT_OPS = 9 };
 
 static uint32_t next(uint64_t *s)
 {
@@ -165,27 +222,66 @@ static void judge(const float *t, const uint32_t *res, uint32_t n, struct vy_vk_
 	out->keeps_subnormals = subnormal_kept > 0 && out->subnormal_flushed == 0;
 }
 
-int vy__vk_probe_run(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes, struct vy_vk_compiler *cc,
-	struct vy_vk_probe *out, struct vy_err *err)
+static float float_of(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static void make_fold_samples(uint32_t *in)
+{
+	static const uint32_t witness[FOLD_SAMPLES / 2] = {0x00000000u, 0x80000000u, 0x7F800000u,
+		0xFF800000u, 0x7FC00000u, 0x40000000u, 0xC0400000u, 0x7F7FFFFFu};
+	for (uint32_t i = 0; i < FOLD_SAMPLES; i++) {
+		in[2 * i] = witness[i / 2];
+		in[2 * i + 1] = i & 1u;
+	}
+}
+
+static void judge_fold(const uint32_t *in, const uint32_t *res, struct vy_vk_probe *out)
+{
+	for (uint32_t i = 0; i < FOLD_SAMPLES; i++) {
+		/* volatile: the host computes each one at run time, as IEEE says */
+		volatile float x = float_of(in[2 * i]);
+		volatile float nz = -0.0f;
+		volatile float z = 0.0f;
+		volatile float inf = INFINITY;
+		bool c = in[2 * i + 1] != 0;
+		float want[FOLD_FLOAT_OPS] = {
+			x * nz, z * x, x * inf, x + z, z + x, x + -inf, x - z, x - x, nz - x};
+		const uint32_t *r = &res[FOLD_OUT * i];
+		for (int k = 0; k < FOLD_FLOAT_OPS; k++) {
+			bool nan = isnan(want[k]);
+			if (nan ? !isnan(float_of(r[k])) : r[k] != bits_of(want[k])) {
+				out->fold_diffs++;
+			}
+		}
+		uint32_t sel[3] = {c ? 0x80000000u : 0x3F800000u, c ? 0u : 0xBF800000u,
+			c ? 0x3F800000u : 0x80000000u};
+		for (int k = 0; k < 3; k++) {
+			out->select_diffs += r[FOLD_FLOAT_OPS + k] != sel[k];
+		}
+	}
+	out->fold_exact = out->fold_diffs == 0;
+	out->select_exact = out->select_diffs == 0;
+}
+
+/*
+ * Compile `glsl` (one storage buffer in, one out, a push constant n) and run it once over n
+ * invocations: in_bytes from `in`, out_bytes back into `out`.
+ */
+static int run_kernel(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes,
+	struct vy_vk_compiler *cc, const char *glsl, const void *in, uint64_t in_bytes, void *out,
+	uint64_t out_bytes, uint32_t n, struct vy_err *err)
 {
 	struct vy_vk_device *d = x->dev;
-	uint32_t n = PROBE_SAMPLES;
 	uint32_t *words = NULL;
 	size_t n_words = 0;
 	VkShaderModule module = VK_NULL_HANDLE;
 	struct vy_vk_ctx *ctx = NULL;
-	float *triples = calloc(3 * n, sizeof(float));
-	uint32_t *results = calloc(4 * n, sizeof(uint32_t));
-	if (!triples || !results) {
-		free(triples);
-		free(results);
-		return vy_err_set(err, VY_E_OUT_OF_MEMORY, NULL, "free host memory and retry",
-			"no memory for the float probe");
-	}
-	make_triples(triples, n);
 	struct probe_job job = {.x = x, .n = n};
-	int rc = vy__vk_compile_glsl(
-		cc, probe_glsl, sizeof(probe_glsl) - 1, "probe.comp", &words, &n_words, err);
+	int rc = vy__vk_compile_glsl(cc, glsl, strlen(glsl), "probe.comp", &words, &n_words, err);
 	/* The validator builds its tables on first use (about 2 ms): paid here, at start, rather
 	 * than by the first module read from the disk cache after a restart. */
 	if (rc == 0) {
@@ -209,12 +305,10 @@ int vy__vk_probe_run(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes, struct
 		rc = vy__vk_ctx_acquire(x, &ctx, err);
 	}
 	if (rc == 0) {
-		rc = vy__vk_xfer_prepare(
-			x, ctx, (uint64_t)n * 12, triples, false, false, &job.bufs[0], err);
+		rc = vy__vk_xfer_prepare(x, ctx, in_bytes, in, false, false, &job.bufs[0], err);
 	}
 	if (rc == 0) {
-		rc = vy__vk_xfer_prepare(
-			x, ctx, (uint64_t)n * 16, NULL, true, true, &job.bufs[1], err);
+		rc = vy__vk_xfer_prepare(x, ctx, out_bytes, NULL, true, true, &job.bufs[1], err);
 	}
 	if (rc == 0) {
 		rc = vy__vk_ctx_submit(
@@ -224,10 +318,7 @@ int vy__vk_probe_run(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes, struct
 		rc = vy__vk_ctx_wait(x, ctx, UINT64_MAX, err);
 	}
 	if (rc == 0) {
-		rc = vy__vk_xfer_read(x, &job.bufs[1], results, (uint64_t)n * 16, err);
-	}
-	if (rc == 0) {
-		judge(triples, results, n, out);
+		rc = vy__vk_xfer_read(x, &job.bufs[1], out, out_bytes, err);
 	}
 	if (ctx) {
 		vy__vk_ctx_release(x, ctx);
@@ -239,6 +330,35 @@ int vy__vk_probe_run(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes, struct
 		d->vk.vkDestroyShaderModule(d->dev, module, NULL);
 	}
 	free(words);
+	return rc;
+}
+
+int vy__vk_probe_run(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes, struct vy_vk_compiler *cc,
+	struct vy_vk_probe *out, struct vy_err *err)
+{
+	uint32_t n = PROBE_SAMPLES;
+	float *triples = calloc(3 * n, sizeof(float));
+	uint32_t *results = calloc(4 * n, sizeof(uint32_t));
+	if (!triples || !results) {
+		free(triples);
+		free(results);
+		return vy_err_set(err, VY_E_OUT_OF_MEMORY, NULL, "free host memory and retry",
+			"no memory for the float probe");
+	}
+	make_triples(triples, n);
+	int rc = run_kernel(x, pipes, cc, probe_glsl, triples, (uint64_t)n * 12, results,
+		(uint64_t)n * 16, n, err);
+	if (rc == 0) {
+		judge(triples, results, n, out);
+		uint32_t in[2 * FOLD_SAMPLES];
+		uint32_t res[FOLD_OUT * FOLD_SAMPLES];
+		make_fold_samples(in);
+		rc = run_kernel(x, pipes, cc, fold_glsl, in, sizeof(in), res, sizeof(res),
+			FOLD_SAMPLES, err);
+		if (rc == 0) {
+			judge_fold(in, res, out);
+		}
+	}
 	free(triples);
 	free(results);
 	return rc;

@@ -2,8 +2,9 @@
  * The float probe of DESIGN.md §4.4: when a device opens, one small self-test dispatch runs a
  * hand-written GLSL kernel over a few thousand fixed f32 triples and compares its results with
  * the host's correctly rounded ones, to learn whether fma() is fused, whether '/' and sqrt() are
- * correctly rounded, and whether subnormal results are kept. The code generator lowers by these
- * findings, and the device profile reports them.
+ * correctly rounded, and whether subnormal results are kept; and a second one whether the
+ * driver's compiler keeps IEEE special values when it folds constant operands and selects between
+ * constants. The code generator lowers by these findings, and the device profile reports them.
  *
  * Thread-safety: runs during device open, before the backend is shared.
  */
@@ -23,11 +24,15 @@ struct vy_vk_probe {
 	bool div_exact;
 	bool sqrt_exact;
 	bool keeps_subnormals;
+	bool fold_exact;    /* add, sub, mul with constant operands keep +-0, inf, NaN */
+	bool select_exact;  /* a select or an if between two constant words keeps their bits */
 	uint32_t samples;   /* triples checked */
 	uint32_t fma_diffs; /* results that differ from the host's, per operation */
 	uint32_t div_diffs;
 	uint32_t sqrt_diffs;
 	uint32_t subnormal_flushed;
+	uint32_t fold_diffs;   /* results of the constant-operand kernel that differ from IEEE */
+	uint32_t select_diffs; /* selects between constants that lost their bits */
 };
 
 /* Run the probe on the device behind `x`. Errors: those of compiling and dispatching. */

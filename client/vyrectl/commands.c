@@ -447,6 +447,8 @@ static void device_print(const struct vy_value *d)
 		yes_no(d, "float.fma_fused"), yes_no(d, "float.div_exact"),
 		yes_no(d, "float.sqrt_exact"),
 		ctl_bool(d, "float.keeps_subnormals") ? "kept" : "flushed");
+	printf("  constants   folded exactly: %s, selects exact: %s\n",
+		yes_no(d, "float.fold_exact"), yes_no(d, "float.select_exact"));
 	printf("  work        %" PRIu64 " dispatches in %" PRIu64 " batches (largest %" PRIu64
 	       "), busy %s, queue %" PRIu64 ", running %" PRIu64 ", timed out %" PRIu64
 	       ", lost %" PRIu64 "\n",

@@ -109,6 +109,13 @@ static const struct rule rules[] = {
 		"Whether the device's native square root is correctly rounded."),
 	G("devices.*.float.keeps_subnormals", "device_float_keeps_subnormals",
 		"Whether the device keeps subnormal results (vyred flushes them)."),
+	G("devices.*.float.fold_exact", "device_float_fold_exact",
+		"Whether the device's compiler keeps signed zeros, infinities and NaN when it "
+		"folds "
+		"constant operands (0: vyred decides them by integer tests)."),
+	G("devices.*.float.select_exact", "device_float_select_exact",
+		"Whether a select between two constants keeps their bits on the device (0: vyred "
+		"hides the constants from the compiler)."),
 	C("devices.*.dispatches", "device_dispatches_total", "Dispatches run on the device."),
 	CU("devices.*.busy_ns", "device_busy_seconds_total", UNIT_NS,
 		"Time the device spent running jobs."),

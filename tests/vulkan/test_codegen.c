@@ -409,7 +409,7 @@ Test(codegen, layout_lists_bindings_in_binding_order_and_spec_constants_by_name)
 	cr_assert_eq(layout.stop_binding, 4);
 	cr_assert(strstr(glsl, "binding = 4) volatile readonly buffer VyStop"), "%s", glsl);
 	cr_assert_eq(layout.push_constant_bytes, sizeof(struct vy_vk_push));
-	cr_assert_eq(sizeof(struct vy_vk_push), 48);
+	cr_assert_eq(sizeof(struct vy_vk_push), 52);
 	cr_assert_eq(layout.n_spec, 3);
 	const char *names[] = {"alpha", "mid", "zeta"};
 	enum vy_type types[] = {VY_TYPE_F32, VY_TYPE_BOOL, VY_TYPE_U32};

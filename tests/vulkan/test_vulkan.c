@@ -179,7 +179,15 @@ Test(vulkan, enumerates_devices_and_reports_an_honest_profile)
 	cr_assert_eq(prof.div_exact, pr->div_exact);
 	cr_assert_eq(prof.sqrt_exact, pr->sqrt_exact);
 	cr_assert_eq(prof.keeps_subnormals, pr->keeps_subnormals);
+	cr_assert_eq(prof.fold_exact, pr->fold_exact);
+	cr_assert_eq(prof.select_exact, pr->select_exact);
+	cr_assert_eq(pr->fold_exact, pr->fold_diffs == 0);
+	cr_assert_eq(pr->select_exact, pr->select_diffs == 0);
 	if (strstr(prof.name, "llvmpipe")) {
+		/* lavapipe folds 0 * x to 0 and x + 0 to x, and a select between -0.0 and 1.0 into
+		 * a conversion of the condition that gives +0 (docs/semantics.md §10). */
+		cr_assert_not(prof.fold_exact);
+		cr_assert_not(prof.select_exact);
 		cr_assert_not(prof.fma_fused, "lavapipe's fma() is not fused");
 		cr_assert_gt(pr->fma_diffs, 0);
 		cr_assert(prof.div_exact);
