@@ -1316,8 +1316,11 @@ static void dump_glsl(FILE *out, const char *text)
 	vy_spec_map_init(&k.spec);
 	if (vy_test_case_load_json(&k, json_tokener_parse(text), why) == 0) {
 		struct vy_err err = {0};
-		struct vy_vk_codegen_options opts = {
-			.math = {.fma_fused = true, .div_exact = true, .sqrt_exact = true}};
+		struct vy_vk_codegen_options opts = {.math = {.fma_fused = true,
+							     .div_exact = true,
+							     .sqrt_exact = true,
+							     .fold_exact = true,
+							     .select_exact = true}};
 		char *glsl = NULL;
 		struct vy_vk_shader_layout layout;
 		if (vy_vmath_lower(k.program, &err) == 0 &&

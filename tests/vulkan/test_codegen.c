@@ -25,15 +25,33 @@
 #include "vk_codegen.h"
 #include "vmath.h"
 
-/* What the probe reports on lavapipe, on NVIDIA, and on a device with neither fma nor doubles. */
+/*
+ * What the probe reports on lavapipe, on NVIDIA, and on a device with neither fma nor doubles
+ * (whose compiler folds constants exactly but not selects, the one mix the others lack).
+ */
 static const struct vy_vk_codegen_options profiles[] = {
-	{.math = {.fma_fused = false, .div_exact = true, .sqrt_exact = true, .has_f64 = true},
+	{.math = {.fma_fused = false,
+		 .div_exact = true,
+		 .sqrt_exact = true,
+		 .has_f64 = true,
+		 .fold_exact = false,
+		 .select_exact = false},
 		.subgroups = true,
 		.subgroup_size = 8},
-	{.math = {.fma_fused = true, .div_exact = false, .sqrt_exact = false, .has_f64 = true},
+	{.math = {.fma_fused = true,
+		 .div_exact = false,
+		 .sqrt_exact = false,
+		 .has_f64 = true,
+		 .fold_exact = true,
+		 .select_exact = true},
 		.subgroups = true,
 		.subgroup_size = 32},
-	{.math = {.fma_fused = false, .div_exact = false, .sqrt_exact = false, .has_f64 = false},
+	{.math = {.fma_fused = false,
+		 .div_exact = false,
+		 .sqrt_exact = false,
+		 .has_f64 = false,
+		 .fold_exact = true,
+		 .select_exact = false},
 		.subgroups = true,
 		.subgroup_size = 16},
 };
@@ -345,6 +363,48 @@ Test(codegen, each_profile_gets_builtins_where_exact_and_emulations_elsewhere)
 	cr_assert(strstr(glsl, "return vy_ffma_exact(a, b, c);"), "%s", glsl);
 	cr_assert_null(strstr(glsl, "double"), "%s", glsl);
 	cr_assert_not(layout.uses_f64);
+	free(glsl);
+}
+
+static const char selects[] =
+	"{\"vyre\": 1, \"workgroup_size\": [64, 1, 1], \"buffers\": ["
+	"{\"name\": \"x\", \"binding\": 0, \"access\": \"read_only\", \"type\": \"f32\", "
+	"\"count\": 0},"
+	"{\"name\": \"y\", \"binding\": 1, \"access\": \"write_only\", \"type\": \"f32\", "
+	"\"count\": 64}],"
+	"\"entry\": [[\"let\", \"v\", [\"load\", \"x\", [\"gid\", 0]]],"
+	"[\"let\", \"c\", [\"lt\", [\"var\", \"v\"], [\"f32\", 0.0]]],"
+	"[\"let\", \"t\", [\"f32\", 2.0]],"
+	"[\"if\", [\"var\", \"c\"], [[\"assign\", \"t\", [\"f32\", -0.0]]], "
+	"[[\"assign\", \"c\", [\"bool\", false]]]],"
+	"[\"store\", \"y\", [\"gid\", 0], [\"add\", [\"var\", \"t\"], "
+	"[\"select\", [\"var\", \"c\"], [\"f32\", -0.0], [\"f32\", 1.0]]]]]}";
+
+Test(codegen, constant_folding_and_selects_are_lowered_by_what_the_probe_found)
+{
+	struct vy_vk_shader_layout layout;
+	/* lavapipe folds both inexactly: integer tests of add's special operands, and the words a
+	 * select chooses or an assign stores pass through the opaque zero (bools need not). */
+	char *glsl = glsl_of(selects, &profiles[0], &layout);
+	cr_assert(strstr(glsl, "\tuint vy_z = vy_pc.opaque_zero;\n"), "%s", glsl);
+	cr_assert(strstr(glsl, "\tif (ma > 0x7F800000u || mb > 0x7F800000u) {\n"), "%s", glsl);
+	cr_assert(strstr(glsl, " = 0x80000000u | vy_z;"), "%s", glsl);
+	cr_assert(strstr(glsl, " = false;"), "%s", glsl);
+	cr_assert_null(strstr(glsl, "false | vy_z"), "%s", glsl);
+	cr_assert(strstr(glsl, " ? 0x80000000u | vy_z : 0x3F800000u | vy_z;"), "%s", glsl);
+	free(glsl);
+	/* NVIDIA as assumed: the native add decides special operands, and no opaque zero. */
+	glsl = glsl_of(selects, &profiles[1], &layout);
+	cr_assert_null(strstr(glsl, "vy_z"), "%s", glsl);
+	cr_assert_null(strstr(glsl, "ma > 0x7F800000u"), "%s", glsl);
+	cr_assert(
+		strstr(glsl, "uint vy_fadd(uint a, uint b)\n{\n\tprecise float r = "), "%s", glsl);
+	cr_assert(strstr(glsl, " ? 0x80000000u : 0x3F800000u;"), "%s", glsl);
+	free(glsl);
+	/* Each finding decides its own lowering. */
+	glsl = glsl_of(selects, &profiles[2], &layout);
+	cr_assert(strstr(glsl, " ? 0x80000000u | vy_z : 0x3F800000u | vy_z;"), "%s", glsl);
+	cr_assert_null(strstr(glsl, "ma > 0x7F800000u"), "%s", glsl);
 	free(glsl);
 }
 
