@@ -1,0 +1,40 @@
+/*
+ * Running a planned graph (planner/graph.h, docs/graphs.md) once on a backend, through the
+ * contract's resident entries: every slot but the caller's resident buffers becomes a resident
+ * resource of the run (zeroed; the inputs uploaded into theirs), each step is a resident dispatch
+ * on the resources of its binds, in order, and the outputs are read back. A backend with no
+ * resident entries answers UNSUPPORTED_FEATURE, as it does for resident dispatch.
+ *
+ * Errors of a step name it: the message begins "step 7 of 10: " and `at` begins "steps[7]"
+ * (followed by the step's own place, such as the node of a trap: "steps[7].entry[4].store").
+ *
+ * Thread-safety: as the backend's resident entries; the plan and the programs are only read.
+ */
+#ifndef VY_BACKEND_GRAPH_RUN_H
+#define VY_BACKEND_GRAPH_RUN_H
+
+#include <stdint.h>
+
+#include "backend.h"
+#include "graph.h"
+
+/* One step as it runs: its validated program and its dispatch config (borrowed). */
+struct vy_graph_step_run {
+	const struct vy_program *program;
+	struct vy_dispatch_config config;
+};
+
+/*
+ * Run `plan` once. `steps` holds plan->n_steps entries; `inputs` plan->n_inputs views in graph
+ * input order; `residents` one resource per slot (read only for the resident slots; NULL when
+ * the plan has none). `timeout_ms` bounds the whole run (0: none): each step gets what remains.
+ * On success `outputs` (initialized by the caller; its buffers are replaced) holds one buffer per
+ * graph output and 0 is returned; `step_ns`, when not NULL, receives each step's device time
+ * (VY_TIMING_NONE where the backend cannot measure it).
+ */
+int vy_backend_graph_run(struct vy_backend *b, const struct vy_graph_plan *plan,
+	const struct vy_graph_step_run *steps, const struct vy_bytes *inputs,
+	const struct vy_resource *residents, uint32_t timeout_ms, struct vy_outputs *outputs,
+	uint64_t *step_ns, struct vy_err *err);
+
+#endif
