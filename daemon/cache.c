@@ -605,9 +605,11 @@ void vy_prog_acquire(struct vy_req *req)
 			char hex[VY_PROGRAM_ID_HEX];
 			vy_program_id_hex(&req->r.program_id, hex);
 			c->misses++;
-			vy_reply_fail(req, VY_E_NOT_FOUND,
+			struct vy_err err = {0};
+			vy_err_set(&err, VY_E_NOT_FOUND, "program_id",
 				"send the program itself (compile or dispatch with \"program\")",
 				"no program with id %s is known to this daemon", hex);
+			vy_ops_on_prog(req, VY_E_NOT_FOUND, &err, NULL);
 			return;
 		}
 		use_touch(&p->users, req->conn->uid, true);

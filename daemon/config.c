@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "envelope.h"
 #include "log.h"
 
 enum conf_type { CONF_STR, CONF_BOOL, CONF_U64, CONF_SIZE, CONF_MODE, CONF_LEVEL };
@@ -392,6 +393,12 @@ static int check(const struct vy_config *c, struct vy_err *err)
 		return vy_err_set(err, VY_E_BAD_REQUEST, "compile_threads",
 			"set compile_threads between 1 and 1024",
 			"compile_threads %" PRIu64 " is out of range", c->compile_threads);
+	}
+	if (c->max_graph_steps < 1 || c->max_graph_steps > VY_MAX_GRAPH_STEPS || c->max_graphs < 1) {
+		return vy_err_set(err, VY_E_BAD_REQUEST, "max_graph_steps",
+			"set max_graph_steps to 1 .. 4096 and max_graphs to 1 or more",
+			"max_graph_steps %" PRIu64 " or max_graphs %" PRIu64 " is out of range",
+			c->max_graph_steps, c->max_graphs);
 	}
 	if (c->compile_per_user < 1) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, "compile_per_user",

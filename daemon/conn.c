@@ -239,6 +239,7 @@ static void req_free(struct vy_req *req)
 	vy_spec_map_finish(&req->spec);
 	vy_outputs_finish(&req->job.outputs);
 	free(req->job.out);
+	vy_graph_req_free(req);
 	if (req->decoded) {
 		vy_request_finish(&req->r);
 	}
@@ -952,6 +953,7 @@ static void conn_close(struct vy_conn *c, const char *why)
 	}
 	vy_device_cancel_conn(s, c);
 	vy_resident_conn_closed(s, c);
+	vy_graph_conn_closed(s, c);
 	vy_shm_conn_closed(c);
 	maybe_free(c);
 }
@@ -976,6 +978,7 @@ void vy_conn_on_connection(uv_stream_t *listener, int status)
 	vy_list_init(&c->deferred);
 	vy_list_init(&c->reply_link);
 	vy_list_init(&c->shms);
+	vy_list_init(&c->graphs);
 	msgpack_sbuffer_init(&c->cork);
 	for (uint32_t i = 0; i < VY_MAX_DEVICES; i++) {
 		vy_list_init(&c->queues[i].jobs);

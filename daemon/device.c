@@ -163,13 +163,17 @@ static void run_one(struct vy_device *d, struct vy_job *j)
 		j->rc = vy_backend_resident_download(
 			b, &j->res, j->offset, j->out, j->len, &j->err);
 		break;
+	case VY_JOB_GRAPH:
+		j->rc = vy_graph_job_run(j);
+		break;
 	}
 	j->t_end = vy_now_ns();
 }
 
 static bool is_dispatch(const struct vy_job *j)
 {
-	return j->kind == VY_JOB_DISPATCH || j->kind == VY_JOB_RESIDENT_DISPATCH;
+	return j->kind == VY_JOB_DISPATCH || j->kind == VY_JOB_RESIDENT_DISPATCH ||
+	       j->kind == VY_JOB_GRAPH;
 }
 
 /* --- fair sharing ---------------------------------------------------------------------- */

@@ -90,7 +90,7 @@ static void op_hello(struct vy_req *req)
 	vy_pack_cstr(pk, "devices");
 	vy_devices_pack(s, pk, true);
 	vy_pack_cstr(pk, "limits");
-	msgpack_pack_map(pk, 15);
+	msgpack_pack_map(pk, 17);
 	vy_pack_kv_u64(pk, "max_frame", s->cfg.max_frame);
 	vy_pack_kv_u64(pk, "max_inflight", s->cfg.max_inflight);
 	vy_pack_kv_u64(pk, "max_inflight_per_user", s->cfg.max_inflight_per_user);
@@ -106,6 +106,8 @@ static void op_hello(struct vy_req *req)
 	vy_pack_kv_u64(pk, "max_shm_regions", s->cfg.max_shm_regions);
 	vy_pack_kv_u64(pk, "shm_quota", s->cfg.shm_quota);
 	vy_pack_kv_u64(pk, "max_download", MAX_DOWNLOAD);
+	vy_pack_kv_u64(pk, "max_graph_steps", s->cfg.max_graph_steps);
+	vy_pack_kv_u64(pk, "max_graphs", s->cfg.max_graphs);
 	vy_reply_send(rp);
 }
 
@@ -183,6 +185,10 @@ static bool settled_early(
 void vy_ops_on_prog(
 	struct vy_req *req, int rc, const struct vy_err *err, const struct vy_err_list *errs)
 {
+	if (req->r.op == VY_OP_GRAPH_CREATE) {
+		vy_graph_on_prog(req, rc, err, errs);
+		return;
+	}
 	struct vy_conn *c = req->conn;
 	struct vy_server *s = c->srv;
 	if (settled_early(req, rc, err, errs)) {
@@ -241,7 +247,7 @@ static void reply_compile(struct vy_req *req)
  * Resolve input `i` as bytes (inline or from a shm region) into job->inputs[i]; with `import`, a
  * shm input also gets its place in the region's import on the job's device (job->imports[i]).
  */
-static int input_bytes(struct vy_req *req, uint32_t i, bool import, struct vy_err *err)
+int vy_ops_input_bytes(struct vy_req *req, uint32_t i, bool import, struct vy_err *err)
 {
 	const struct vy_input *in = &req->r.inputs[i];
 	struct vy_bytes *b = &req->job.inputs[i];
@@ -526,7 +532,7 @@ static void start_dispatch(struct vy_req *req)
 	j->cfg.timing = rc->timing;
 	bool resident = req->n_res > 0;
 	for (uint32_t i = 0; i < r->n_inputs; i++) {
-		if (input_bytes(req, i, !resident, &err) != 0) {
+		if (vy_ops_input_bytes(req, i, !resident, &err) != 0) {
 			vy_reply_error(req, &err, NULL);
 			return;
 		}
@@ -547,6 +553,14 @@ static void start_dispatch(struct vy_req *req)
 	/* Sized from the binding plan before the device allocates anything: a program that
 	 * declares a huge output is refused here, on every backend, not after it ran. */
 	req->reply_bytes = reply_output_bytes(req);
+	vy_ops_submit_sized(req);
+}
+
+void vy_ops_submit_sized(struct vy_req *req)
+{
+	struct vy_conn *c = req->conn;
+	struct vy_server *s = c->srv;
+	struct vy_job *j = &req->job;
 	if (req->reply_bytes > max_output(s)) {
 		bool frame = max_output(s) < s->cfg.max_output;
 		fail(req, VY_E_QUOTA_EXCEEDED, "outputs",
@@ -898,6 +912,9 @@ void vy_ops_on_job(struct vy_job *job)
 	case VY_JOB_UPLOAD:
 		reply_empty(req);
 		break;
+	case VY_JOB_GRAPH:
+		vy_graph_on_job(req);
+		break;
 	case VY_JOB_DOWNLOAD: {
 		struct vy_reply *rp = vy_reply_begin(req, 1);
 		vy_pack_cstr(&rp->pk, "data");
@@ -1121,6 +1138,12 @@ void vy_ops_start(struct vy_req *req)
 		break;
 	case VY_OP_INJECT_FAULT:
 		op_inject_fault(req);
+		break;
+	case VY_OP_GRAPH_CREATE:
+	case VY_OP_GRAPH_RUN:
+	case VY_OP_GRAPH_FREE:
+	case VY_OP_GRAPHS:
+		vy_graph_op(req);
 		break;
 	case VY_OP_COUNT:
 		fail(req, VY_E_INTERNAL, NULL, "report this as a bug", "unknown operation");

@@ -465,6 +465,7 @@ int vy_server_init(struct vy_server *s, const struct vy_config_args *args, struc
 	vy_list_init(&s->users);
 	vy_list_init(&s->starved);
 	vy_list_init(&s->reply_waiters);
+	vy_list_init(&s->graphs);
 	vy_caches_init(s);
 	vy_resident_init(s);
 	int rc = vy_config_build(&s->cfg, args, err);
@@ -583,6 +584,7 @@ void vy_server_finish(struct vy_server *s)
 		uv_walk(&s->loop, close_any, NULL);
 		uv_run(&s->loop, UV_RUN_DEFAULT);
 	}
+	vy_graph_finish(s);
 	vy_caches_finish(s);
 	vy_resident_finish(s);
 	vy_devices_destroy(s);

@@ -153,6 +153,7 @@ void vy_stats_pack(struct vy_server *s, struct vy_conn *viewer, msgpack_packer *
 
 	vy_caches_pack_stats(s, pk);
 	vy_resident_pack_stats(s, pk);
+	vy_graph_pack_stats(s, pk);
 
 	vy_pack_cstr(pk, "clients");
 	msgpack_pack_map(pk, 4);

@@ -136,7 +136,10 @@ enum vy_job_kind {
 	VY_JOB_ALLOC,
 	VY_JOB_UPLOAD,
 	VY_JOB_DOWNLOAD,
+	VY_JOB_GRAPH, /* one run of a graph: all its steps, one timeout */
 };
+
+struct vy_graph;
 
 /* How one non-workgroup buffer of a resident dispatch is bound. */
 struct vy_bind_src {
@@ -184,6 +187,10 @@ struct vy_job {
 	size_t len;
 	const uint8_t *data; /* upload: borrowed from the frame */
 	uint8_t *out;        /* download: owned */
+	/* graph runs */
+	struct vy_graph *graph;        /* borrowed from the request's reference */
+	struct vy_resource *graph_res; /* owned: per slot, the resident buffers' resources */
+	uint64_t *step_ns;             /* owned: per step, when timing was asked */
 };
 
 /* --- caches -------------------------------------------------------------------------------- */
@@ -381,6 +388,52 @@ struct vy_shm {
 	struct vy_shm_import imports[VY_MAX_DEVICES]; /* by device index */
 };
 
+/* --- graphs ------------------------------------------------------------------------------- */
+
+struct vy_graph_plan;
+struct vy_graph_step_run;
+
+/* One step of a graph: its program entry and how it runs. */
+struct vy_graph_step_entry {
+	struct vy_prog *prog; /* a reference */
+	struct vy_spec_map spec;
+};
+
+/* A graph (graph.c, docs/graphs.md): owned by the connection that made it, like an unnamed
+ * resident buffer; runs on one device. */
+struct vy_graph {
+	uint64_t handle;
+	struct vy_link link;  /* in srv->graphs while in the table */
+	struct vy_link owner; /* in conn->graphs while in the table */
+	struct vy_conn *conn;
+	uid_t uid;
+	pid_t pid;
+	char name[VY_IR_MAX_NAME + 1];
+	struct vy_device *dev;
+	uint64_t generation; /* the device generation it was made in */
+	struct vy_graph_plan *plan;  /* owned */
+	uint32_t n_steps;
+	struct vy_graph_step_entry *steps; /* owned */
+	struct vy_graph_step_run *runs;    /* owned: each step's program and dispatch config */
+	uint64_t *handles;                 /* owned: per slot, the resident handle (0: none) */
+	uint32_t refs;
+	bool in_table;
+	uint64_t created_ns;
+	uint64_t runs_done;
+	uint64_t last_run_ns;
+};
+
+/* A graph_create request between its steps' program lookups (graph.c). */
+struct vy_graph_build {
+	uint32_t next;     /* the step whose program is being looked up */
+	bool in_acquire;   /* inside vy_prog_acquire: its answer is handled when it returns */
+	bool settled;      /* the lookup of `next` answered */
+	bool dead;         /* the connection went away meanwhile */
+	int rc;            /* its answer */
+	struct vy_err err;
+	struct vy_prog **progs; /* owned array of references, one per step found so far */
+};
+
 /* --- connections and requests -------------------------------------------------------------- */
 
 /* What one user holds over all its connections (conn.c), kept while it has a connection. */
@@ -448,6 +501,8 @@ struct vy_conn {
 	struct vy_link deferred;
 	struct vy_link shms;
 	uint32_t n_shms;
+	struct vy_link graphs; /* vy_graph.owner */
+	uint32_t n_graphs;
 	uint64_t connected_ns;
 	uint64_t requests;
 	uint64_t bytes_in;
@@ -481,6 +536,8 @@ struct vy_req {
 	uint64_t preparing;                /* its share of conn->preparing */
 	uint64_t reply_bytes;              /* a dispatch's outputs sent in the reply */
 	uint64_t inbound;                  /* frame bytes counted against the user, freed with it */
+	struct vy_graph_build *build;      /* owned: graph_create between lookups */
+	struct vy_graph *graph;            /* a reference: graph_run */
 	struct vy_job job;
 };
 
@@ -540,6 +597,11 @@ struct vy_server {
 	struct vy_progcache progs;
 	struct vy_pcache pipes;
 	struct vy_resident_table res;
+	struct vy_link graphs; /* vy_graph.link */
+	uint64_t n_graphs;
+	uint64_t graphs_created;
+	uint64_t graph_runs;
+	uint64_t graph_steps; /* steps run by graph runs */
 	struct vy_link conns;
 	uint32_t n_conns;
 	uint32_t in_flight;     /* requests in flight over every connection (max_inflight_total) */
@@ -659,6 +721,13 @@ void vy_ops_on_prog(
 void vy_ops_on_pipe(
 	struct vy_req *req, int rc, const struct vy_err *err, const struct vy_err_list *errs);
 void vy_ops_on_job(struct vy_job *job);
+/* Point job.inputs[i] at input i's bytes (a frame's, or an shm region's, which the request then
+ * holds); `import` also names the region's import for the device. Errors: NOT_FOUND, BAD_REQUEST
+ * naming inputs[i]. */
+int vy_ops_input_bytes(struct vy_req *req, uint32_t i, bool import, struct vy_err *err);
+/* Submit req->job, whose reply will carry req->reply_bytes: QUOTA_EXCEEDED past max_output,
+ * else it waits for reply room or goes to its device. */
+void vy_ops_submit_sized(struct vy_req *req);
 /* Start the connection's deferred dispatches that its replies now leave room for. */
 void vy_ops_resume_deferred(struct vy_conn *c);
 /* Start the deferred dispatches of every waiting connection that reply room now lets run: the
@@ -732,6 +801,25 @@ void vy_devices_import_counts(struct vy_server *s, uint64_t *inputs, uint64_t *b
 /* The device's generation (bumped by each recovery from a lost device). */
 uint64_t vy_device_generation(struct vy_device *d);
 
+/* graph.c */
+/* graph_create, graph_run, graph_free and graphs. */
+void vy_graph_op(struct vy_req *req);
+/* graph_create's continuation: the program entry of its current step is settled. */
+void vy_graph_on_prog(
+	struct vy_req *req, int rc, const struct vy_err *err, const struct vy_err_list *errs);
+/* Run a graph run's job on its device (the submit thread); its result code. */
+int vy_graph_job_run(struct vy_job *j);
+/* A graph run's job ended: answer it. */
+void vy_graph_on_job(struct vy_req *req);
+/* Release what a request holds of graphs (from its free). */
+void vy_graph_req_free(struct vy_req *req);
+/* Free the graphs of a closing connection. */
+void vy_graph_conn_closed(struct vy_server *s, struct vy_conn *c);
+/* Free every graph (shutdown). */
+void vy_graph_finish(struct vy_server *s);
+/* The graphs field of the stats reply. */
+void vy_graph_pack_stats(struct vy_server *s, msgpack_packer *pk);
+
 /* resident.c */
 void vy_resident_init(struct vy_server *s);
 void vy_resident_finish(struct vy_server *s);
@@ -787,7 +875,7 @@ int vy_shm_check_faulted(const struct vy_shm *m, const char *at, struct vy_err *
 void vy_shm_conn_closed(struct vy_conn *c);
 
 /* stats.c: the stats reply is VY_STATS_FIELDS result fields */
-#define VY_STATS_FIELDS 10
+#define VY_STATS_FIELDS 11
 /* The stats tree as result fields; per-client rows as the viewer may see them. */
 void vy_stats_pack(struct vy_server *s, struct vy_conn *viewer, msgpack_packer *pk);
 /* The clients field of the clients reply. */

@@ -359,7 +359,7 @@ static int get_config_field(
 		(const char *)key->data);
 }
 
-static int get_config(struct rdec *d)
+static int get_config(struct rdec *d, struct vy_request_config *c)
 {
 	struct vy_mp_obj o;
 	int rc = get(d, &o, VY_MP_MAP, "config");
@@ -367,8 +367,131 @@ static int get_config(struct rdec *d)
 		struct vy_mp_obj key;
 		rc = get(d, &key, VY_MP_STR, "a config key");
 		if (rc == 0) {
-			rc = get_config_field(d, &d->req->config, &key);
+			rc = get_config_field(d, c, &key);
 		}
+	}
+	return rc;
+}
+
+static const char bind_fix[] = "bind each buffer as {\"input\": k}, {\"output\": j}, "
+			       "{\"temp\": name} or {\"resident\": handle}";
+
+static int get_bind(struct rdec *d, struct vy_step_bind *b)
+{
+	int rc = get_str(d, &b->buffer, VY_IR_MAX_NAME, "a bound buffer's name");
+	struct vy_mp_obj o;
+	if (rc == 0) {
+		rc = get(d, &o, VY_MP_MAP, "a bind");
+	}
+	if (rc == 0 && o.len != 1) {
+		return bad(d, bind_fix, "the bind of buffer %s must be a one-field map", b->buffer);
+	}
+	struct vy_mp_obj key;
+	if (rc == 0) {
+		rc = get(d, &key, VY_MP_STR, "a bind's kind");
+	}
+	if (rc) {
+		return rc;
+	}
+	if (vy_mp_str_eq(&key, "temp")) {
+		b->kind = VY_STEP_TEMP;
+		return get_str(d, &b->temp, VY_IR_MAX_NAME, "a temp name");
+	}
+	b->kind = vy_mp_str_eq(&key, "input")	   ? VY_STEP_INPUT
+		  : vy_mp_str_eq(&key, "output")   ? VY_STEP_OUTPUT
+		  : vy_mp_str_eq(&key, "resident") ? VY_STEP_RESIDENT
+						   : (enum vy_step_bind_kind)-1;
+	if ((int)b->kind < 0) {
+		return bad(d, bind_fix, "unknown bind kind \"%.*s\" for buffer %s",
+			(int)(key.len > 32 ? 32 : key.len), (const char *)key.data, b->buffer);
+	}
+	rc = get_u64(d, &b->value, "a bind's value");
+	if (rc == 0 && b->kind != VY_STEP_RESIDENT && b->value >= VY_IR_MAX_BUFFERS * 4) {
+		return bad(d, "number graph inputs and outputs from 0",
+			"buffer %s is bound to %s %" PRIu64 ", past any graph's", b->buffer,
+			b->kind == VY_STEP_INPUT ? "input" : "output", b->value);
+	}
+	return rc;
+}
+
+static int get_step(struct rdec *d, struct vy_step_request *st, uint32_t i, struct vy_err *err)
+{
+	const char *outer = d->field;
+	vy_request_config_init(&st->config);
+	struct vy_mp_obj o;
+	int rc = get(d, &o, VY_MP_MAP, "a step");
+	char place[48];
+	for (uint32_t f = 0; rc == 0 && f < o.len; f++) {
+		struct vy_mp_obj key;
+		rc = get(d, &key, VY_MP_STR, "a step field");
+		if (rc) {
+			break;
+		}
+		snprintf(place, sizeof(place), "steps[%" PRIu32 "].%.*s", i,
+			(int)(key.len > 16 ? 16 : key.len), (const char *)key.data);
+		d->field = place;
+		if (vy_mp_str_eq(&key, "program") && !st->program) {
+			rc = vy_program_read(d->r, place, &st->program, err);
+		} else if (vy_mp_str_eq(&key, "program_id") && !st->has_program_id) {
+			struct vy_mp_obj v;
+			rc = get(d, &v, VY_MP_STR, "program_id");
+			if (rc == 0) {
+				rc = vy_program_id_parse(
+					(const char *)v.data, v.len, &st->program_id, err);
+			}
+			st->has_program_id = rc == 0;
+		} else if (vy_mp_str_eq(&key, "config")) {
+			rc = get_config(d, &st->config);
+		} else if (vy_mp_str_eq(&key, "bind") && !st->binds) {
+			struct vy_mp_obj m;
+			rc = get(d, &m, VY_MP_MAP, "bind");
+			if (rc == 0 && m.len > VY_IR_MAX_BUFFERS) {
+				rc = bad(d, "bind each buffer of the program once",
+					"%" PRIu32 " binds is more than a program's %d buffers",
+					m.len, VY_IR_MAX_BUFFERS);
+			}
+			if (rc == 0) {
+				st->n_binds = m.len;
+				st->binds = vy_arena_calloc(
+					d->req->arena, m.len ? m.len : 1, sizeof(*st->binds));
+			}
+			for (uint32_t k = 0; rc == 0 && k < m.len; k++) {
+				rc = get_bind(d, &st->binds[k]);
+			}
+		} else {
+			rc = bad(d, "give a step program or program_id, config and bind, once each",
+				"a step does not take this field here");
+		}
+		if (rc && err->at[0] == '\0') {
+			snprintf(err->at, sizeof(err->at), "%s", place);
+		}
+	}
+	if (rc == 0 && !st->program == !st->has_program_id) {
+		snprintf(place, sizeof(place), "steps[%" PRIu32 "]", i);
+		d->field = place;
+		rc = bad(d, "give each step either its program or the program_id compile returned",
+			"step %" PRIu32 " needs exactly one of program and program_id", i);
+	}
+	d->field = outer; /* `place` ends with this call */
+	return rc;
+}
+
+static int get_steps(struct rdec *d, struct vy_err *err)
+{
+	struct vy_mp_obj o;
+	int rc = get(d, &o, VY_MP_ARRAY, "steps");
+	if (rc) {
+		return rc;
+	}
+	if (o.len > VY_MAX_GRAPH_STEPS) {
+		return bad(d, "split the work into graphs of at most 4096 steps",
+			"%" PRIu32 " steps is more than %d", o.len, VY_MAX_GRAPH_STEPS);
+	}
+	struct vy_request *req = d->req;
+	req->steps = vy_arena_calloc(req->arena, o.len ? o.len : 1, sizeof(*req->steps));
+	req->n_steps = o.len;
+	for (uint32_t i = 0; rc == 0 && i < o.len; i++) {
+		rc = get_step(d, &req->steps[i], i, err);
 	}
 	return rc;
 }
@@ -407,7 +530,10 @@ static int get_field(struct rdec *d, const struct vy_mp_obj *key, struct vy_err 
 		return get_inputs(d);
 	}
 	if (vy_mp_str_eq(key, "config")) {
-		return get_config(d);
+		return get_config(d, &req->config);
+	}
+	if (vy_mp_str_eq(key, "steps")) {
+		return get_steps(d, err);
 	}
 	if (vy_mp_str_eq(key, "outputs_to")) {
 		return get_outputs_to(d);
@@ -432,6 +558,7 @@ static int get_field(struct rdec *d, const struct vy_mp_obj *key, struct vy_err 
 	uint64_t *slot = vy_mp_str_eq(key, "size")     ? &req->size
 			 : vy_mp_str_eq(key, "handle") ? &req->handle
 			 : vy_mp_str_eq(key, "offset") ? &req->offset
+			 : vy_mp_str_eq(key, "graph")  ? &req->graph
 						       : &req->region;
 	return get_u64(d, slot, d->field);
 }
@@ -560,7 +687,9 @@ int vy_request_decode(const uint8_t *frame, size_t len, struct vy_request *req, 
 			       (n == 6 && !memcmp(required, "handle", 6) && req->handle) ||
 			       (n == 4 && !memcmp(required, "data", 4) && req->data) ||
 			       (n == 6 && !memcmp(required, "region", 6) && req->region) ||
-			       (n == 5 && !memcmp(required, "fault", 5) && req->fault);
+			       (n == 5 && !memcmp(required, "fault", 5) && req->fault) ||
+			       (n == 5 && !memcmp(required, "steps", 5) && req->n_steps) ||
+			       (n == 5 && !memcmp(required, "graph", 5) && req->graph);
 		if (!present) {
 			snprintf(field, sizeof(field), "%.*s", (int)n, required);
 			rc = vy_err_set(err, VY_E_BAD_REQUEST, field,
@@ -590,6 +719,9 @@ void vy_request_finish(struct vy_request *req)
 		return;
 	}
 	vy_program_destroy(req->program);
+	for (uint32_t i = 0; req->steps && i < req->n_steps; i++) {
+		vy_program_destroy(req->steps[i].program);
+	}
 	vy_arena_destroy(req->arena);
 	memset(req, 0, sizeof(*req));
 }

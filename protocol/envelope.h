@@ -43,7 +43,11 @@
 	X(CACHE_CLEAR, "cache_clear", true, "", "")                                                \
 	X(SHM_ATTACH, "shm_attach", false, "size", "size")                                         \
 	X(SHM_DETACH, "shm_detach", false, "region", "region")                                     \
-	X(INJECT_FAULT, "inject_fault", true, "fault config", "fault")
+	X(INJECT_FAULT, "inject_fault", true, "fault config", "fault")                           \
+	X(GRAPH_CREATE, "graph_create", false, "steps name", "steps")                              \
+	X(GRAPH_RUN, "graph_run", false, "graph inputs outputs_to config", "graph")                \
+	X(GRAPH_FREE, "graph_free", false, "graph", "graph")                                       \
+	X(GRAPHS, "graphs", false, "", "")
 
 #define VY__OP_ENUM(e, wire, admin, fields, required) VY_OP_##e,
 enum vy_op { VY_OP_MAP(VY__OP_ENUM) VY_OP_COUNT };
@@ -104,6 +108,29 @@ struct vy_request_config {
 
 void vy_request_config_init(struct vy_request_config *config);
 
+/* A bind of a graph step (docs/graphs.md): the buffer `buffer` to a slot of the graph. */
+enum vy_step_bind_kind { VY_STEP_INPUT, VY_STEP_OUTPUT, VY_STEP_TEMP, VY_STEP_RESIDENT };
+
+struct vy_step_bind {
+	const char *buffer; /* in the request's arena */
+	enum vy_step_bind_kind kind;
+	uint64_t value;   /* input or output index, or resident handle */
+	const char *temp; /* temp name, in the arena */
+};
+
+/* One step of graph_create. */
+struct vy_step_request {
+	struct vy_program *program; /* owned; NULL when the step names a program_id */
+	bool has_program_id;
+	struct vy_program_id program_id;
+	struct vy_request_config config;
+	uint32_t n_binds;
+	struct vy_step_bind *binds; /* in the arena */
+};
+
+/* Steps one graph_create may carry; the daemon's max_graph_steps is at most this. */
+#define VY_MAX_GRAPH_STEPS 4096
+
 struct vy_request {
 	struct vy_arena *arena; /* owned */
 	uint64_t id;
@@ -134,6 +161,10 @@ struct vy_request {
 	uint64_t region;
 	/* inject_fault */
 	const char *fault;
+	/* graph_create; graph_run and graph_free name `graph` */
+	uint32_t n_steps;
+	struct vy_step_request *steps; /* in the arena; their programs owned */
+	uint64_t graph;
 };
 
 #define VY_MAX_INPUTS 32

@@ -12,67 +12,13 @@
 
 #include "err.h"
 #include "graph.h"
+#include "graph_programs.h"
 #include "graph_run.h"
 #include "ir.h"
 #include "registry.h"
 #include "validate.h"
 
-#define N 64
-
-/* y[gid] = x[gid] * k + gid over N u32 (workgroups of 16: four of them). */
-static struct vy_program *affine(uint32_t k)
-{
-	struct vy_program *p = vy_program_create("affine", 16, 1, 1);
-	vy_program_add_buffer(p, "x", 0, VY_ACCESS_READ_ONLY, VY_TYPE_U32, N);
-	vy_program_add_buffer(p, "y", 1, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, N);
-	struct vy_expr *x = vy_ir_load(p, "x", vy_ir_gid(p, 0));
-	struct vy_expr *v = vy_ir_binary(
-		p, VY_BIN_ADD, vy_ir_binary(p, VY_BIN_MUL, x, vy_ir_u32(p, k)), vy_ir_gid(p, 0));
-	vy_program_set_entry(p, vy_ir_seq(p, vy_ir_store(p, "y", vy_ir_gid(p, 0), v), NULL));
-	return p;
-}
-
-/* buf[gid] *= 2, then after grid_sync o[gid] = buf[N - 1 - gid]: other workgroups' elements. */
-static struct vy_program *mirror(void)
-{
-	struct vy_program *p = vy_program_create("mirror", 16, 1, 1);
-	vy_program_add_buffer(p, "buf", 0, VY_ACCESS_READ_WRITE, VY_TYPE_U32, N);
-	vy_program_add_buffer(p, "o", 1, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, N);
-	struct vy_expr *twice =
-		vy_ir_binary(p, VY_BIN_MUL, vy_ir_load(p, "buf", vy_ir_gid(p, 0)), vy_ir_u32(p, 2));
-	struct vy_expr *other = vy_ir_binary(p, VY_BIN_SUB, vy_ir_u32(p, N - 1), vy_ir_gid(p, 0));
-	vy_program_set_entry(p,
-		vy_ir_seq(p, vy_ir_store(p, "buf", vy_ir_gid(p, 0), twice),
-			vy_ir_barrier(p, VY_ORDER_GRID_SYNC),
-			vy_ir_store(p, "o", vy_ir_gid(p, 0), vy_ir_load(p, "buf", other)), NULL));
-	return p;
-}
-
-/* a[gid] += b[gid]. */
-static struct vy_program *accumulate(void)
-{
-	struct vy_program *p = vy_program_create("accumulate", 16, 1, 1);
-	vy_program_add_buffer(p, "a", 0, VY_ACCESS_READ_WRITE, VY_TYPE_U32, N);
-	vy_program_add_buffer(p, "b", 1, VY_ACCESS_READ_ONLY, VY_TYPE_U32, N);
-	struct vy_expr *sum = vy_ir_binary(p, VY_BIN_ADD, vy_ir_load(p, "a", vy_ir_gid(p, 0)),
-		vy_ir_load(p, "b", vy_ir_gid(p, 0)));
-	vy_program_set_entry(p, vy_ir_seq(p, vy_ir_store(p, "a", vy_ir_gid(p, 0), sum), NULL));
-	return p;
-}
-
-/* y[gid] = x[gid] / 0 as i32: every invocation traps int_div_zero at entry[0].store. */
-static struct vy_program *divide_by_zero(void)
-{
-	struct vy_program *p = vy_program_create("trap", 16, 1, 1);
-	vy_program_add_buffer(p, "x", 0, VY_ACCESS_READ_ONLY, VY_TYPE_U32, N);
-	vy_program_add_buffer(p, "y", 1, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, N);
-	struct vy_expr *q = vy_ir_binary(p, VY_BIN_DIV,
-		vy_ir_cast(p, VY_TYPE_I32, vy_ir_load(p, "x", vy_ir_gid(p, 0))), vy_ir_i32(p, 0));
-	vy_program_set_entry(
-		p, vy_ir_seq(p, vy_ir_store(p, "y", vy_ir_gid(p, 0), vy_ir_cast(p, VY_TYPE_U32, q)),
-			   NULL));
-	return p;
-}
+#define N VY_TEST_GRAPH_N
 
 struct step {
 	struct vy_program *p;
@@ -122,7 +68,7 @@ static void chain_of_ten(struct vy_backend *b, const char *id)
 	struct vy_graph_step_run run[10];
 	static const char *const temps[] = {"t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8"};
 	for (uint32_t i = 0; i < 10; i++) {
-		steps[i] = prepare(affine(i + 2));
+		steps[i] = prepare(vy_test_graph_affine(i + 2));
 		binds[i][0] = i == 0 ? bind("x", VY_GRAPH_INPUT, 0, NULL)
 				     : bind("x", VY_GRAPH_TEMP, 0, temps[i - 1]);
 		binds[i][1] = i == 9 ? bind("y", VY_GRAPH_OUTPUT, 0, NULL)
@@ -178,10 +124,10 @@ Test(graph_run, a_chain_of_ten_steps_gives_the_bytes_of_ten_dispatches)
 
 static void grid_sync_temp_and_resident(struct vy_backend *b, const char *id)
 {
-	struct step s0 = prepare(affine(3));
-	struct step s1 = prepare(mirror());
-	struct step s2 = prepare(accumulate());
-	struct step s3 = prepare(affine(5));
+	struct step s0 = prepare(vy_test_graph_affine(3));
+	struct step s1 = prepare(vy_test_graph_mirror());
+	struct step s2 = prepare(vy_test_graph_accumulate());
+	struct step s3 = prepare(vy_test_graph_affine(5));
 	struct vy_err err = {0};
 	struct vy_resource r;
 	cr_assert_eq(vy_backend_resident_alloc(b, 2 * N * 4, &r, &err), 0, "%s", err.message);
@@ -257,7 +203,8 @@ static void trap_in_step_seven(struct vy_backend *b, const char *id)
 	struct vy_graph_step_desc desc[10];
 	struct vy_graph_step_run run[10];
 	for (uint32_t i = 0; i < 10; i++) {
-		steps[i] = prepare(i == 7 ? divide_by_zero() : affine(1));
+		steps[i] =
+			prepare(i == 7 ? vy_test_graph_divide_by_zero() : vy_test_graph_affine(1));
 		binds[i][0] = bind("x", VY_GRAPH_INPUT, 0, NULL);
 		binds[i][1] = bind("y", VY_GRAPH_OUTPUT, i, NULL);
 		desc[i] = (struct vy_graph_step_desc){steps[i].p, steps[i].plan, binds[i], 2};
