@@ -131,6 +131,14 @@ int vy__msg_start(struct vy_client *c, struct vy__msg *m, int pass_fd, vy_done_f
 int vy__msg_call(struct vy_client *c, struct vy__msg *m, int pass_fd, struct vy_reply **out,
 	struct vy_error *err);
 
+/* ops.c, shared with graph.c: the public options as the protocol's config (`spec` has room for
+ * VY_MAX_SPEC_SETTINGS); the checks and the packing of a request's inputs. */
+int vy__make_config(const struct vy_dispatch_options *o, struct vy_request_config *cfg,
+	struct vy_spec_setting *spec, struct vy_error *err);
+int vy__check_inputs(const struct vy_client *c, const struct vy_dispatch_input *inputs, size_t n,
+	struct vy_error *err);
+void vy__pack_inputs(msgpack_packer *pk, const struct vy_dispatch_input *inputs, size_t n);
+
 /* The client's side of regions: re-attach every region after a reconnect. */
 int vy__regions_reattach(struct vy_client *c, struct vy_error *err);
 /* Unmap and free every region without telling the daemon (close). */

@@ -17,8 +17,7 @@ static void pack_u64(msgpack_packer *pk, const char *key, uint64_t v)
 	msgpack_pack_uint64(pk, v);
 }
 
-/* The public options as the protocol's config; `spec` has room for VY_MAX_SPEC_SETTINGS. */
-static int make_config(const struct vy_dispatch_options *o, struct vy_request_config *cfg,
+int vy__make_config(const struct vy_dispatch_options *o, struct vy_request_config *cfg,
 	struct vy_spec_setting *spec, struct vy_error *err)
 {
 	vy_request_config_init(cfg);
@@ -101,7 +100,7 @@ static int pack_compile(struct vy_client *c, struct vy__msg *m, const struct vy_
 	struct vy_spec_setting spec[VY_MAX_SPEC_SETTINGS];
 	int rc = need_program(p, err);
 	if (rc == 0) {
-		rc = make_config(options, &cfg, spec, err);
+		rc = vy__make_config(options, &cfg, spec, err);
 	}
 	if (rc != 0) {
 		return rc;
@@ -158,17 +157,23 @@ static int check_dispatch(
 			"give the program or the program_id that vy_compile returned",
 			"a dispatch needs a program");
 	}
-	if (a->n_inputs > VY_MAX_INPUTS || (a->n_inputs && !a->inputs)) {
-		return vy__error_set(err, VY_ERROR_INVALID_ARGUMENT, "inputs",
-			"give one input per input buffer (at most 32)", "%zu inputs", a->n_inputs);
-	}
 	if (a->n_outputs_to > VY_MAX_INPUTS || (a->n_outputs_to && !a->outputs_to)) {
 		return vy__error_set(err, VY_ERROR_INVALID_ARGUMENT, "outputs_to",
 			"give one entry per output (at most 32)", "%zu outputs_to entries",
 			a->n_outputs_to);
 	}
-	for (size_t i = 0; i < a->n_inputs; i++) {
-		const struct vy_dispatch_input *in = &a->inputs[i];
+	return vy__check_inputs(c, a->inputs, a->n_inputs, err);
+}
+
+int vy__check_inputs(const struct vy_client *c, const struct vy_dispatch_input *inputs, size_t n,
+	struct vy_error *err)
+{
+	if (n > VY_MAX_INPUTS || (n && !inputs)) {
+		return vy__error_set(err, VY_ERROR_INVALID_ARGUMENT, "inputs",
+			"give one input per input buffer (at most 32)", "%zu inputs", n);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct vy_dispatch_input *in = &inputs[i];
 		char at[32];
 		snprintf(at, sizeof(at), "inputs[%zu]", i);
 		if (in->from == VY_INPUT_FROM_SHM && (!in->region || in->region->client != c)) {
@@ -204,7 +209,7 @@ static int pack_dispatch(struct vy_client *c, struct vy__msg *m, const struct vy
 	struct vy_spec_setting spec[VY_MAX_SPEC_SETTINGS];
 	int rc = check_dispatch(c, a, err);
 	if (rc == 0) {
-		rc = make_config(a->options, &cfg, spec, err);
+		rc = vy__make_config(a->options, &cfg, spec, err);
 	}
 	if (rc != 0) {
 		return rc;
@@ -218,29 +223,7 @@ static int pack_dispatch(struct vy_client *c, struct vy__msg *m, const struct vy
 		vy_pack_cstr(&m->pk, "program_id");
 		vy_pack_cstr(&m->pk, a->program_id);
 	}
-	vy_pack_cstr(&m->pk, "inputs");
-	msgpack_pack_array(&m->pk, a->n_inputs);
-	for (size_t i = 0; i < a->n_inputs; i++) {
-		const struct vy_dispatch_input *in = &a->inputs[i];
-		switch (in->from) {
-		case VY_INPUT_FROM_BYTES:
-			msgpack_pack_bin(&m->pk, in->len);
-			msgpack_pack_bin_body(&m->pk, in->data, in->len);
-			break;
-		case VY_INPUT_FROM_RESIDENT:
-			msgpack_pack_map(&m->pk, 1);
-			pack_u64(&m->pk, "resident", in->handle);
-			break;
-		case VY_INPUT_FROM_SHM:
-			msgpack_pack_map(&m->pk, 1);
-			vy_pack_cstr(&m->pk, "shm");
-			msgpack_pack_array(&m->pk, 3);
-			msgpack_pack_uint64(&m->pk, in->region->id);
-			msgpack_pack_uint64(&m->pk, in->offset);
-			msgpack_pack_uint64(&m->pk, in->len);
-			break;
-		}
-	}
+	vy__pack_inputs(&m->pk, a->inputs, a->n_inputs);
 	if (a->options) {
 		vy_pack_cstr(&m->pk, "config");
 		vy_request_config_pack(&m->pk, &cfg);
@@ -257,6 +240,33 @@ static int pack_dispatch(struct vy_client *c, struct vy__msg *m, const struct vy
 		}
 	}
 	return 0;
+}
+
+void vy__pack_inputs(msgpack_packer *pk, const struct vy_dispatch_input *inputs, size_t n)
+{
+	vy_pack_cstr(pk, "inputs");
+	msgpack_pack_array(pk, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct vy_dispatch_input *in = &inputs[i];
+		switch (in->from) {
+		case VY_INPUT_FROM_BYTES:
+			msgpack_pack_bin(pk, in->len);
+			msgpack_pack_bin_body(pk, in->data, in->len);
+			break;
+		case VY_INPUT_FROM_RESIDENT:
+			msgpack_pack_map(pk, 1);
+			pack_u64(pk, "resident", in->handle);
+			break;
+		case VY_INPUT_FROM_SHM:
+			msgpack_pack_map(pk, 1);
+			vy_pack_cstr(pk, "shm");
+			msgpack_pack_array(pk, 3);
+			msgpack_pack_uint64(pk, in->region->id);
+			msgpack_pack_uint64(pk, in->offset);
+			msgpack_pack_uint64(pk, in->len);
+			break;
+		}
+	}
 }
 
 int vy_dispatch(struct vy_client *c, const struct vy_dispatch_args *args, struct vy_reply **out,

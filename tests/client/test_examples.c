@@ -34,3 +34,8 @@ Test(examples, async_pipeline)
 {
 	run_example("VYRE_EXAMPLE_ASYNC_PIPELINE", "256 done, 0 wrong, 0 failed");
 }
+
+Test(examples, graph_chain)
+{
+	run_example("VYRE_EXAMPLE_GRAPH_CHAIN", "graph_chain: 10 steps in one request, y[4095] = ");
+}

@@ -652,6 +652,91 @@ VY_API int vy_client_process(struct vy_client *c, struct vy_error *err);
 VY_API int vy_client_wait(struct vy_client *c, uint64_t id, int timeout_ms, struct vy_reply **out,
 	struct vy_error *err);
 
+/* --- graphs ------------------------------------------------------------------------------------
+ */
+
+/*
+ * A graph: a chain of steps checked once on the daemon and run with one request (docs/graphs.md).
+ * Each step binds every non-workgroup buffer of its program to a graph input, a graph output, a
+ * temp (device memory shared by the steps that name it, zeroed at each run) or a resident
+ * buffer.
+ */
+enum vy_graph_bind_kind {
+	VY_BIND_INPUT,    /* value: the graph input's index */
+	VY_BIND_OUTPUT,   /* value: the graph output's index */
+	VY_BIND_TEMP,     /* temp: its name */
+	VY_BIND_RESIDENT, /* value: a resident handle */
+};
+
+struct vy_graph_bind {
+	const char *buffer; /* the buffer's name in the step's program */
+	enum vy_graph_bind_kind kind;
+	uint64_t value;
+	const char *temp;
+};
+
+static inline struct vy_graph_bind vy_bind_input(const char *buffer, uint32_t k)
+{
+	struct vy_graph_bind b = {buffer, VY_BIND_INPUT, k, NULL};
+	return b;
+}
+
+static inline struct vy_graph_bind vy_bind_output(const char *buffer, uint32_t j)
+{
+	struct vy_graph_bind b = {buffer, VY_BIND_OUTPUT, j, NULL};
+	return b;
+}
+
+static inline struct vy_graph_bind vy_bind_temp(const char *buffer, const char *name)
+{
+	struct vy_graph_bind b = {buffer, VY_BIND_TEMP, 0, name};
+	return b;
+}
+
+static inline struct vy_graph_bind vy_bind_resident(const char *buffer, uint64_t handle)
+{
+	struct vy_graph_bind b = {buffer, VY_BIND_RESIDENT, handle, NULL};
+	return b;
+}
+
+/* One step: its program (or program_id), its options (grid, workgroup_size, spec,
+ * max_loop_iterations; step 0's device and backend choose the device) and its binds. */
+struct vy_graph_step {
+	const struct vy_program *program;
+	const char *program_id;                    /* used when program is NULL */
+	const struct vy_dispatch_options *options; /* NULL: defaults */
+	const struct vy_graph_bind *binds;
+	size_t n_binds;
+};
+
+struct vy_graph_info {
+	uint64_t graph; /* the handle */
+	uint32_t steps;
+	uint32_t inputs;  /* how many inputs vy_graph_run takes */
+	uint32_t outputs; /* how many outputs it returns */
+	uint32_t barriers;
+};
+
+/* Create a graph (`name` may be NULL). Errors: the daemon's, each naming its place
+ * (steps[3].bind.x) with a Fix: BAD_REQUEST, NOT_FOUND (a program_id or a resident handle),
+ * INVALID_PROGRAM, QUOTA_EXCEEDED (max_graphs); VY_ERROR_INVALID_ARGUMENT for no steps. */
+VY_API int vy_graph_create(struct vy_client *c, const struct vy_graph_step *steps, size_t n_steps,
+	const char *name, struct vy_graph_info *out, struct vy_error *err);
+/* Run a graph on one input per graph input (bytes or shm ranges). The reply holds "outputs" (one
+ * bin per graph output) and "timing"; `options` may set timeout_ms (for the whole run), label and
+ * timing (per-step device times in "timing.steps_ns"). Errors: a step's, naming it (TRAP at
+ * steps[7].entry[0].store), NOT_FOUND (a freed graph or resident buffer), BAD_REQUEST. */
+VY_API int vy_graph_run(struct vy_client *c, uint64_t graph, const struct vy_dispatch_input *inputs,
+	size_t n_inputs, const struct vy_dispatch_options *options, struct vy_reply **out,
+	struct vy_error *err);
+VY_API int vy_graph_run_start(struct vy_client *c, uint64_t graph,
+	const struct vy_dispatch_input *inputs, size_t n_inputs,
+	const struct vy_dispatch_options *options, vy_done_fn *done, void *user, uint64_t *id,
+	struct vy_error *err);
+VY_API int vy_graph_free(struct vy_client *c, uint64_t graph, struct vy_error *err);
+/* The caller's graphs ("graphs": rows of graph, name, steps, inputs, outputs, runs, ...). */
+VY_API int vy_graphs(struct vy_client *c, struct vy_reply **out, struct vy_error *err);
+
 #ifdef __cplusplus
 }
 #endif
