@@ -169,10 +169,5 @@ int vy_graph_free(struct vy_client *c, uint64_t graph, struct vy_error *err)
 
 int vy_graphs(struct vy_client *c, struct vy_reply **out, struct vy_error *err)
 {
-	struct vy__msg m;
-	if (out) {
-		*out = NULL;
-	}
-	vy__msg_begin(c, &m, VY_OP_GRAPHS, 0);
-	return vy__msg_call(c, &m, -1, out, err);
+	return vy_call(c, "graphs", out, err);
 }

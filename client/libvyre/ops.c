@@ -423,12 +423,14 @@ static int pack_plain(struct vy_client *c, struct vy__msg *m, const char *op, st
 	case VY_OP_BUFFERS:
 	case VY_OP_CACHE_LIST:
 	case VY_OP_CACHE_CLEAR:
+	case VY_OP_GRAPHS:
 		vy__msg_begin(c, m, (enum vy_op)o, 0);
 		return 0;
 	default:
 		return vy__error_set(err, VY_ERROR_INVALID_ARGUMENT, "op",
-			"name ping, stats, clients, buffers, cache_list or cache_clear, or use the "
-			"call made for the operation",
+			"name ping, stats, clients, buffers, graphs, cache_list or cache_clear, or "
+			"use "
+			"the call made for the operation",
 			"\"%s\" is not an operation without fields", op ? op : "(null)");
 	}
 }

@@ -539,6 +539,44 @@ int ctl_cmd_buffers(struct ctl *ctl, int argc, char **argv)
 	return fetch_and_show(ctl, argc, argv, "buffers", buffers_show);
 }
 
+static void graphs_show(const struct ctl *ctl, struct vy_client *c, struct vy_reply *r)
+{
+	const struct vy_value *list = vy_reply_get(r, "graphs");
+	if (ctl->json) {
+		ctl_json_print(ctl_json_of(list));
+		return;
+	}
+	static const char *const heads[] = {"graph", "name", ">steps", ">inputs", ">outputs",
+		">barriers", ">temps", ">uid", ">client", ">device", ">runs", ">age"};
+	struct ctl_table t;
+	ctl_table_init(&t, 12, heads);
+	for (size_t i = 0; i < vy_value_len(list); i++) {
+		const struct vy_value *g = vy_value_item(list, i);
+		char h[CTL_FMT_MAX], st[CTL_FMT_MAX], in[CTL_FMT_MAX], out[CTL_FMT_MAX];
+		char ba[CTL_FMT_MAX], tb[CTL_FMT_MAX], uid[CTL_FMT_MAX], cl[CTL_FMT_MAX];
+		char dev[CTL_FMT_MAX], runs[CTL_FMT_MAX], age[CTL_FMT_MAX];
+		snprintf(h, sizeof(h), "0x%016" PRIx64, ctl_u64(g, "graph"));
+		const char *name = ctl_str(g, "name");
+		const char *row[] = {h, name[0] ? name : NULL, ctl_fmt_u64(ctl_u64(g, "steps"), st),
+			ctl_fmt_u64(ctl_u64(g, "inputs"), in),
+			ctl_fmt_u64(ctl_u64(g, "outputs"), out),
+			ctl_fmt_u64(ctl_u64(g, "barriers"), ba),
+			ctl_fmt_bytes(ctl_u64(g, "temp_bytes"), tb),
+			ctl_fmt_u64(ctl_u64(g, "uid"), uid), ctl_fmt_u64(ctl_u64(g, "client"), cl),
+			ctl_fmt_u64(ctl_u64(g, "device"), dev),
+			ctl_fmt_u64(ctl_u64(g, "runs"), runs),
+			ctl_fmt_uptime(ctl_u64(g, "age_ms"), age)};
+		ctl_table_row(&t, row);
+	}
+	ctl_table_print(&t, stdout);
+	ctl_table_finish(&t);
+}
+
+int ctl_cmd_graphs(struct ctl *ctl, int argc, char **argv)
+{
+	return fetch_and_show(ctl, argc, argv, "graphs", graphs_show);
+}
+
 /* --- cache ------------------------------------------------------------------------------ */
 
 static void spec_text(const struct vy_value *spec, char *buf, size_t size)

@@ -72,6 +72,16 @@ static const struct ctl_cmd commands[] = {
 		.run = ctl_cmd_buffers,
 	},
 	{
+		.name = "graphs",
+		.synopsis = "",
+		.summary = "graphs of dispatches",
+		.help = "Lists the graphs made with graph_create: handle, name, steps, inputs,\n"
+			"outputs, barriers, temp bytes, owner, device, runs and age. Graphs of\n"
+			"other users are shown to admin peers only.\n",
+		.json = true,
+		.run = ctl_cmd_graphs,
+	},
+	{
 		.name = "cache",
 		.synopsis = "list | clear",
 		.summary = "cached pipelines and programs; empty the caches",

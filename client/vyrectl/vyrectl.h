@@ -79,6 +79,7 @@ int ctl_cmd_status(struct ctl *ctl, int argc, char **argv);
 int ctl_cmd_stats(struct ctl *ctl, int argc, char **argv);
 int ctl_cmd_clients(struct ctl *ctl, int argc, char **argv);
 int ctl_cmd_buffers(struct ctl *ctl, int argc, char **argv);
+int ctl_cmd_graphs(struct ctl *ctl, int argc, char **argv);
 int ctl_cmd_devices(struct ctl *ctl, int argc, char **argv);
 int ctl_cmd_cache(struct ctl *ctl, int argc, char **argv);
 int ctl_cmd_ping(struct ctl *ctl, int argc, char **argv);

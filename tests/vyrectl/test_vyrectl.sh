@@ -126,7 +126,7 @@ done
 
 # --- help and usage ------------------------------------------------------------------------------
 
-commands="status stats devices clients buffers cache ping run compile check"
+commands="status stats devices clients buffers graphs cache ping run compile check"
 ctl 0 --help && grep_in out '^exit status:' && grep_in out '  5  no daemon'
 for c in $commands; do
 	grep_in out "^  $c "
@@ -166,7 +166,7 @@ ctl 2 run "$saxpy" -i noequals
 
 # --- no daemon: 5, with a Fix line ----------------------------------------------------------------
 
-for c in status "stats --prometheus" devices clients buffers "cache list" ping "compile $saxpy"; do
+for c in status "stats --prometheus" devices clients buffers graphs "cache list" ping "compile $saxpy"; do
 	# shellcheck disable=SC2086
 	ctl 5 --socket "$T/nobody.sock" $c && grep_in err '^Fix: '
 done
@@ -381,6 +381,8 @@ d 0 clients && grep_in out '^ +id +pid +uid +name' && grep_in out '^ *\*[0-9]+ .
 d 0 clients --json &&
 	json "me = [c for c in d if c['self']]
 assert len(me) == 1 and me[0]['name'] == 'vyrectl' and me[0]['requests'] >= 1"
+d 0 graphs && grep_in out '^graph +name +steps +inputs +outputs'
+d 0 graphs --json && json "assert d == []"
 d 0 buffers && grep_in out '^handle +size +name'
 d 0 buffers --json && json "assert isinstance(d, list)"
 if [ "$have_helper" = 1 ]; then
