@@ -65,6 +65,7 @@ struct vy_bench_ctx {
 
 /* The figure groups, in the order vybench runs them (the cache group restarts the daemon). */
 int vy_bench_tiny_run(struct vy_bench_ctx *ctx, struct vy_err *err);
+int vy_bench_graph_run(struct vy_bench_ctx *ctx, struct vy_err *err);
 int vy_bench_throughput_run(struct vy_bench_ctx *ctx, struct vy_err *err);
 int vy_bench_stream_run(struct vy_bench_ctx *ctx, struct vy_err *err);
 int vy_bench_transfer_run(struct vy_bench_ctx *ctx, struct vy_err *err);

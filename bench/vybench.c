@@ -367,6 +367,7 @@ struct group {
 /* The cache group restarts the daemon, so the connections figure then meets a fresh one. */
 static const struct group groups[] = {
 	{"tiny", "tiny dispatch", vy_bench_tiny_run},
+	{"graph", "graphs", vy_bench_graph_run},
 	{"throughput", "dispatch rate", vy_bench_throughput_run},
 	{"stream", "elementwise f32", vy_bench_stream_run},
 	{"transfer", "input transfer", vy_bench_transfer_run},
