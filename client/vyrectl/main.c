@@ -141,6 +141,23 @@ static const struct ctl_cmd commands[] = {
 		.run = ctl_cmd_compile,
 	},
 	{
+		.name = "graph",
+		.synopsis = "run GRAPH.json --input K=DATA... [--timing]",
+		.summary = "make a graph of steps, run it once, print its outputs",
+		.help = "Reads a graph file: {\"name\": ..., \"steps\": [{\"program\": FILE,\n"
+			"\"bind\": {BUFFER: {\"input\": K} | {\"output\": J} | {\"temp\": NAME}\n"
+			"| {\"resident\": HANDLE}}, \"grid\": [X, Y, Z]}, ...]}, with program\n"
+			"files relative to the graph file's folder. Checks every program\n"
+			"locally, makes the graph (graph_create), runs it once with one input\n"
+			"per graph input, prints each output as \"output J\" in the type of the\n"
+			"buffer that writes it, and frees the graph.\n"
+			"  -i, --input K=DATA  graph input K, DATA as for `vyrectl run`, in the\n"
+			"                      type of the buffer bound to it\n"
+			"      --timing        ask for each step's device time\n",
+		.json = true,
+		.run = ctl_cmd_graph,
+	},
+	{
 		.name = "check",
 		.synopsis = "PROGRAM.json",
 		.summary = "decode and validate a program locally",

@@ -154,7 +154,37 @@ static const struct ctl_slot *find_slot(
 	return NULL;
 }
 
+static enum format format_of(enum format asked, const struct ctl_slot *slot);
+static void print_output(
+	const struct ctl_slot *slot, enum format fmt, const uint8_t *p, size_t len);
+static struct json_object *output_json(
+	const struct ctl_slot *slot, enum format fmt, const uint8_t *p, size_t len);
+
 /* The bytes of one input from its DATA; returns an exit status. */
+static int input_bytes(
+	const struct ctl *ctl, const struct ctl_slot *slot, const char *data, struct bytes *b);
+
+int ctl_slot_input(const struct ctl *ctl, const struct ctl_slot *slot, const char *data,
+	uint8_t **p, size_t *len)
+{
+	struct bytes b = {0};
+	int rc = input_bytes(ctl, slot, data, &b);
+	*p = b.p;
+	*len = b.len;
+	return rc;
+}
+
+void ctl_slot_print(const struct ctl *ctl, const struct ctl_slot *slot, const uint8_t *p,
+	size_t len, struct json_object *into)
+{
+	enum format fmt = format_of(FMT_DEFAULT, slot);
+	if (into) {
+		json_object_array_add(into, output_json(slot, fmt, p, len));
+	} else {
+		print_output(slot, fmt, p, len);
+	}
+}
+
 static int input_bytes(
 	const struct ctl *ctl, const struct ctl_slot *slot, const char *data, struct bytes *b)
 {

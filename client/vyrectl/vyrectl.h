@@ -86,6 +86,7 @@ int ctl_cmd_ping(struct ctl *ctl, int argc, char **argv);
 int ctl_cmd_run(struct ctl *ctl, int argc, char **argv);
 int ctl_cmd_compile(struct ctl *ctl, int argc, char **argv);
 int ctl_cmd_check(struct ctl *ctl, int argc, char **argv);
+int ctl_cmd_graph(struct ctl *ctl, int argc, char **argv);
 
 /* --- programs read locally (check.c) --- */
 
@@ -115,6 +116,16 @@ struct ctl_layout {
  */
 int ctl_layout_load(
 	const struct ctl *ctl, const char *path, struct ctl_layout *out, char **text, size_t *len);
+
+struct json_object;
+
+/* Shared with graph.c (run.c): the bytes of input DATA for a buffer like `slot` (an exit
+ * status; *p malloc'd), and one output printed in the slot's type, or added to the JSON array
+ * `into` when it is not NULL. */
+int ctl_slot_input(const struct ctl *ctl, const struct ctl_slot *slot, const char *data,
+	uint8_t **p, size_t *len);
+void ctl_slot_print(const struct ctl *ctl, const struct ctl_slot *slot, const uint8_t *p,
+	size_t len, struct json_object *into);
 
 /* --- human output (table.c) --- */
 

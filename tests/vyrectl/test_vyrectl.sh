@@ -126,7 +126,7 @@ done
 
 # --- help and usage ------------------------------------------------------------------------------
 
-commands="status stats devices clients buffers graphs cache ping run compile check"
+commands="status stats devices clients buffers graphs cache ping run compile check graph"
 ctl 0 --help && grep_in out '^exit status:' && grep_in out '  5  no daemon'
 for c in $commands; do
 	grep_in out "^  $c "
@@ -382,6 +382,21 @@ d 0 clients --json &&
 	json "me = [c for c in d if c['self']]
 assert len(me) == 1 and me[0]['name'] == 'vyrectl' and me[0]['requests'] >= 1"
 d 0 graphs && grep_in out '^graph +name +steps +inputs +outputs'
+d 0 graphs --json && json "assert d == []"
+
+# --- graph run: three steps of y = 2x + 1 through temps, as one request ----------------------------
+
+chain=$src/tests/vyrectl/graph/chain.json
+d 0 graph run "$chain" -i 0=1,2,3,4 && grep_in out '^output 0 u32\[4\]' &&
+	grep_in out '^  15 23 31 39$' && grep_in err '3 steps, 2 barriers'
+d 0 graph run "$chain" -i 0=0,0,0,0 --json &&
+	json "assert d['outputs'][0]['values'] == [7, 7, 7, 7] and d['steps'] == 3"
+d 2 graph run "$chain" && grep_in err 'no --input for graph input 0 \(u32, bound to x\)'
+d 2 graph run "$chain" -i 1=1,2,3,4 && grep_in err 'a graph input \(0 to 0\)'
+d 2 graph frobnicate "$chain" && grep_in err 'is "run"'
+d 1 graph run "$chain" -i 0=1,2,3 && grep_in err 'inputs\[0\]' && grep_in err 'Fix:'
+echo '{"steps": []}' >"$T/empty-graph.json"
+d 3 graph run "$T/empty-graph.json" && grep_in err '1 to 256 "steps"'
 d 0 graphs --json && json "assert d == []"
 d 0 buffers && grep_in out '^handle +size +name'
 d 0 buffers --json && json "assert isinstance(d, list)"
