@@ -43,7 +43,7 @@
 	X(CACHE_CLEAR, "cache_clear", true, "", "")                                                \
 	X(SHM_ATTACH, "shm_attach", false, "size", "size")                                         \
 	X(SHM_DETACH, "shm_detach", false, "region", "region")                                     \
-	X(INJECT_FAULT, "inject_fault", true, "fault config", "fault")                           \
+	X(INJECT_FAULT, "inject_fault", true, "fault config", "fault")                             \
 	X(GRAPH_CREATE, "graph_create", false, "steps name", "steps")                              \
 	X(GRAPH_RUN, "graph_run", false, "graph inputs outputs_to config", "graph")                \
 	X(GRAPH_FREE, "graph_free", false, "graph", "graph")                                       \
