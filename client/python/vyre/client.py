@@ -114,28 +114,39 @@ class Pending:
 
 class PendingParts:
     """Several requests that make one operation (an upload or a download sent in parts): done()
-    when every part is answered; result() waits for all of them, raises the first part's error
-    if any failed, and returns what the operation returns."""
+    when every part is answered; result() waits for all of them and returns what the operation
+    returns, or raises the first part's error. A part answered BUSY (a download whose bytes would
+    pass the daemon's write_high_water while earlier parts wait to be read) is sent again once
+    the others are answered: then nothing of this operation is held, and it runs."""
 
-    def __init__(self, parts, combine):
-        self.parts = parts
-        self.id = parts[0].id
+    def __init__(self, client, requests, combine):
+        self._client = client
+        self._requests = requests
+        self.parts = [client.submit(op, **fields) for op, fields in requests]
+        self.id = self.parts[0].id
         self._combine = combine
 
     def done(self):
         return all(p.done() for p in self.parts)
 
     def result(self, timeout=None):
-        replies, error = [], None
-        for p in self.parts:
+        replies, error, again = [], None, []
+        for k, p in enumerate(self.parts):
             try:
                 replies.append(p.result(timeout))
             except VyError as e:
                 if isinstance(e, VyConnectionError) or e.code == "NO_REPLY":
                     raise
-                error = error or e
+                replies.append(None)
+                if e.code == "BUSY":
+                    again.append(k)
+                else:
+                    error = error or e
         if error is not None:
             raise error
+        for k in again:
+            op, fields = self._requests[k]
+            replies[k] = self._client.submit(op, **fields).result(timeout)
         return self._combine(replies)
 
 
@@ -481,10 +492,10 @@ class Client:
             if offset:
                 fields["offset"] = offset
             return self._request("upload", wait, _drop, **fields)
-        parts = [self.submit("upload", convert=_drop, handle=handle, offset=offset + at,
-                             data=payload[at:at + part])
-                 for at in range(0, len(payload), part)]
-        pending = PendingParts(parts, _drop)
+        requests = [("upload", {"handle": handle, "offset": offset + at,
+                                "data": payload[at:at + part]})
+                    for at in range(0, len(payload), part)]
+        pending = PendingParts(self, requests, _drop)
         return pending.result() if wait else pending
 
     def download(self, handle, offset=0, length=None, wait=True, type=None, out=None):
@@ -509,16 +520,15 @@ class Client:
                                  "leave length out when downloading into an array")
         part = max(4, int(self.limits.get("max_download", _DEFAULT_MAX_DOWNLOAD)) // 4 * 4)
         starts = list(range(0, total, part)) or [0]
-        parts = [self.submit("download", convert=lambda r: r["data"], handle=handle,
-                             offset=offset + at, length=min(part, total - at))
-                 for at in starts]
+        requests = [("download", {"handle": handle, "offset": offset + at,
+                                  "length": min(part, total - at)}) for at in starts]
 
-        def combine(datas):
-            for at, data in zip(starts, datas):
-                copy_into(out, data, at)
+        def combine(replies):
+            for at, reply in zip(starts, replies):
+                copy_into(out, reply["data"], at)
             return out
 
-        pending = PendingParts(parts, combine)
+        pending = PendingParts(self, requests, combine)
         return pending.result() if wait else pending
 
     def free(self, handle, wait=True):
