@@ -86,6 +86,10 @@ class ArraysTest(unittest.TestCase):
     def tearDown(self):
         self.vy.close()
 
+    def test_every_device_is_of_the_backend_the_run_expects(self):
+        want = vyred_daemon.expected_backend()
+        self.assertEqual([d["backend"] for d in self.vy.devices], [want] * len(self.vy.devices))
+
     def test_arrays_of_every_type_in_and_out(self):
         u, s, f, b = inputs_of_every_type()
         result = self.vy.dispatch(every_type_kernel(), [u, s, f, b])
@@ -275,6 +279,38 @@ class ResidentTest(unittest.TestCase):
         np.testing.assert_array_equal(resident_chain.run(self.vy, x, y, rounds=2),
                                       resident_chain.reference(x, y, rounds=2))
         self.assertEqual(self.vy.buffers(), [], "the example frees its buffers")
+
+
+def first_python_block(path, after):
+    """The first ```python block of a document after the line `after`."""
+    with open(path) as f:
+        text = f.read()
+    text = text[text.index(after):]
+    start = text.index("```python\n") + len("```python\n")
+    return text[start:text.index("```", start)]
+
+
+class DocsTest(unittest.TestCase):
+    """The Python examples of README.md and docs/python.md run and print what they say."""
+
+    def run_block(self, code, cwd):
+        env = dict(os.environ, PYTHONPATH=CLIENT_DIR, VYRED_SOCKET=DAEMON.sock)
+        run = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd,
+                             capture_output=True, text=True, timeout=300)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        return run.stdout
+
+    def test_readme_example(self):
+        root = vyred_daemon.SOURCE_ROOT
+        code = first_python_block(os.path.join(root, "README.md"), "## A 30-second example")
+        self.assertIn('vyre.connect("/tmp/vyred.sock")', code)
+        code = code.replace('"/tmp/vyred.sock"', repr(DAEMON.sock))
+        self.assertEqual(self.run_block(code, root), "[12. 24. 36.]\n")
+
+    def test_python_md_first_example(self):
+        root = vyred_daemon.SOURCE_ROOT
+        code = first_python_block(os.path.join(root, "docs", "python.md"), "# Python")
+        self.assertEqual(self.run_block(code, root), "[1. 3. 5. 7.]\n")
 
 
 class ExamplesTest(unittest.TestCase):

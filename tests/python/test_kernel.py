@@ -12,13 +12,13 @@ import re
 import sys
 import unittest
 
-from vyred_daemon import CLIENT_DIR, PROGRAMS_DIR
+from vyred_daemon import CLIENT_DIR, PROGRAMS_DIR, SOURCE_ROOT
 
 sys.path.insert(0, CLIENT_DIR)
 import vyre  # noqa: E402
 from vyre import kernel as kmod  # noqa: E402
 
-DOCS_IR = os.path.join(os.path.dirname(PROGRAMS_DIR), "..", "docs", "ir.md")
+DOCS_IR = os.path.join(SOURCE_ROOT, "docs", "ir.md")
 
 
 def build_vector_add():

@@ -18,8 +18,9 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CLIENT_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "client", "python"))
-PROGRAMS_DIR = os.path.normpath(os.path.join(HERE, "..", "programs"))
+SOURCE_ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+CLIENT_DIR = os.path.join(SOURCE_ROOT, "client", "python")
+PROGRAMS_DIR = os.path.join(SOURCE_ROOT, "tests", "programs")
 
 
 def expected_backend():
