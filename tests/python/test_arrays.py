@@ -108,6 +108,22 @@ class ArraysTest(unittest.TestCase):
         ou[0] = 7
         self.assertEqual(ou[0], 7, "outputs are writable arrays")
 
+    def test_kernel_with_inline_ids_and_a_uniform_sized_by_its_input(self):
+        k = vyre.Kernel("py_saxpy_inline", workgroup_size=256)
+        alpha, x, y = k.uniform("alpha", "f32"), k.input("x", "f32"), k.inout("y", "f32")
+        i = k.gid(0)
+        with k.if_(i < y.len()):
+            y[i] = vyre.fma(alpha[0], x[i], y[i])
+        self.assertEqual(k.program()["entry"], [
+            ["if", ["lt", ["gid", 0], ["len", "y"]], [
+                ["store", "y", ["gid", 0], ["fma", ["load", "alpha", ["u32", 0]],
+                                            ["load", "x", ["gid", 0]],
+                                            ["load", "y", ["gid", 0]]]]], []]])
+        xs = np.arange(N, dtype=np.float32) * 0.5
+        ys = np.full(N, 3.0, dtype=np.float32)
+        out = self.vy.dispatch(k, [np.float32([2]), xs, ys])[0]
+        np.testing.assert_array_equal(out, xs * 2 + 3)
+
     def test_inputs_are_sent_without_a_copy(self):
         rec = Recorder(self.vy)
         x = np.arange(N, dtype=np.float32)

@@ -505,6 +505,9 @@ class Client:
         (numpy, where installed); with out=array, written into that writable contiguous array
         (as many bytes as it holds; a bool array takes one word per element), which is returned.
         A download into `out` larger than limits.max_download goes in several requests."""
+        if type is not None and type not in TYPES:
+            raise VyError.client("INVALID_ARGUMENT", "no element type %r" % (type,),
+                                 "give one of u32, i32, f32, bool")
         if out is None:
             fields = {"handle": handle}
             if offset:

@@ -647,6 +647,9 @@ class Buffer:
         self.live_out = live_out
         self.hints = hints
 
+    # buf[i] builds a load for any i, so Python must not iterate a buffer by indexing it.
+    __iter__ = None
+
     def __repr__(self):
         return "<vyre.Buffer %s: %s %s[%s], binding %d>" % (
             self.name, self.access, self.type, self.count or "by input", self.binding)
