@@ -199,6 +199,15 @@ class ArraysTest(unittest.TestCase):
                              timeout=300)
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertEqual(run.stdout, "bytes [2.0, 4.0, 6.0, 8.0] False\n")
+        # The saxpy example too.
+        code = ("import sys, runpy; sys.modules['numpy'] = None; sys.path.insert(0, %r)\n"
+                "sys.argv = ['saxpy', %r]\n"
+                "runpy.run_module('vyre.examples.saxpy', run_name='__main__')\n"
+                % (CLIENT_DIR, DAEMON.sock))
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=300)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.assertEqual(run.stdout.splitlines()[-1], "saxpy: 1000 elements correct")
 
 
 class ShmTest(unittest.TestCase):

@@ -10,5 +10,6 @@ result against numpy and exiting 1 on a difference:
   between them.
 
 Each module has build() (the Kernel), run(vy, ...) (its dispatch on a connection) and
-reference(...) (the same computed with numpy). They need numpy.
+reference(...) (the same computed with numpy). They need numpy, except saxpy, which also runs
+without it.
 """
