@@ -2,10 +2,10 @@
 """The vyre package installs the ways docs/python.md says, without network access.
 
 In a new venv that sees the system's packages (Debian's python3-msgpack, python3-numpy and
-python3-pip), `pip install --no-index client/python` builds it with its own backend (build_backend/vyre_build.py,
-standard library only) and installs it; `python -m vyre.examples.saxpy` from that venv then
-prints the right result from a running vyred (vyred_daemon.py). The editable install and the
-sdist of the same backend are checked too.
+python3-pip), `pip install --no-index client/python` builds it with its own backend
+(build_backend/vyre_build.py, standard library only) and installs it; `python -m
+vyre.examples.saxpy` from that venv then prints the right result from a running vyred
+(vyred_daemon.py). The editable install and the sdist of the same backend are checked too.
 """
 import os
 import shutil
