@@ -36,6 +36,7 @@ packages=(
 	libcriterion-dev libsystemd-dev libxxhash-dev libjson-c-dev libinih-dev libsodium-dev
 	mesa-vulkan-drivers vulkan-validationlayers spirv-tools vulkan-tools
 	clang clang-format libclang-rt-14-dev scdoc man-db gnuplot-nox python3-msgpack systemd
+	python3-numpy python3-pip python3-venv
 )
 
 install_missing() {

@@ -189,4 +189,25 @@ if [ -f "$VYRED_SOURCE_ROOT/client/include/vy/vyre.h" ]; then
 	fi
 fi
 
+# The vyre Python package, where client/python/meson.build puts it: its modules, importable from
+# the DESTDIR by the Python it was installed for (run outside the source tree), in a folder that
+# Python searches when the prefix is one it searches.
+if [ -n "${VYRED_PYTHON_DIR:-}" ]; then
+	for m in __init__ arrays client errors kernel examples/__init__ examples/saxpy \
+		examples/histogram examples/prefix_sum examples/softmax examples/resident_chain; do
+		file "$VYRED_PYTHON_DIR/vyre/$m.py"
+	done
+	got=$(cd "$tmp" && PYTHONPATH=$dest$VYRED_PYTHON_DIR "$VYRED_PYTHON" -c \
+		"import vyre, vyre.examples.saxpy as s; print(vyre.__file__); print(s.build().name)" 2>&1)
+	[ "$got" = "$dest$VYRED_PYTHON_DIR/vyre/__init__.py"$'\n'"saxpy" ] ||
+		vy_fail "the installed vyre package does not import from $VYRED_PYTHON_DIR: $got"
+	searched=$("$VYRED_PYTHON" -c 'import sys; print(sys.argv[1] in sys.path)' "$VYRED_PYTHON_DIR")
+	case $VYRED_PREFIX in
+	/usr | /usr/local)
+		[ "$searched" = True ] ||
+			vy_fail "$VYRED_PYTHON does not search $VYRED_PYTHON_DIR, where vyre is installed"
+		;;
+	esac
+fi
+
 vy_finish

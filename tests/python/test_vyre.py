@@ -1,28 +1,19 @@
 #!/usr/bin/python3
-"""End-to-end tests of the Python client (client/python/vyre.py) against a real vyred.
-
-The daemon comes from $VYRED_BIN; $VYRED_TEST_BACKEND=reference runs it on the reference
-backend, anything else on its default (Vulkan where a device opens). Its device must be of the
+"""End-to-end tests of the Python client (the vyre package of client/python) against a real vyred:
+the protocol as the client speaks it, with bytes in and out (test_arrays.py has numpy, shm views
+and the examples). vyred_daemon.py says how the daemon is run; its devices must be of the
 backend the run expects: $VYRED_TEST_BACKEND when it is reference, else
-$VYRED_TEST_EXPECT_BACKEND, else vulkan; a daemon that fell back to the reference fails. It gets a temporary folder
-for its socket, cache and log, and a datagram socket playing systemd's NOTIFY_SOCKET so the tests
-start once it says READY=1. After the tests it is stopped with SIGTERM and must exit 0 (a
-sanitizer report in an instrumented build makes that fail too).
+$VYRED_TEST_EXPECT_BACKEND, else vulkan; a daemon that fell back to the reference fails.
 """
 import json
 import os
-import shutil
-import signal
-import socket
 import struct
-import subprocess
 import sys
-import tempfile
-import time
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CLIENT_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "client", "python"))
+import vyred_daemon
+from vyred_daemon import CLIENT_DIR
+
 sys.path.insert(0, CLIENT_DIR)
 import vyre  # noqa: E402
 
@@ -78,94 +69,16 @@ def saxpy_expected(alpha, x, y):
     return [f32(alpha * a + b) for a, b in zip(x, y)]
 
 
-class Daemon:
-    """One vyred in a temporary folder."""
-
-    def __init__(self):
-        self.bin = os.environ.get("VYRED_BIN", "vyred")
-        self.dir = tempfile.mkdtemp(prefix="vyred-py-")
-        self.sock = os.path.join(self.dir, "vyred.sock")
-        self.log = os.path.join(self.dir, "vyred.log")
-        conf = os.path.join(self.dir, "vyred.conf")
-        # Low water marks, so that pipelined large replies really meet the daemon's backpressure.
-        with open(conf, "w") as f:
-            f.write("[limits]\nwrite_high_water = 256K\nwrite_low_water = 64K\n")
-        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.notify.bind(os.path.join(self.dir, "notify"))
-        self.notes = []
-        args = [self.bin, "--config", conf, "--socket", self.sock, "--cache-dir",
-                os.path.join(self.dir, "cache"), "--log-level", "debug"]
-        if os.environ.get("VYRED_TEST_BACKEND") == "reference":
-            args += ["--backend", "reference"]
-        env = dict(os.environ, NOTIFY_SOCKET=os.path.join(self.dir, "notify"))
-        for k in ("LISTEN_FDS", "LISTEN_PID", "VYRED_SOCKET"):
-            env.pop(k, None)
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(args, stdout=log, stderr=log, env=env)
-
-    def wait_note(self, note, timeout):
-        end = time.monotonic() + timeout
-        while note not in self.notes:
-            left = end - time.monotonic()
-            if left <= 0 or self.proc.poll() is not None and not self._drain(0.05):
-                return note in self.notes
-            self._drain(min(left, 0.5))
-        return True
-
-    def _drain(self, timeout):
-        self.notify.settimeout(timeout)
-        try:
-            data = self.notify.recv(4096)
-        except socket.timeout:
-            return False
-        self.notes.extend(data.decode(errors="replace").split("\n"))
-        return True
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(120)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            return None
-
-    def dump_log(self):
-        with open(self.log, errors="replace") as f:
-            sys.stderr.write("---- vyred log (%s) ----\n%s---- end of log ----\n"
-                             % (self.log, f.read()[-20000:]))
-
-    def cleanup(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.notify.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
 DAEMON = None
 
 
 def setUpModule():
     global DAEMON
-    DAEMON = Daemon()
-    if not DAEMON.wait_note("READY=1", 120):
-        DAEMON.dump_log()
-        DAEMON.cleanup()
-        raise RuntimeError("vyred did not become ready (exit status %r)" % DAEMON.proc.poll())
+    DAEMON = vyred_daemon.start()
 
 
 def tearDownModule():
-    status = DAEMON.stop()
-    stopping = DAEMON.wait_note("STOPPING=1", 1)
-    try:
-        if status != 0 or not stopping:
-            DAEMON.dump_log()
-            raise AssertionError("vyred did not end cleanly on SIGTERM: exit status %r, "
-                                 "STOPPING=1 %s" % (status, "seen" if stopping else "missing"))
-        print("vyred stopped on SIGTERM with exit status 0", file=sys.stderr)
-    finally:
-        DAEMON.cleanup()
+    vyred_daemon.stop(DAEMON)
 
 
 class ClientTest(unittest.TestCase):
@@ -183,20 +96,9 @@ class ClientTest(unittest.TestCase):
         self.assertIsNone(self.vy.ping())
 
     def test_every_device_is_of_the_backend_the_run_expects(self):
-        if os.environ.get("VYRED_TEST_BACKEND") == "reference":
-            want = "reference"
-        else:
-            want = os.environ.get("VYRED_TEST_EXPECT_BACKEND") or "vulkan"
+        want = vyred_daemon.expected_backend()
         self.assertEqual([d["backend"] for d in self.vy.devices],
                          [want] * len(self.vy.devices), self.vy.devices)
-
-    def test_saxpy_example_runs_through_vyred_socket(self):
-        env = dict(os.environ, VYRED_SOCKET=DAEMON.sock)
-        run = subprocess.run([sys.executable, os.path.join(CLIENT_DIR, "example_saxpy.py")],
-                             env=env, capture_output=True, text=True, timeout=120)
-        sys.stderr.write(run.stdout)
-        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
-        self.assertIn("1000 elements correct", run.stdout)
 
     def test_dispatch_takes_json_text_and_returns_outputs(self):
         x = [float(i) for i in range(N)]
@@ -378,9 +280,4 @@ class ClientTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    runner = unittest.TextTestRunner(verbosity=2)
-    result = unittest.main(testRunner=runner, exit=False).result
-    ok = result.wasSuccessful()
-    print("python client tests: %d run, %d failed, %d errors -> %s"
-          % (result.testsRun, len(result.failures), len(result.errors), "OK" if ok else "FAIL"))
-    sys.exit(0 if ok else 1)
+    vyred_daemon.run_module("python client tests")

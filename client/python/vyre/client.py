@@ -1,22 +1,24 @@
-"""A client of vyred, the vyre GPU dispatch daemon, in pure Python.
+"""The connection to vyred: protocol version 1 as docs/protocol.md describes it, with the standard
+library, the msgpack package (Debian: python3-msgpack) and, where it is installed, numpy.
 
-It speaks protocol version 1 as docs/protocol.md describes it, with nothing but the standard
-library and the msgpack package (Debian: python3-msgpack):
-
+    import numpy as np
     import vyre
     with vyre.connect() as vy:                  # path, else $VYRED_SOCKET, else the default
-        out = vy.dispatch(program, [vyre.pack_f32([2.0]), x_bytes, y_bytes])
-        y = vyre.unpack_f32(out["outputs"][0])
+        y = vy.dispatch(program, [np.float32([2.0]), xs, ys])[0]
 
-Every request method waits for its reply and returns the result fields as a dict (or the one
-value that matters: a handle, bytes); with wait=False it returns a Pending at once instead, so
-many requests can be in flight on one connection and their replies are matched by id. A failed
-request raises VyError, which carries the daemon's error object (code, num, message, fix, retry,
-at, errors). Errors found in the client have codes of their own, numbered from 2001 as in the C
-library: CONNECT_FAILED and DISCONNECTED (raised as VyConnectionError, a VyError that is also a
-ConnectionError), BAD_REPLY, INVALID_ARGUMENT, SYSTEM_ERROR and NO_REPLY.
+A program is a vyre.Kernel, a dict (the JSON form as Python data) or JSON text. Inputs are numpy
+arrays or any other buffer data (arrays.py says what is accepted and when it is copied);
+dispatch answers a Result whose items are the outputs as numpy arrays of their buffers' types.
 
-A Client belongs to one thread at a time; open one connection per thread.
+Every request method waits for its reply and returns the result (a Result, a dict, or the one
+value that matters: a handle, an array, bytes); with wait=False it returns a Pending at once
+instead, so many requests can be in flight on one connection and their replies are matched by
+id. A failed request raises VyError, which carries the daemon's error object (code, num,
+message, fix, retry, at, errors). Errors found in the client have codes of their own, numbered
+from 2001 as in the C library: CONNECT_FAILED and DISCONNECTED (raised as VyConnectionError, a
+VyError that is also a ConnectionError), BAD_REPLY, INVALID_ARGUMENT, SYSTEM_ERROR and NO_REPLY.
+
+Thread-safety: a Client belongs to one thread at a time; open one connection per thread.
 """
 
 import array
@@ -32,6 +34,11 @@ import time
 
 import msgpack
 
+from .arrays import TYPES, WIRE_DTYPES, copy_into, from_wire, numpy, program_roles, to_wire, \
+    wire_size
+from .errors import VyConnectionError, VyError
+from .kernel import Kernel
+
 PROTOCOL = 1
 DEFAULT_SOCKET = "/run/vyred/vyred.sock"
 
@@ -40,71 +47,10 @@ _READ_CHUNK = 1 << 20
 # shm_attach requires F_SEAL_SHRINK (the daemon maps the region and must never fault on it); the
 # other two seals keep the size fixed for good, which is what a region of a given size means.
 _SHM_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
-
-
-# The client's own error codes: number and retry class (the same as libvyre's).
-CLIENT_ERRORS = {
-    "CONNECT_FAILED": (2001, "later"),
-    "DISCONNECTED": (2002, "reconnect"),
-    "BAD_REPLY": (2003, "reconnect"),
-    "INVALID_ARGUMENT": (2004, "after_fix"),
-    "SYSTEM_ERROR": (2005, "later"),
-    "NO_REPLY": (2006, "later"),
-}
-
-
-class VyError(Exception):
-    """An error reply of the daemon, or an error found in the client (CLIENT_ERRORS).
-
-    code: the wire name ("INVALID_PROGRAM"); num: its number (1006); message: what failed, ending
-    with the Fix line; fix: the fix alone; retry: "never", "later", "after_fix" or "reconnect";
-    at: where in the request or program (None when there is no location); errors: one VyError
-    per problem where validation found several (else empty); request_id: the id of the request.
-    """
-
-    def __init__(self, code, message, fix="", num=0, retry="never", at=None, errors=(),
-                 request_id=None):
-        super().__init__(message)
-        self.code = code
-        self.num = num
-        self.message = message
-        self.fix = fix
-        self.retry = retry
-        self.at = at
-        self.errors = list(errors)
-        self.request_id = request_id
-
-    @classmethod
-    def from_wire(cls, obj, request_id=None):
-        """The exception for an error object as the daemon sends it."""
-        if not isinstance(obj, dict):
-            obj = {}
-        return cls(
-            code=obj.get("code", "INTERNAL"),
-            message=obj.get("message", "the daemon sent an error without a message"),
-            fix=obj.get("fix", ""),
-            num=obj.get("num", 1999),
-            retry=obj.get("retry", "later"),
-            at=obj.get("at"),
-            errors=[cls.from_wire(e, request_id) for e in obj.get("errors") or ()],
-            request_id=request_id,
-        )
-
-    def __str__(self):
-        where = " (at %s)" % self.at if self.at else ""
-        return "%s%s: %s" % (self.code, where, self.message)
-
-    @classmethod
-    def client(cls, code, message, fix, request_id=None):
-        """An error found in the client; `code` is a key of CLIENT_ERRORS."""
-        num, retry = CLIENT_ERRORS[code]
-        return cls(code, "%s. Fix: %s" % (message, fix), fix=fix, num=num, retry=retry,
-                   request_id=request_id)
-
-
-class VyConnectionError(VyError, ConnectionError):
-    """CONNECT_FAILED (nobody answers at the socket) or DISCONNECTED (the connection broke or
-    was closed). Resident buffers and shm regions of a broken connection are gone."""
+# Room left in a frame for the fields of an upload around its data.
+_FRAME_SLACK = 4096
+# The download size of one request when hello does not say (protocol.md: limits.max_download).
+_DEFAULT_MAX_DOWNLOAD = 64 << 20
 
 
 def socket_path(path=None):
@@ -166,12 +112,101 @@ class Pending:
         return self._convert(reply) if self._convert else reply
 
 
+class PendingParts:
+    """Several requests that make one operation (an upload or a download sent in parts): done()
+    when every part is answered; result() waits for all of them and returns what the operation
+    returns, or raises the first part's error. A part answered BUSY (a download whose bytes would
+    pass the daemon's write_high_water while earlier parts wait to be read) is sent again once
+    the others are answered: then nothing of this operation is held, and it runs."""
+
+    def __init__(self, client, requests, combine):
+        self._client = client
+        self._requests = requests
+        self.parts = [client.submit(op, **fields) for op, fields in requests]
+        self.id = self.parts[0].id
+        self._combine = combine
+
+    def done(self):
+        return all(p.done() for p in self.parts)
+
+    def result(self, timeout=None):
+        replies, error, again = [], None, []
+        for k, p in enumerate(self.parts):
+            try:
+                replies.append(p.result(timeout))
+            except VyError as e:
+                if isinstance(e, VyConnectionError) or e.code == "NO_REPLY":
+                    raise
+                replies.append(None)
+                if e.code == "BUSY":
+                    again.append(k)
+                else:
+                    error = error or e
+        if error is not None:
+            raise error
+        for k in again:
+            op, fields = self._requests[k]
+            replies[k] = self._client.submit(op, **fields).result(timeout)
+        return self._combine(replies)
+
+
+class Result:
+    """The reply of a dispatch.
+
+    result[k] (and iterating, len): output k as the caller gets it, in binding order: a numpy
+    array of the buffer's type and element count when numpy is installed and the program's
+    buffers are known (a Kernel, a dict, JSON text, or a program_id this connection compiled),
+    else bytes; None for an output sent to a resident buffer (outputs_to). by_name: the same
+    outputs by buffer name. result["outputs"], result["timing"], result["cache"]: the reply's
+    fields as the daemon sent them (outputs as bytes); timing and cache are attributes too.
+    """
+
+    def __init__(self, reply, roles):
+        self.reply = reply
+        raw = reply.get("outputs") or []
+        if roles is not None and len(roles) == len(raw):
+            self.outputs = [from_wire(d, t) for d, (_, t) in zip(raw, roles)]
+            self.by_name = {n: o for o, (n, _) in zip(self.outputs, roles)}
+        else:
+            self.outputs = list(raw)
+            self.by_name = {}
+        self.timing = reply.get("timing", {})
+        self.cache = reply.get("cache")
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            return self.reply[key]
+        return self.outputs[key]
+
+    def __contains__(self, key):
+        return key in self.reply
+
+    def get(self, key, default=None):
+        return self.reply.get(key, default)
+
+    def keys(self):
+        return self.reply.keys()
+
+    def __len__(self):
+        return len(self.outputs)
+
+    def __iter__(self):
+        return iter(self.outputs)
+
+    def __repr__(self):
+        return "Result(%d outputs, cache=%r, timing=%r)" % (len(self.outputs), self.cache,
+                                                           self.timing)
+
+
 class ShmRegion:
     """A sealed memfd attached to one connection with shm_attach.
 
-    Write the input bytes into `buf` (a writable mmap of `size` bytes), then pass
-    region.input(offset, length) as a dispatch input: the daemon reads the bytes in place.
-    Do not change bytes that a dispatch still in flight reads. detach() ends the region.
+    With numpy, region.array(type, offset, count) is a numpy view of the region: write into it,
+    then pass the view (or any contiguous slice of it) as a dispatch input, and the daemon reads
+    those bytes in place: nothing is copied, in Python or through the socket. Without numpy,
+    write bytes into `buf` (a writable mmap of `size` bytes) or with write(), and pass
+    region.input(offset, length). Do not change bytes that a dispatch still in flight reads.
+    detach() ends the region; views made by array() keep the mapping alive until they go.
     """
 
     def __init__(self, client, region, size, buf):
@@ -179,9 +214,11 @@ class ShmRegion:
         self.region = region
         self.size = size
         self.buf = buf
+        self._bytes = None
+        self._addr = None
 
     def write(self, data, offset=0):
-        data = memoryview(data).cast("B")
+        data = memoryview(to_wire(data, None, "the data to write")).cast("B")
         if offset < 0 or offset + len(data) > self.size:
             raise ValueError("%d bytes at offset %d do not fit a region of %d bytes"
                              % (len(data), offset, self.size))
@@ -193,6 +230,51 @@ class ShmRegion:
             length = self.size - offset
         return {"shm": [self.region, offset, length]}
 
+    def array(self, type="f32", offset=0, count=None):
+        """A writable numpy view of `count` elements of `type` (u32, i32 or f32; bool buffers
+        take u32 words, 1 or 0) from byte `offset` (a multiple of 4); count defaults to the rest
+        of the region. Passed as a dispatch input, the view travels as {"shm": [...]}."""
+        if numpy is None:
+            raise VyError.client("INVALID_ARGUMENT", "region.array needs numpy, which is not "
+                                 "installed", "install numpy (Debian: python3-numpy), or write "
+                                 "with region.write and pass region.input(offset, length)")
+        if type not in TYPES:
+            raise VyError.client("INVALID_ARGUMENT", "no element type %r" % (type,),
+                                 "give one of u32, i32, f32, bool")
+        if self.buf is None:
+            raise VyError.client("INVALID_ARGUMENT", "region %d is detached" % self.region,
+                                 "attach a new region with shm_attach")
+        if offset < 0 or offset % 4 or offset > self.size:
+            raise VyError.client("INVALID_ARGUMENT", "offset %d in a region of %d bytes"
+                                 % (offset, self.size),
+                                 "give an offset that is a multiple of 4 inside the region")
+        if count is None:
+            count = (self.size - offset) // 4
+        if count < 0 or offset + 4 * count > self.size:
+            raise VyError.client("INVALID_ARGUMENT", "%d elements at offset %d do not fit a "
+                                 "region of %d bytes" % (count, offset, self.size),
+                                 "ask for at most %d elements" % ((self.size - offset) // 4))
+        if self._bytes is None:
+            self._bytes = numpy.frombuffer(self.buf, numpy.uint8)
+            self._addr = self._bytes.__array_interface__["data"][0]
+        return self._bytes[offset:offset + 4 * count].view(WIRE_DTYPES[type])
+
+    def _locate(self, arr):
+        """The (offset, length) of a contiguous numpy array inside this region, else None."""
+        if self._addr is None or self.buf is None:
+            return None
+        root = arr
+        while isinstance(root, numpy.ndarray) and root.base is not None:
+            root = root.base
+        if isinstance(root, memoryview):
+            root = root.obj
+        if root is not self.buf:
+            return None
+        offset = arr.__array_interface__["data"][0] - self._addr
+        if offset < 0 or offset + arr.nbytes > self.size:
+            return None
+        return offset, arr.nbytes
+
     def detach(self):
         """shm_detach, then unmap; dispatches already sent still read the daemon's mapping."""
         if self.buf is None:
@@ -200,8 +282,13 @@ class ShmRegion:
         try:
             self.client.shm_detach(self.region)
         finally:
-            self.buf.close()
-            self.buf = None
+            self.client._regions.pop(self.region, None)
+            buf, self.buf, self._bytes, self._addr = self.buf, None, None, None
+            try:
+                buf.close()
+            except BufferError:
+                # Views from array() still use the mapping; it goes with the last of them.
+                pass
 
     def __enter__(self):
         return self
@@ -211,26 +298,16 @@ class ShmRegion:
 
 
 def _program_field(program):
-    """The wire form of a program given as a dict (the JSON form as Python data) or JSON text."""
+    """The wire form of a program given as a Kernel, a dict (the JSON form as Python data) or
+    JSON text."""
+    if isinstance(program, Kernel):
+        return program.program()
     if isinstance(program, (str, bytes, bytearray)):
         return json.loads(program)
     if isinstance(program, dict):
         return program
-    raise TypeError("a program is a dict or JSON text, not %s" % type(program).__name__)
-
-
-def _input_field(value):
-    if isinstance(value, ShmRegion):
-        return value.input()
-    if isinstance(value, dict):
-        return value
-    if isinstance(value, (bytes, bytearray)):
-        return value
-    try:
-        return memoryview(value).cast("B")
-    except TypeError:
-        raise TypeError("an input is bytes, a buffer object, vyre.resident(handle) or "
-                        "region.input(...), not %s" % type(value).__name__) from None
+    raise TypeError("a program is a vyre.Kernel, a dict or JSON text, not %s"
+                    % type(program).__name__)
 
 
 def _drop(reply):
@@ -257,6 +334,10 @@ class Client:
         self._replies = {}
         self._outstanding = set()
         self._broken = None
+        self._regions = {}
+        # The buffers of each program this connection compiled, by program id, so that a
+        # dispatch by program_id can type its inputs and outputs.
+        self._roles = {}
         # Until hello answers, one request at a time; then the daemon's own limit.
         self._window = 1
         self.max_frame = 256 << 20
@@ -326,30 +407,63 @@ class Client:
         return self._request("ping", wait, _drop)
 
     def compile(self, program, config=None, wait=True):
-        """Returns {"program_id", "cache", "compile_ns", "device"}."""
+        """Returns {"program_id", "cache", "compile_ns", "device"}. The connection remembers
+        the program's buffers, so that dispatch(program_id=...) types its outputs."""
         fields = {"program": _program_field(program)}
         if config:
             fields["config"] = config
-        return self._request("compile", wait, **fields)
+        roles = program_roles(fields["program"])
+
+        def remember(reply):
+            if roles is not None and "program_id" in reply:
+                self._roles[reply["program_id"]] = roles
+            return reply
+
+        return self._request("compile", wait, remember, **fields)
 
     def dispatch(self, program=None, inputs=(), config=None, outputs_to=None, program_id=None,
                  wait=True):
-        """Run a program (a dict or JSON text) or a compiled program_id. `inputs`: one per input
-        buffer in binding order, each bytes (or any buffer object), vyre.resident(handle), or
-        region.input(offset, length). `outputs_to`: one entry per output, None or a handle.
-        Returns {"outputs": [bytes or None], "timing": {...}, "cache": ...}."""
+        """Run a program (a Kernel, a dict or JSON text) or a compiled program_id, and return
+        its Result.
+
+        `inputs`: one per input buffer in binding order, each a numpy array or other buffer
+        data (its elements must be of the buffer's type), a number or a list of numbers (packed
+        in the buffer's type), a numpy view of a shm region (sent as the region's bytes in
+        place), vyre.resident(handle), or region.input(offset, length). `outputs_to`: one entry
+        per output, None or a handle. `config`: protocol.md's config (grid, spec, timing...)."""
         if (program is None) == (program_id is None):
             raise TypeError("dispatch takes a program or a program_id, not both or neither")
         if program is not None:
             fields = {"program": _program_field(program)}
+            roles = program_roles(fields["program"])
         else:
             fields = {"program_id": program_id}
-        fields["inputs"] = [_input_field(v) for v in inputs]
+            roles = self._roles.get(program_id)
+        wanted = roles[0] if roles else []
+        fields["inputs"] = [self._input_field(v, wanted[k] if k < len(wanted) else None, k)
+                            for k, v in enumerate(inputs)]
         if config:
             fields["config"] = config
         if outputs_to is not None:
             fields["outputs_to"] = list(outputs_to)
-        return self._request("dispatch", wait, **fields)
+        out_roles = roles[1] if roles else None
+        return self._request("dispatch", wait, lambda r: Result(r, out_roles), **fields)
+
+    def _input_field(self, value, role, k):
+        if isinstance(value, ShmRegion):
+            return value.input()
+        if isinstance(value, dict):
+            return value
+        name, typ = role if role else (None, None)
+        what = "input %d (%s, %s)" % (k, name, typ) if name else "input %d" % k
+        if numpy is not None and isinstance(value, numpy.ndarray) and self._regions:
+            for region in self._regions.values():
+                place = region._locate(value)
+                if place is not None:
+                    # Checked as any input is (element type, contiguity), then sent in place.
+                    to_wire(value, typ, what)
+                    return region.input(*place)
+        return to_wire(value, typ, what)
 
     def alloc(self, size, name=None, wait=True):
         """A resident buffer of `size` bytes (zero-filled) on the device; returns its handle.
@@ -359,20 +473,66 @@ class Client:
             fields["name"] = name
         return self._request("alloc", wait, lambda r: r["handle"], **fields)
 
-    def upload(self, handle, data, offset=0, wait=True):
-        fields = {"handle": handle, "data": _input_field(data)}
-        if offset:
-            fields["offset"] = offset
-        return self._request("upload", wait, _drop, **fields)
+    def alloc_from(self, data, name=None):
+        """A resident buffer holding `data` (a numpy array or other buffer data): alloc of its
+        size, then upload. Returns the handle."""
+        payload = to_wire(data, None, "the data")
+        handle = self.alloc(len(memoryview(payload).cast("B")), name)
+        self.upload(handle, payload)
+        return handle
 
-    def download(self, handle, offset=0, length=None, wait=True):
-        """The bytes of a resident buffer (from offset to its end unless length is given)."""
-        fields = {"handle": handle}
-        if offset:
-            fields["offset"] = offset
-        if length is not None:
-            fields["length"] = length
-        return self._request("download", wait, lambda r: r["data"], **fields)
+    def upload(self, handle, data, offset=0, wait=True):
+        """Write `data` (a numpy array or other buffer data; a bool array as words) into a
+        resident buffer at byte `offset`. Data larger than one frame goes in several requests,
+        pipelined; with wait=False the answer is then a PendingParts."""
+        payload = memoryview(to_wire(data, None, "the upload data")).cast("B")
+        part = max(4, (self.max_frame - _FRAME_SLACK) // 4 * 4)
+        if len(payload) <= part:
+            fields = {"handle": handle, "data": payload}
+            if offset:
+                fields["offset"] = offset
+            return self._request("upload", wait, _drop, **fields)
+        requests = [("upload", {"handle": handle, "offset": offset + at,
+                                "data": payload[at:at + part]})
+                    for at in range(0, len(payload), part)]
+        pending = PendingParts(self, requests, _drop)
+        return pending.result() if wait else pending
+
+    def download(self, handle, offset=0, length=None, wait=True, type=None, out=None):
+        """The contents of a resident buffer from byte `offset`: `length` bytes, or to its end.
+
+        As bytes by default; with type="u32", "i32", "f32" or "bool", an array of that type
+        (numpy, where installed); with out=array, written into that writable contiguous array
+        (as many bytes as it holds; a bool array takes one word per element), which is returned.
+        A download into `out` larger than limits.max_download goes in several requests."""
+        if type is not None and type not in TYPES:
+            raise VyError.client("INVALID_ARGUMENT", "no element type %r" % (type,),
+                                 "give one of u32, i32, f32, bool")
+        if out is None:
+            fields = {"handle": handle}
+            if offset:
+                fields["offset"] = offset
+            if length is not None:
+                fields["length"] = length
+            return self._request("download", wait, lambda r: from_wire(r["data"], type),
+                                 **fields)
+        total = wire_size(out)
+        if length is not None and length != total:
+            raise VyError.client("INVALID_ARGUMENT", "a download of %d bytes into an array of "
+                                 "%d bytes" % (length, total),
+                                 "leave length out when downloading into an array")
+        part = max(4, int(self.limits.get("max_download", _DEFAULT_MAX_DOWNLOAD)) // 4 * 4)
+        starts = list(range(0, total, part)) or [0]
+        requests = [("download", {"handle": handle, "offset": offset + at,
+                                  "length": min(part, total - at)}) for at in starts]
+
+        def combine(replies):
+            for at, reply in zip(starts, replies):
+                copy_into(out, reply["data"], at)
+            return out
+
+        pending = PendingParts(self, requests, combine)
+        return pending.result() if wait else pending
 
     def free(self, handle, wait=True):
         return self._request("free", wait, _drop, handle=handle)
@@ -402,7 +562,9 @@ class Client:
             raise
         finally:
             os.close(fd)
-        return ShmRegion(self, region, size, buf)
+        shm = ShmRegion(self, region, size, buf)
+        self._regions[region] = shm
+        return shm
 
     def shm_detach(self, region, wait=True):
         if isinstance(region, ShmRegion):
