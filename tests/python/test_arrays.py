@@ -315,6 +315,47 @@ def first_python_block(path, after):
     return text[start:text.index("```", start)]
 
 
+class GraphTest(unittest.TestCase):
+    """graph_create and graph_run with Kernels: numpy in and out, typed by the bound buffers."""
+
+    def setUp(self):
+        self.vy = vyre.connect(DAEMON.sock, "test_graphs", timeout=300)
+
+    def tearDown(self):
+        self.vy.close()
+
+    def test_a_chain_of_kernels_runs_as_one_request(self):
+        k = vyre.Kernel("py_graph_step", workgroup_size=64)
+        x, y = k.input("x", "f32", N), k.output("y", "f32", N)
+        i = k.let("i", k.gid(0))
+        with k.if_(i < y.len()):
+            y[i] = x[i] * 2.0 + 1.0
+        steps = [{"program": k, "bind": {"x": {"input": 0}, "y": {"temp": "a"}}},
+                 {"program": k, "bind": {"x": {"temp": "a"}, "y": {"temp": "b"}}},
+                 {"program": k, "bind": {"x": {"temp": "b"}, "y": {"output": 0}}}]
+        g = self.vy.graph_create(steps, name="py-chain")
+        self.assertEqual((g.steps, g.inputs, g.outputs, g.barriers), (3, 1, 1, 2))
+        xs = np.linspace(-4.0, 4.0, N, dtype=np.float32)
+        want = ((xs * 2 + 1) * 2 + 1) * 2 + 1
+        r = self.vy.graph_run(g, [xs], config={"timing": True})
+        self.assertEqual(r[0].dtype, np.float32)
+        np.testing.assert_array_equal(r[0], want)
+        self.assertEqual(len(r.timing["steps_ns"]), 3)
+        self.assertIn(g.graph, [row["graph"] for row in self.vy.graphs()])
+        self.vy.graph_free(g)
+        with self.assertRaises(vyre.VyError) as e:
+            self.vy.graph_run(g, [xs])
+        self.assertEqual(e.exception.code, "NOT_FOUND")
+
+    def test_a_step_error_names_its_place(self):
+        k = double_kernel()
+        with self.assertRaises(vyre.VyError) as e:
+            self.vy.graph_create([{"program": k, "bind": {"x": {"input": 0}}}])
+        self.assertEqual(e.exception.code, "BAD_REQUEST")
+        self.assertEqual(e.exception.at, "steps[0].bind")
+        self.assertIn("buffer y of step 0 is not bound", str(e.exception))
+
+
 class DocsTest(unittest.TestCase):
     """The Python examples of README.md and docs/python.md run and print what they say."""
 

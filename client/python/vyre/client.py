@@ -198,6 +198,27 @@ class Result:
                                                            self.timing)
 
 
+class Graph:
+    """A graph made by Client.graph_create: `graph` (the handle), `steps`, `inputs`,
+    `outputs`, `barriers`, and the (name, type) of the buffer each input and output is bound to
+    (input_roles, output_roles), which type the arrays of graph_run."""
+
+    def __init__(self, reply, types):
+        self.graph = reply["graph"]
+        self.steps = reply.get("steps")
+        self.inputs = reply.get("inputs", 0)
+        self.outputs = reply.get("outputs", 0)
+        self.barriers = reply.get("barriers")
+        self.input_roles = [("input %d" % k, types.get(("input", k)))
+                            for k in range(self.inputs)]
+        outs = [("output %d" % j, types.get(("output", j))) for j in range(self.outputs)]
+        self.output_roles = outs if all(t for _, t in outs) else None
+
+    def __repr__(self):
+        return "Graph(%#x, %s steps, %s inputs, %s outputs)" % (self.graph, self.steps,
+                                                               self.inputs, self.outputs)
+
+
 class ShmRegion:
     """A sealed memfd attached to one connection with shm_attach.
 
@@ -579,6 +600,67 @@ class Client:
 
     def buffers(self, wait=True):
         return self._request("buffers", wait, lambda r: r["buffers"])
+
+    # --- graphs (docs/graphs.md) ---
+
+    def graph_create(self, steps, name=None, wait=True):
+        """Make a graph of steps run with one request; returns a Graph.
+
+        `steps`: one dict per step with "program" (a Kernel, a dict or JSON text) or
+        "program_id", "bind" ({buffer: {"input": k} | {"output": j} | {"temp": name} |
+        {"resident": handle}} for every non-workgroup buffer), and optionally "config" (grid,
+        workgroup_size, spec, max_loop_iterations)."""
+        wire = []
+        types = {}
+        for k, step in enumerate(steps):
+            if not isinstance(step, dict) or "bind" not in step:
+                raise TypeError("step %d is a dict with \"program\" or \"program_id\" and "
+                                "\"bind\"" % k)
+            field = {"bind": step["bind"]}
+            if "program" in step:
+                field["program"] = _program_field(step["program"])
+                buffers = field["program"].get("buffers") or []
+            else:
+                field["program_id"] = step["program_id"]
+                roles = self._roles.get(step["program_id"])
+                buffers = ([{"name": n, "type": t} for n, t in roles[0] + roles[1]]
+                           if roles else [])
+            if "config" in step:
+                field["config"] = step["config"]
+            by_name = {b.get("name"): b.get("type") for b in buffers}
+            for buf, slot in step["bind"].items():
+                for kind in ("input", "output"):
+                    if isinstance(slot, dict) and kind in slot:
+                        types.setdefault((kind, slot[kind]), by_name.get(buf))
+            wire.append(field)
+        fields = {"steps": wire}
+        if name is not None:
+            fields["name"] = name
+        return self._request("graph_create", wait, lambda r: Graph(r, types), **fields)
+
+    def graph_run(self, graph, inputs=(), config=None, wait=True):
+        """Run a graph once and return its Result: one output per graph output (numpy arrays
+        of the types of the buffers that write them, where numpy is installed). `inputs`: one
+        per graph input (arrays, buffer data, numbers or lists, shm views); `config`:
+        timeout_ms (for the whole run), label, timing (per-step device times in
+        result.timing["steps_ns"])."""
+        handle = graph.graph if isinstance(graph, Graph) else graph
+        ins = graph.input_roles if isinstance(graph, Graph) else []
+        outs = graph.output_roles if isinstance(graph, Graph) else None
+        fields = {"graph": handle,
+                  "inputs": [self._input_field(v, ins[k] if k < len(ins) else None, k)
+                             for k, v in enumerate(inputs)]}
+        if config:
+            fields["config"] = config
+        return self._request("graph_run", wait, lambda r: Result(r, outs), **fields)
+
+    def graph_free(self, graph, wait=True):
+        handle = graph.graph if isinstance(graph, Graph) else graph
+        return self._request("graph_free", wait, _drop, graph=handle)
+
+    def graphs(self, wait=True):
+        """The caller's graphs (rows of graph, name, steps, inputs, outputs, runs, ...)."""
+        return self._request("graphs", wait, lambda r: r["graphs"])
 
     def cache_list(self, wait=True):
         """{"pipelines": [...], "programs": [...]}."""
