@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# One pass of the checks that need a real GPU, for a machine that has one but no compiler or
+# package registry: the device's float profile as the probe finds it, the emit suite's comparison
+# of that profile with the named one, the conformance corpus, the differential fuzzer for a
+# bounded time, and the benchmarks of one or two builds (an A/B in one run).
+#
+#   tools/gpu-check.sh PACK OUT [FUZZ_SECONDS [FUZZ_SEED]]
+#
+# PACK is a folder made by `tools/gpu-check.sh --pack PACK BUILD [BASELINE_BUILD]` on the build
+# machine: stripped binaries of BUILD (release: daemon/vyred, bench/vybench, the conformance
+# runner, difffuzz, libvyre) under PACK/cur, and of BASELINE_BUILD under PACK/base when given.
+# OUT receives conformance.txt, difffuzz.txt, emit.txt and one bench JSON per build and pass
+# (bench-cur-N.json, bench-base-N.json, interleaved: base, cur, base, cur). Run it from the
+# repository root (the corpus, the bench scripts and the emit test are read from the tree).
+set -uo pipefail
+
+if [ "${1:-}" = "--pack" ]; then
+	pack=$2
+	build=$3
+	base=${4:-}
+	rm -rf "$pack"
+	for side in cur base; do
+		b=$build
+		[ "$side" = base ] && b=$base
+		[ -n "$b" ] || continue
+		for f in daemon/vyred bench/vybench tests/conformance/conformance \
+			tests/difffuzz/difffuzz client/libvyre.so.1; do
+			[ -e "$b/$f" ] || continue
+			mkdir -p "$pack/$side/$(dirname "$f")"
+			cp -L "$b/$f" "$pack/$side/$f"
+			strip "$pack/$side/$f" 2>/dev/null || true
+		done
+	done
+	ls -R "$pack" | head -40
+	exit 0
+fi
+
+pack=${1:?usage: tools/gpu-check.sh PACK OUT [FUZZ_SECONDS [FUZZ_SEED]]}
+out=${2:?usage: tools/gpu-check.sh PACK OUT [FUZZ_SECONDS [FUZZ_SEED]]}
+fuzz_seconds=${3:-300}
+fuzz_seed=${4:-$(date +%s)}
+cur=$pack/cur
+mkdir -p "$out"
+
+echo "== the device's float profile"
+"$cur/daemon/vyred" --emit-glsl tests/programs/saxpy.json --profile device | head -4 |
+	tee "$out/emit.txt"
+echo "== emit suite (the device profile against the named one)"
+VYRED_BIN=$cur/daemon/vyred VY_SOURCE_DIR=$PWD bash tests/emit/test_emit_glsl.sh >>"$out/emit.txt" 2>&1
+echo "emit: exit $?" | tee -a "$out/emit.txt"
+
+echo "== conformance"
+"$cur/tests/conformance/conformance" tests/conformance/cases >"$out/conformance.txt" 2>&1
+echo "conformance: exit $?"
+grep -E '^FAIL' "$out/conformance.txt" | head -20
+tail -n 3 "$out/conformance.txt"
+
+echo "== bench (interleaved A/B)"
+for pass in 1 2; do
+	for side in base cur; do
+		[ -x "$pack/$side/bench/vybench" ] || continue
+		VYBENCH_BUILD=$pack/$side bench/run.sh "/tmp/gpu-check-bench-$side-$pass" >/dev/null 2>&1
+		echo "bench $side pass $pass: exit $?"
+		cp "/tmp/gpu-check-bench-$side-$pass/bench.json" "$out/bench-$side-$pass.json" 2>/dev/null
+	done
+done
+
+echo "== difffuzz: seed $fuzz_seed for $fuzz_seconds s, one job per core"
+timeout "$fuzz_seconds" "$cur/tests/difffuzz/difffuzz" --seed "$fuzz_seed" --count 1000000 \
+	--jobs "$(nproc)" >"$out/difffuzz.txt" 2>&1
+grep -E 'MISMATCH|programs,' "$out/difffuzz.txt" | tail -n 3
