@@ -256,6 +256,46 @@ Test(reference_float, i32_and_u32_reinterpret_bits)
 	cast(U, I, a, a, N(a));
 }
 
+static void bitcast(
+	enum vy_type from, enum vy_type to, const uint32_t *a, const uint32_t *want, size_t n)
+{
+	struct ref_result r = ref_bitcast(from, to, a, n);
+	char what[64];
+	snprintf(what, sizeof(what), "bitcast %s -> %s", vy_type_name(from), vy_type_name(to));
+	ref_expect(&r, want, n, what);
+	ref_result_finish(&r);
+}
+
+Test(reference_float, bitcast_to_f32_canonicalizes_as_a_load_does)
+{
+	/* 1.0, a signalling NaN, a negative NaN with a payload, the smallest and the largest
+	 * negative subnormal, -0, +inf, the largest finite value, the smallest normal. */
+	uint32_t w[] = {ONE, 0x7F800001u, 0xFFC12345u, 0x00000001u, 0x807FFFFFu, NZERO, PINF,
+		0x7F7FFFFFu, 0x00800000u};
+	uint32_t want[] = {ONE, QNAN, QNAN, PZERO, NZERO, NZERO, PINF, 0x7F7FFFFFu, 0x00800000u};
+	bitcast(U, F, w, want, N(w));
+	bitcast(I, F, w, want, N(w));
+}
+
+Test(reference_float, bitcast_from_f32_gives_the_canonical_bits)
+{
+	/* The load canonicalizes: a NaN payload reads as 0x7FC00000, a subnormal as a zero. */
+	uint32_t f[] = {ONE, 0x7FC12345u, 0x80000001u, NZERO, NINF, 0xC0490FDBu};
+	uint32_t want[] = {ONE, QNAN, NZERO, NZERO, NINF, 0xC0490FDBu};
+	bitcast(F, U, f, want, N(f));
+	bitcast(F, I, f, want, N(f));
+	bitcast(F, F, f, want, N(f));
+}
+
+Test(reference_float, bitcast_between_integers_keeps_every_bit)
+{
+	uint32_t a[] = {0xFFFFFFFFu, 0x80000000u, 7, 0x7F800001u};
+	bitcast(U, I, a, a, N(a));
+	bitcast(I, U, a, a, N(a));
+	bitcast(U, U, a, a, N(a));
+	bitcast(I, I, a, a, N(a));
+}
+
 Test(reference_float, casts_to_bool_test_nonzero)
 {
 	uint32_t f[] = {NZERO, PZERO, QNAN, HALF, 0x00000001u, NINF};
