@@ -62,6 +62,7 @@ void vy__vk_str_finish(struct vy__vk_str *s);
 	X(ROT)                                                                                     \
 	X(BITS)                                                                                    \
 	X(WIDE)                                                                                    \
+	X(SAT_I32)                                                                                 \
 	X(TRAP)                                                                                    \
 	X(SG_SHUFFLE)                                                                              \
 	X(SG_FADD)                                                                                 \
