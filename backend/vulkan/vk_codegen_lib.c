@@ -692,6 +692,10 @@ static const char trap_text[] = "void vy_trap_raise(uint key)\n"
 				"{\n"
 				"\tatomicMax(vy_trap.key, ~key);\n"
 				"\tatomicAdd(vy_trap.count, 1u);\n"
+				"}\n"
+				"void vy_cut_raise(uint node)\n"
+				"{\n"
+				"\tatomicMax(vy_trap.cut, ~node);\n"
 				"}\n";
 
 /*
