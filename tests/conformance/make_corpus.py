@@ -1185,6 +1185,82 @@ i32_condition_case()
 
 
 # ---------------------------------------------------------------------------------------------
+# Long loops (docs/semantics.md section 7): more than 65,535 loop passes in one invocation, which
+# lavapipe's loop limiter allows an invocation over all of its loops, run to their end on every
+# backend; the loop limit still traps where the iterations exceed it, not before.
+
+def long_loop_cases():
+    name = "loop_long_single"
+    trips = [70000, 131072, 1, 0, 65535, 65536, 99999, 3]
+    prog = program(name, 8, [buf("n", 0, "read_only", "u32", 8),
+                             buf("sum", 1, "write_only", "u32", 8),
+                             buf("count", 2, "write_only", "u32", 8)],
+                   [let("i", gid()), let("s", U(0)), let("c", U(0)),
+                    loop("k", U(0), load("n", V("i")),
+                         [assign("s", op("add", V("s"), op("mul", V("k"), V("k")))),
+                          assign("c", op("add", V("c"), U(1)))]),
+                    store("sum", V("i"), V("s")), store("count", V("i"), V("c"))])
+    case(name, "One loop per invocation, its bound loaded (70,000 to 131,072 iterations, and "
+         "short ones beside them in the same workgroup): every invocation runs all of its "
+         "iterations (wrapping sum of k*k, and the count).",
+         prog, [{"values": trips}], config={"max_loop_iterations": 200000},
+         expect=[[u32(sum(k * k for k in range(n))) for n in trips], trips])
+
+    name = "loop_long_sequential"
+    prog = program(name, 2, [buf("y", 0, "write_only", "u32", 2)],
+                   [let("i", gid()), let("s", U(0)),
+                    loop("a", U(0), U(40000), [assign("s", op("add", V("s"), V("a")))]),
+                    loop("b", U(0), U(50000), [assign("s", op("bit_xor", V("s"), V("b")))]),
+                    store("y", V("i"), V("s"))])
+    want = 0
+    for a in range(40000):
+        want = u32(want + a)
+    for b in range(50000):
+        want ^= b
+    case(name, "Two loops of 40,000 and 50,000 iterations in a row, each short of 65,535 but "
+         "not together: both run to their end.", prog, None, expect=[[want, want]])
+
+    name = "loop_long_nested"
+    prog = program(name, 2, [buf("y", 0, "write_only", "u32", 4)],
+                   [let("i", gid()), let("s", U(0)), let("t", U(0)),
+                    loop("a", U(0), U(300), [
+                        loop("b", U(0), U(300), [
+                            assign("s", op("add", V("s"), op("mul", V("a"), V("b"))))])]),
+                    loop("c", U(0), U(70000), [
+                        loop("d", U(0), U(3), [
+                            assign("t", op("add", V("t"), op("add", V("c"), V("d"))))])]),
+                    store("y", op("mul", V("i"), U(2)), V("s")),
+                    store("y", op("add", op("mul", V("i"), U(2)), U(1)), V("t"))])
+    s_want = u32(sum(a * b for a in range(300) for b in range(300)))
+    t_want = u32(sum(c + d for c in range(70000) for d in range(3)))
+    case(name, "300 x 300 nested iterations, and 70,000 x 3: every iteration of the inner "
+         "loops runs.", prog, None, config={"max_loop_iterations": 1000000},
+         expect=[[s_want, t_want, s_want, t_want]])
+
+    name = "loop_limit_long_exact"
+    prog = program(name, 4, [buf("y", 0, "write_only", "u32", 4)],
+                   [let("i", gid()), let("s", U(0)),
+                    loop("a", U(0), U(7), [assign("s", op("add", V("s"), U(1)))]),
+                    loop("b", U(0), U(99993), [assign("s", op("add", V("s"), U(1)))]),
+                    store("y", V("i"), V("s"))])
+    case(name, "7 and then 99,993 iterations: exactly max_loop_iterations (100,000) do not "
+         "trap, even where the limit falls inside a long loop.", prog, None,
+         config={"max_loop_iterations": 100000}, expect=[[100000] * 4])
+
+    name = "trap_loop_limit_long"
+    prog = program(name, 4, [buf("n", 0, "read_only", "u32", 4),
+                             buf("y", 1, "write_only", "u32", 4)],
+                   [let("i", gid()), let("s", U(0)),
+                    loop("a", U(0), U(7), [assign("s", op("add", V("s"), U(1)))]),
+                    loop("b", U(0), load("n", V("i")), [assign("s", op("add", V("s"), U(1)))]),
+                    store("y", V("i"), V("s"))])
+    case(name, "7 and then 99,993 to 99,996 iterations under a limit of 100,000: the "
+         "invocations that need 100,001 or more trap with loop_limit at the second loop.",
+         prog, [{"values": [99993, 99994, 99995, 99996]}],
+         config={"max_loop_iterations": 100000}, expect=trap("loop_limit", "entry[3].loop"))
+
+
+# ---------------------------------------------------------------------------------------------
 # Random integer operands
 
 def random_int_case():
@@ -2328,6 +2404,7 @@ def trap_cases():
 
 
 trap_cases()
+long_loop_cases()
 
 
 # ---------------------------------------------------------------------------------------------
