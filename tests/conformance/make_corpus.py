@@ -1102,13 +1102,19 @@ def bitcast_case(src):
         buffers.append(buf("to_" + dst, 1 + k, "write_only", dst, n))
         entry.append(store("to_" + dst, V("i"), ["bitcast", dst, V("x")]))
         expect.append(shown([bitcast(x, src, dst) for x in xs], dst))
+    if src != "f32":
+        # Back to the integer type, so that no f32 store can canonicalize what the bitcast left.
+        buffers.append(buf("round_trip", 4, "write_only", src, n))
+        entry.append(store("round_trip", V("i"), ["bitcast", src, ["bitcast", "f32", V("x")]]))
+        expect.append(shown([canon(x) for x in xs], src))
     notes = {
         "u32": "u32 to i32 and to u32 keep the word; to f32 canonicalizes it as a load does: "
                "every NaN pattern (signalling, negative, with a payload) is 0x7FC00000, every "
                "subnormal pattern the zero of its sign; other words, infinities included, are "
-               "kept.",
+               "kept. round_trip reads the f32 back as u32, so no f32 store can hide it.",
         "i32": "i32 to u32 and to i32 keep the word; to f32 canonicalizes NaN and subnormal "
-               "patterns as a load does and keeps every other word.",
+               "patterns as a load does and keeps every other word; round_trip reads the f32 "
+               "back as i32.",
         "f32": "f32 to u32 and i32 give the bits of the canonical value (the load already made "
                "NaN payloads 0x7FC00000 and subnormals signed zeros), to f32 the value itself.",
     }[src]

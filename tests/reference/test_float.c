@@ -277,6 +277,26 @@ Test(reference_float, bitcast_to_f32_canonicalizes_as_a_load_does)
 	bitcast(I, F, w, want, N(w));
 }
 
+/* The reference canonicalizes every f32 store, so the canonical bits are read back as u32. */
+Test(reference_float, a_word_read_as_f32_is_canonical_before_any_store)
+{
+	uint32_t w[] = {0x7F800001u, 0xFFC12345u, 0x00000001u, 0x807FFFFFu, ONE, NINF};
+	uint32_t want[] = {QNAN, QNAN, PZERO, NZERO, ONE, NINF};
+	enum { N_W = sizeof(w) / sizeof(w[0]) };
+	struct vy_program *p = vy_program_create("bits_back", 64, 1, 1);
+	BUF("a", 0, READ_ONLY, U32, N_W);
+	BUF("out", 1, WRITE_ONLY, U32, N_W);
+	vy_program_set_entry(
+		p, SEQ(STORE("out", GID(0),
+			   vy_ir_bitcast(p, VY_TYPE_U32,
+				   vy_ir_bitcast(p, VY_TYPE_F32, LOAD("a", GID(0)))))));
+	struct vy_bytes in = ref_in(w, N_W);
+	struct ref_result r = ref_dispatch(p, &in, 1, NULL);
+	ref_expect(&r, want, N_W, "bitcast u32 -> f32 -> u32");
+	ref_result_finish(&r);
+	vy_program_destroy(p);
+}
+
 Test(reference_float, bitcast_from_f32_gives_the_canonical_bits)
 {
 	/* The load canonicalizes: a NaN payload reads as 0x7FC00000, a subnormal as a zero. */
