@@ -360,8 +360,9 @@ static void store(struct vy__vk_gen *g, const struct vy_node *n)
  * Long loops on a device whose driver ends them (vy_vk_codegen_options.loop_passes): llvmpipe
  * counts every pass through every loop of an invocation against one budget of 65,535 and leaves
  * the loop it is in when the budget is spent, so nesting a long loop under another one would not
- * help. What helps is fewer passes: an innermost loop runs its body up to `copies` times per pass,
- * each copy with its own count, limit and exit test. UNROLL_NODES bounds the code a loop grows to.
+ * help. What helps is fewer passes: an innermost loop runs its body up to UNROLL_MAX times per
+ * pass, and a short loop with literal bounds is written out whole, with no GLSL loop. UNROLL_NODES
+ * bounds the IR nodes and expressions a loop grows to.
  */
 #define UNROLL_NODES 192u
 #define UNROLL_MAX 16u
@@ -612,7 +613,7 @@ static void loop(struct vy__vk_gen *g, const struct vy_node *n)
 	vy__vk_line(g, "uint %s = %s;", v, from.text);
 	struct vy__vk_loop_shape shape =
 		g->shapes ? g->shapes[self] : (struct vy__vk_loop_shape){1, false};
-	if (shape.copies == 1 && !shape.whole) {
+	if (shape.copies <= 1 && !shape.whole) {
 		vy__vk_line(g, "for (; %s < t%u; ++%s) {", v, bound, v);
 		g->indent++;
 		iteration_head(g);

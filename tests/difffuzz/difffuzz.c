@@ -470,7 +470,8 @@ static void cov_init(void)
 		"atomic_shared:max", "let", "assign", "store:rw_u", "store:rw_f", "store:tile_u",
 		"store:tile_f", "if", "if_else", "loop", "block", "region", "return",
 		"barrier:seq_cst", "barrier:acq_rel", "input:count_0", "grid_sync",
-		"grid_sync_in_region", "config.max_loop_iterations", "cond:u32", "cond:i32"};
+		"grid_sync_in_region", "config.max_loop_iterations", "cond:u32", "cond:i32",
+		"loop:dynamic_bound"};
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
 		cov_name_add("%s", fixed[i]);
 	}
@@ -691,7 +692,15 @@ static void statement(struct gen *g, json_object *list, int depth)
 		json_object *from = chance(g, 50)
 					    ? literal(T_U, rnd(g, 3))
 					    : op2("bit_and", expr(g, T_U, 2), literal(T_U, 3));
-		json_object *to = literal(T_U, rnd(g, 6));
+		/* A bound that is not a literal, now and then: a device whose driver ends long
+		 * loops then gets the program's innermost loops as copies of their body. */
+		json_object *to = NULL;
+		if (chance(g, 20)) {
+			cov(g, "loop:dynamic_bound");
+			to = op2("bit_and", expr(g, T_U, 2), literal(T_U, 7));
+		} else {
+			to = literal(T_U, rnd(g, 6));
+		}
 		cov(g, "loop");
 		json_object *l = arr("loop");
 		add(l, str(fresh(g, name)));
