@@ -517,26 +517,27 @@ static void iteration_body(struct vy__vk_gen *g, const struct vy_node *n, uint32
 	var_pop_to(g, mark);
 }
 
-/*
- * A loop written as copies of its body (struct vy__vk_loop_shape). A pass first takes its
- * iterations from the loop limit at once: `step`, the iterations left to the bound, but no more
- * than the copies nor than the limit still allows, so the count is what one count per iteration
- * gives. Its copies then run while the variable is below `end` = v + step. When the limit, not
- * the bound, set `end`, the loop stops there and traps: the next iteration would exceed it. A
- * whole loop is one such pass and no GLSL loop: its copies are all the iterations it can have.
- */
-static void copied_loop(struct vy__vk_gen *g, const struct vy_node *n, uint32_t id, const char *v,
-	uint32_t bound, struct vy__vk_loop_shape shape)
+static bool holds_loop(const struct vy_block *b)
 {
-	uint32_t self = g->node;
-	uint32_t over = g->next_temp++;
-	vy__vk_line(g, "bool t%u = false;", over);
-	if (shape.whole) {
-		vy__vk_line(g, "{");
-	} else {
-		vy__vk_line(g, "while (%s < t%u) {", v, bound);
+	for (uint32_t i = 0; i < b->len; i++) {
+		const struct vy_node *x = b->items[i];
+		if (x->kind == VY_NODE_LOOP || holds_loop(&x->body) || holds_loop(&x->orelse)) {
+			return true;
+		}
 	}
-	g->indent++;
+	return false;
+}
+
+/*
+ * The head of one pass of a copied loop that takes its iterations from the loop limit at once:
+ * `step`, the iterations left to the bound but no more than `copies` nor than the limit still
+ * allows, counted at once, so the count is what one count per iteration gives; `over` is set when
+ * the limit, not the bound, made the step. Returns the temporary that holds the pass's end,
+ * v + step.
+ */
+static uint32_t reserving_head(
+	struct vy__vk_gen *g, const char *v, uint32_t bound, uint32_t over, uint32_t copies)
+{
 	uint32_t t = g->next_temp;
 	g->next_temp += 5;
 	/* t: borrow, room left under the limit, this pass's iterations, the end, the old count */
@@ -546,7 +547,7 @@ static void copied_loop(struct vy__vk_gen *g, const struct vy_node *n, uint32_t 
 	vy__vk_line(g, "\tt%u = 0xFFFFFFFFu;", t + 1);
 	vy__vk_line(g, "}");
 	vy__vk_line(g, "uint t%u = %s < t%u ? min(t%u - %s, %uu) : 0u;", t + 2, v, bound, bound, v,
-		shape.copies);
+		copies);
 	vy__vk_line(g, "t%u = t%u < t%u;", over, t + 1, t + 2);
 	vy__vk_line(g, "t%u = min(t%u, t%u);", t + 2, t + 1, t + 2);
 	vy__vk_line(g, "uint t%u = %s + t%u;", t + 3, v, t + 2);
@@ -557,19 +558,58 @@ static void copied_loop(struct vy__vk_gen *g, const struct vy_node *n, uint32_t 
 		~(VY_VK_STOP_PERIOD - 1));
 	vy__vk_line(g, "\treturn;");
 	vy__vk_line(g, "}");
+	return t + 3;
+}
+
+/*
+ * A loop written as copies of its body (struct vy__vk_loop_shape); a whole loop is one pass and
+ * no GLSL loop, its copies all the iterations it can have. Each copy runs while the variable is
+ * below the pass's end. Where the body holds no loop, the pass takes its iterations from the loop
+ * limit at once (reserving_head), and when the limit ends the pass the loop traps there: the next
+ * iteration would exceed it. Where the body holds a (whole) loop, whose iterations count as they
+ * run, each copy counts its own iteration first, as a plain loop does, so that the iteration that
+ * exceeds the limit traps at the loop it belongs to.
+ */
+static void copied_loop(struct vy__vk_gen *g, const struct vy_node *n, uint32_t id, const char *v,
+	uint32_t bound, struct vy__vk_loop_shape shape)
+{
+	uint32_t self = g->node;
+	bool reserve = !holds_loop(&n->body);
+	uint32_t over = 0;
+	if (reserve) {
+		over = g->next_temp++;
+		vy__vk_line(g, "bool t%u = false;", over);
+	}
+	if (shape.whole) {
+		vy__vk_line(g, "{");
+	} else {
+		vy__vk_line(g, "while (%s < t%u) {", v, bound);
+	}
+	g->indent++;
+	uint32_t end;
+	if (reserve) {
+		end = reserving_head(g, v, bound, over, shape.copies);
+	} else {
+		end = g->next_temp++;
+		vy__vk_line(g, "uint t%u = %s < t%u ? %s + min(t%u - %s, %uu) : %s;", end, v, bound,
+			v, bound, v, shape.copies, v);
+	}
 	uint32_t first = g->next_node;
 	for (uint32_t c = 0; c < shape.copies && !g->rc; c++) {
 		g->next_node = first;
 		g->node = self;
 		if (shape.whole) {
-			vy__vk_line(g, "if (%s < t%u) {", v, t + 3);
+			vy__vk_line(g, "if (%s < t%u) {", v, end);
 		} else {
-			vy__vk_line(g, "if (%s >= t%u) {", v, t + 3);
+			vy__vk_line(g, "if (%s >= t%u) {", v, end);
 			vy__vk_line(g, "\tbreak;");
 			vy__vk_line(g, "}");
 			vy__vk_line(g, "{");
 		}
 		g->indent++;
+		if (!reserve) {
+			iteration_head(g);
+		}
 		iteration_body(g, n, id);
 		vy__vk_line(g, "++%s;", v);
 		g->indent--;
@@ -584,9 +624,11 @@ static void copied_loop(struct vy__vk_gen *g, const struct vy_node *n, uint32_t 
 	g->indent--;
 	vy__vk_line(g, "}");
 	g->node = self;
-	char cond[64];
-	snprintf(cond, sizeof(cond), "t%u", over);
-	vy__vk_trap_if(g, cond, VY_TRAP_LOOP_LIMIT);
+	if (reserve) {
+		char cond[64];
+		snprintf(cond, sizeof(cond), "t%u", over);
+		vy__vk_trap_if(g, cond, VY_TRAP_LOOP_LIMIT);
+	}
 }
 
 static void loop(struct vy__vk_gen *g, const struct vy_node *n)

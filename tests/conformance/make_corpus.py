@@ -1265,6 +1265,33 @@ def long_loop_cases():
          prog, [{"values": [99993, 99994, 99995, 99996]}],
          config={"max_loop_iterations": 100000}, expect=trap("loop_limit", "entry[3].loop"))
 
+    # The outer loop's bound is loaded, so lavapipe writes it as copies of its body, and the
+    # loop of 3 inside as three copies with no loop: the iterations still count in the order
+    # they run (outer 1, inner 3, outer 1, ...), so the 21st iteration is the sixth of the
+    # outer loop, not the third of an inner one.
+    name = "trap_loop_limit_nested_copies"
+    prog = program(name, 2, [buf("n", 0, "read_only", "u32", 2),
+                             buf("y", 1, "write_only", "u32", 2)],
+                   [let("i", gid()), let("s", U(0)),
+                    loop("a", U(0), load("n", V("i")), [
+                        loop("b", U(0), U(3), [assign("s", op("add", V("s"), V("b")))])]),
+                    store("y", V("i"), V("s"))])
+    case(name, "An outer loop of 100 around an inner loop of 3, under a limit of 20 iterations: "
+         "5 outer iterations with their 15 inner ones make 20, and the sixth outer iteration "
+         "traps with loop_limit at the outer loop, on every backend whatever it does to the "
+         "loops.", prog, [{"values": [100, 100]}], config={"max_loop_iterations": 20},
+         expect=trap("loop_limit", "entry[2].loop"))
+    name = "loop_limit_nested_copies_exact"
+    prog = program(name, 2, [buf("n", 0, "read_only", "u32", 2),
+                             buf("y", 1, "write_only", "u32", 2)],
+                   [let("i", gid()), let("s", U(0)),
+                    loop("a", U(0), load("n", V("i")), [
+                        loop("b", U(0), U(3), [assign("s", op("add", V("s"), V("b")))])]),
+                    store("y", V("i"), V("s"))])
+    case(name, "The loops of trap_loop_limit_nested_copies with 5 and 4 outer iterations: 20 "
+         "and 16 iterations in all do not trap under a limit of 20.", prog,
+         [{"values": [5, 4]}], config={"max_loop_iterations": 20}, expect=[[15, 12]])
+
 
 # ---------------------------------------------------------------------------------------------
 # Random integer operands
