@@ -221,6 +221,9 @@ struct vy_device_profile {
 	bool keeps_subnormals; /* subnormal results are kept, not flushed */
 	bool fold_exact;   /* the compiler keeps +-0, inf, NaN when it folds constant operands */
 	bool select_exact; /* a select between two constants keeps their bits */
+	/* Loop passes an invocation may take over all its loops before the driver leaves them on
+	 * its own (llvmpipe: 65,535); 0 when the probe found no such limit. */
+	uint32_t loop_passes;
 
 	bool timestamps;            /* device_ns can be measured */
 	double timestamp_period_ns; /* nanoseconds per timestamp tick */

@@ -1041,7 +1041,7 @@ void vy_devices_pack(struct vy_server *s, msgpack_packer *pk, bool brief)
 				used += p.heaps[h].used_bytes;
 			}
 		}
-		msgpack_pack_map(pk, brief ? 15 : 27);
+		msgpack_pack_map(pk, brief ? 16 : 28);
 		pack_u64(pk, "index", d->index);
 		vy_pack_cstr(pk, "backend");
 		vy_pack_cstr(pk, d->backend->id);
@@ -1072,6 +1072,7 @@ void vy_devices_pack(struct vy_server *s, msgpack_packer *pk, bool brief)
 		pack_bool(pk, "keeps_subnormals", p.keeps_subnormals);
 		pack_bool(pk, "fold_exact", p.fold_exact);
 		pack_bool(pk, "select_exact", p.select_exact);
+		pack_u64(pk, "loop_passes", p.loop_passes);
 		if (brief) {
 			continue;
 		}

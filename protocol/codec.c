@@ -302,6 +302,7 @@ static const char *const *arg_names(const struct vy_expr *e)
 	case VY_EXPR_SELECT:
 		return arg_names_select;
 	case VY_EXPR_CAST:
+	case VY_EXPR_BITCAST:
 	case VY_EXPR_SUBGROUP_REDUCE:
 		return arg_names_value;
 	case VY_EXPR_FMA:
@@ -380,8 +381,8 @@ static int rd_expr_body(struct dec *d, struct vy_expr *e, uint32_t len,
 		e->kind = VY_EXPR_SELECT;
 		e->nargs = 3;
 		want = 4;
-	} else if (vy_mp_str_eq(head, "cast")) {
-		e->kind = VY_EXPR_CAST;
+	} else if (vy_mp_str_eq(head, "cast") || vy_mp_str_eq(head, "bitcast")) {
+		e->kind = h[0] == 'c' ? VY_EXPR_CAST : VY_EXPR_BITCAST;
 		e->nargs = 1;
 		want = 3;
 	} else if (vy_mp_str_eq(head, "fma")) {
@@ -444,6 +445,11 @@ static int rd_expr_body(struct dec *d, struct vy_expr *e, uint32_t len,
 	case VY_EXPR_CAST:
 		rc = rd_enum(d, vy_type_from_name, "cast target type",
 			"cast to one of u32, i32, f32 or bool", &t);
+		e->type = (enum vy_type)t;
+		return rc ? rc : rd_args(d, e, depth);
+	case VY_EXPR_BITCAST:
+		rc = rd_enum(d, vy_type_from_name, "bitcast target type",
+			"bitcast to one of u32, i32 or f32", &t);
 		e->type = (enum vy_type)t;
 		return rc ? rc : rd_args(d, e, depth);
 	case VY_EXPR_ATOMIC:
@@ -1015,6 +1021,7 @@ static void pack_expr(msgpack_packer *pk, const struct vy_expr *e)
 	case VY_EXPR_WGID:
 	case VY_EXPR_LOAD:
 	case VY_EXPR_CAST:
+	case VY_EXPR_BITCAST:
 	case VY_EXPR_SUBGROUP_REDUCE:
 		extra = 1;
 		break;
@@ -1041,6 +1048,7 @@ static void pack_expr(msgpack_packer *pk, const struct vy_expr *e)
 		msgpack_pack_uint32(pk, e->bits);
 		break;
 	case VY_EXPR_CAST:
+	case VY_EXPR_BITCAST:
 		pack_str(pk, vy_type_name(e->type));
 		break;
 	case VY_EXPR_SUBGROUP_REDUCE:

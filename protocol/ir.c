@@ -21,7 +21,7 @@ static const char *const node_kind_names[] = {
 	"let", "assign", "store", "if", "loop", "return", "block", "region", "barrier"};
 static const char *const expr_kind_names[] = {"lit", "var", "load", "len", "gid", "lid", "wgid",
 	"binary", "unary", "select", "cast", "fma", "atomic", "spec", "subgroup_reduce",
-	"subgroup_shuffle", "subgroup_ballot", "subgroup_lane", "subgroup_size"};
+	"subgroup_shuffle", "subgroup_ballot", "subgroup_lane", "subgroup_size", "bitcast"};
 
 _Static_assert(sizeof(node_kind_names) / sizeof(node_kind_names[0]) == VY_NODE_KIND_COUNT,
 	"node kind names");
@@ -239,6 +239,13 @@ struct vy_expr *vy_ir_select(
 struct vy_expr *vy_ir_cast(struct vy_program *p, enum vy_type type, struct vy_expr *a)
 {
 	struct vy_expr *e = with_args(p, VY_EXPR_CAST, 0, a, NULL, NULL);
+	e->type = type;
+	return e;
+}
+
+struct vy_expr *vy_ir_bitcast(struct vy_program *p, enum vy_type type, struct vy_expr *a)
+{
+	struct vy_expr *e = with_args(p, VY_EXPR_BITCAST, 0, a, NULL, NULL);
 	e->type = type;
 	return e;
 }

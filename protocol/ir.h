@@ -214,6 +214,7 @@ enum vy_expr_kind {
 	VY_EXPR_SUBGROUP_BALLOT,  /* args[0] = cond */
 	VY_EXPR_SUBGROUP_LANE,
 	VY_EXPR_SUBGROUP_SIZE,
+	VY_EXPR_BITCAST, /* type = target, args[0]: the same 32 bits as another type */
 	VY_EXPR_KIND_COUNT
 };
 
@@ -221,7 +222,8 @@ struct vy_expr {
 	enum vy_expr_kind kind;
 	uint32_t op;
 	/*
-	 * For literals, casts and spec constants: the type written in the program. For every other
+	 * For literals, casts, bitcasts and spec constants: the type written in the program. For
+	 * every other
 	 * kind: VY_TYPE_NONE until the validator records the result type.
 	 */
 	enum vy_type type;
@@ -308,6 +310,8 @@ struct vy_expr *vy_ir_unary(struct vy_program *p, enum vy_unop op, struct vy_exp
 struct vy_expr *vy_ir_select(
 	struct vy_program *p, struct vy_expr *cond, struct vy_expr *a, struct vy_expr *b);
 struct vy_expr *vy_ir_cast(struct vy_program *p, enum vy_type type, struct vy_expr *a);
+/* The bits of `a` read as `type` (u32, i32 or f32; docs/ir.md section 8.9). */
+struct vy_expr *vy_ir_bitcast(struct vy_program *p, enum vy_type type, struct vy_expr *a);
 struct vy_expr *vy_ir_fma(
 	struct vy_program *p, struct vy_expr *a, struct vy_expr *b, struct vy_expr *c);
 /* `op` other than VY_ATOMIC_COMPARE_EXCHANGE. */

@@ -35,6 +35,7 @@ struct bin_rule {
 	uint8_t mask;
 	bool count;      /* b is a u32 shift or rotate count, not a second value of a's type */
 	bool gives_bool; /* comparisons */
+	bool gives_u32;  /* abs_diff: the distance of two 32-bit integers always fits a u32 */
 };
 
 static const struct bin_rule bin_rules[VY_BINOP_COUNT] = {
@@ -59,11 +60,11 @@ static const struct bin_rule bin_rules[VY_BINOP_COUNT] = {
 	[VY_BIN_LE] = {M_U | M_I | M_F, false, true},
 	[VY_BIN_GT] = {M_U | M_I | M_F, false, true},
 	[VY_BIN_GE] = {M_U | M_I | M_F, false, true},
-	[VY_BIN_AND] = {M_U | M_B, false, false},
-	[VY_BIN_OR] = {M_U | M_B, false, false},
-	[VY_BIN_ABS_DIFF] = {M_U, false, false},
-	[VY_BIN_SAT_ADD] = {M_U, false, false},
-	[VY_BIN_SAT_SUB] = {M_U, false, false},
+	[VY_BIN_AND] = {M_U | M_I | M_B, false, false},
+	[VY_BIN_OR] = {M_U | M_I | M_B, false, false},
+	[VY_BIN_ABS_DIFF] = {M_U | M_I, false, false, true},
+	[VY_BIN_SAT_ADD] = {M_U | M_I, false, false},
+	[VY_BIN_SAT_SUB] = {M_U | M_I, false, false},
 	[VY_BIN_SAT_MUL] = {M_U, false, false},
 };
 
@@ -74,9 +75,9 @@ struct un_rule {
 };
 
 static const struct un_rule un_rules[VY_UNOP_COUNT] = {
-	[VY_UN_NEG] = {M_I | M_F, false},
+	[VY_UN_NEG] = {M_U | M_I | M_F, false},
 	[VY_UN_BIT_NOT] = {M_U | M_I, false},
-	[VY_UN_NOT] = {M_U | M_B, false},
+	[VY_UN_NOT] = {M_U | M_I | M_B, false},
 	[VY_UN_POPCOUNT] = {M_U | M_I, false},
 	[VY_UN_CLZ] = {M_U | M_I, false},
 	[VY_UN_CTZ] = {M_U | M_I, false},
@@ -633,11 +634,11 @@ static void check_u32_arg(struct state *st, enum vy_type t, const char *ename, c
 
 static void check_cond(struct state *st, enum vy_type t, const char *ename, const char *arg)
 {
-	if (type_ok(t) && t != VY_TYPE_U32 && t != VY_TYPE_BOOL) {
+	if (type_ok(t) && t != VY_TYPE_U32 && t != VY_TYPE_I32 && t != VY_TYPE_BOOL) {
 		report_arg(st, ename, arg,
 			"compare the value with a comparison (for example [\"ne\", x, zero]) to "
 			"get a bool",
-			"%s %s is %s; a condition is u32 or bool", ename, arg, tname(t));
+			"%s %s is %s; a condition is u32, i32 or bool", ename, arg, tname(t));
 	}
 }
 
@@ -715,7 +716,10 @@ static enum vy_type walk_binary(
 	if (!ok) {
 		return VY_TYPE_NONE;
 	}
-	return r->gives_bool ? VY_TYPE_BOOL : ta;
+	if (r->gives_bool) {
+		return VY_TYPE_BOOL;
+	}
+	return r->gives_u32 ? VY_TYPE_U32 : ta;
 }
 
 static enum vy_type walk_unary(struct state *st, struct vy_expr *e, uint32_t depth, uint32_t target)
@@ -736,6 +740,32 @@ static enum vy_type walk_unary(struct state *st, struct vy_expr *e, uint32_t dep
 		return VY_TYPE_NONE;
 	}
 	return r->gives_bool ? VY_TYPE_BOOL : ta;
+}
+
+/* A bitcast keeps the 32 bits of a u32, i32 or f32 value and reads them as another of the three. */
+static enum vy_type walk_bitcast(
+	struct state *st, struct vy_expr *e, uint32_t depth, uint32_t target)
+{
+	enum vy_type t = operand(st, e, 0, "bitcast", "value", depth, target);
+	if (type_ok(t) && !in_mask(M_U | M_I | M_F, t)) {
+		report_arg(st, "bitcast", "value",
+			"cast the bool with [\"cast\", \"u32\", ...]; a bool has no bits to keep",
+			"bitcast takes a u32, i32 or f32 value, but the value is %s", tname(t));
+	}
+	if (!type_ok(e->type)) {
+		report(st, VY_E_INVALID_PROGRAM, "bitcast to u32, i32 or f32",
+			"bitcast to an unknown type");
+		return VY_TYPE_NONE;
+	}
+	if (e->type == VY_TYPE_BOOL) {
+		report(st, VY_E_INVALID_PROGRAM,
+			"bitcast to u32, i32 or f32, or compare with [\"ne\", x, zero] to get a "
+			"bool",
+			"bitcast to bool; a bool is not a 32-bit pattern");
+		return VY_TYPE_NONE;
+	}
+	/* The declared type, as a cast gives it, so a wrong operand is reported once. */
+	return e->type;
 }
 
 static enum vy_type walk_atomic(
@@ -940,6 +970,8 @@ static enum vy_type walk_kind(struct state *st, struct vy_expr *e, uint32_t dept
 			return VY_TYPE_NONE;
 		}
 		return e->type;
+	case VY_EXPR_BITCAST:
+		return walk_bitcast(st, e, depth, target);
 	case VY_EXPR_FMA: {
 		static const char *const names[3] = {"a", "b", "c"};
 		bool ok = true;
@@ -1002,7 +1034,8 @@ static enum vy_type walk_expr(struct state *st, struct vy_expr *e, uint32_t dept
 	}
 	st->exprs++;
 	enum vy_type t = walk_kind(st, e, depth, target);
-	if (e->kind != VY_EXPR_LIT && e->kind != VY_EXPR_CAST && e->kind != VY_EXPR_SPEC) {
+	if (e->kind != VY_EXPR_LIT && e->kind != VY_EXPR_CAST && e->kind != VY_EXPR_BITCAST &&
+		e->kind != VY_EXPR_SPEC) {
 		e->type = t;
 	}
 	return t;
@@ -1248,12 +1281,12 @@ static void walk_node(
 	case VY_NODE_IF: {
 		uint32_t c = graph_ctx(st, ctx);
 		enum vy_type t = slot(st, n->args[0], "cond", c);
-		if (type_ok(t) && t != VY_TYPE_U32 && t != VY_TYPE_BOOL) {
+		if (type_ok(t) && t != VY_TYPE_U32 && t != VY_TYPE_I32 && t != VY_TYPE_BOOL) {
 			size_t m = path_push(st, "cond", NULL);
 			report(st, VY_E_INVALID_PROGRAM,
 				"compare the value with a comparison (for example [\"ne\", x, "
 				"zero]) to get a bool",
-				"if condition is %s; a condition is u32 or bool", tname(t));
+				"if condition is %s; a condition is u32, i32 or bool", tname(t));
 			path_pop(st, m);
 		}
 		st->frames[st->nframes++] = (struct frame){c, st->plen, false};

@@ -295,6 +295,10 @@ static const uint32_t *eval(struct ref_exec *x, const struct ref_expr *e,
 		a = eval(x, e->args[0], lanes, out, depth + 1);
 		vy__ref_cast((enum vy_type)e->atype, (enum vy_type)e->type, lanes, a, out);
 		break;
+	case VY_EXPR_BITCAST:
+		a = eval(x, e->args[0], lanes, out, depth + 1);
+		vy__ref_bitcast((enum vy_type)e->type, lanes, a, out);
+		break;
 	case VY_EXPR_FMA:
 		a = eval(x, e->args[0], lanes, out, depth + 1);
 		b = eval(x, e->args[1], lanes, s0, depth + 1);

@@ -257,6 +257,10 @@ void vy__ref_f32_fma(const struct ref_lanes *lanes, const uint32_t *a, const uin
 	const uint32_t *c, uint32_t *out);
 void vy__ref_cast(enum vy_type from, enum vy_type to, const struct ref_lanes *lanes,
 	const uint32_t *a, uint32_t *out);
+/* Bitcast between u32, i32 and f32: the same word, canonical when read as f32 (a NaN or subnormal
+ * pattern becomes the canonical NaN or the zero of its sign, as a load does). */
+void vy__ref_bitcast(
+	enum vy_type to, const struct ref_lanes *lanes, const uint32_t *a, uint32_t *out);
 /* One step of a subgroup reduction: acc `op` v, for a value of `type`. */
 uint32_t vy__ref_reduce_step(enum vy_reduce_op op, enum vy_type type, uint32_t acc, uint32_t v);
 

@@ -12,6 +12,8 @@
  *   sign             -1.0, +0.0 (for both zeros) or 1.0; NaN for NaN.
  *   min, max         a NaN operand is ignored (both NaN gives NaN); -0 is below +0.
  *   f32 -> bool      true when the canonical value is not a zero: NaN is true, -0 is false.
+ *   bitcast to f32   the word canonicalized, as a load canonicalizes it; to u32 or i32, the word
+ *                    as it is (an f32 is canonical already, so f32 -> u32 gives canonical bits).
  */
 #include <assert.h>
 #include <math.h>
@@ -283,4 +285,14 @@ uint32_t vy__ref_reduce_step(enum vy_reduce_op op, enum vy_type type, uint32_t a
 	}
 	assert(!"reduction outside the enum");
 	return acc;
+}
+
+void vy__ref_bitcast(
+	enum vy_type to, const struct ref_lanes *lanes, const uint32_t *a, uint32_t *out)
+{
+	if (to == VY_TYPE_F32) {
+		REF_EACH(ref_canon(a[l]));
+	} else {
+		REF_EACH(a[l]);
+	}
 }

@@ -6,8 +6,12 @@
  * integers.
  *
  * Where DESIGN.md leaves room:
- *   and, or, not     logical on u32 and bool: nonzero is true; the result is 1 or 0 (true or
- *                    false for bool), never a bitwise combination (bit_and and friends are).
+ *   and, or, not     logical on u32, i32 and bool: nonzero is true; the result is 1 or 0 (true
+ *                    or false for bool), never a bitwise combination (bit_and and friends are).
+ *   abs_diff         |a - b| as a u32 for u32 and for i32 operands (the distance of two i32
+ *                    values reaches 4294967295, which only a u32 holds).
+ *   i32 sat_add,     the exact sum or difference clamped to -2147483648 .. 2147483647.
+ *   sat_sub
  *   unpack fields    unpack4_low(x)  = x & 0xF         the low nibble
  *                    unpack4_high(x) = x >> 28         the high nibble
  *                    unpack8_low(x)  = x & 0xFF        the low byte
@@ -34,6 +38,27 @@ static inline uint32_t shr_arith(uint32_t a, uint32_t n)
 static inline uint32_t rotl(uint32_t a, uint32_t n)
 {
 	return n == 0 ? a : (a << n) | (a >> (32 - n));
+}
+
+/* The bound an overflowing i32 sum saturates to: INT_MAX when `a` is not negative, else INT_MIN.
+ * (A sum or difference overflows only toward the side of its first operand.) */
+static inline uint32_t sat_bound(uint32_t a)
+{
+	return (a & INT32_MIN_BITS) ? INT32_MIN_BITS : INT32_MIN_BITS - 1u;
+}
+
+static inline uint32_t sat_add_i32(uint32_t a, uint32_t b)
+{
+	uint32_t r = a + b;
+	/* Overflow: both operands have one sign and the sum the other. */
+	return ((a ^ r) & (b ^ r) & INT32_MIN_BITS) ? sat_bound(a) : r;
+}
+
+static inline uint32_t sat_sub_i32(uint32_t a, uint32_t b)
+{
+	uint32_t r = a - b;
+	/* Overflow: the operands have different signs and the difference has b's. */
+	return ((a ^ b) & (a ^ r) & INT32_MIN_BITS) ? sat_bound(a) : r;
 }
 
 static inline uint32_t mul_high(uint32_t a, uint32_t b, bool is_signed)
@@ -171,13 +196,26 @@ void vy__ref_int_binary(struct ref_exec *x, enum vy_binop op, enum vy_type type,
 		}
 		break;
 	case VY_BIN_ABS_DIFF:
-		REF_EACH(a[l] >= b[l] ? a[l] - b[l] : b[l] - a[l]);
+		/* The larger minus the smaller: the exact distance, below 2^32, in a word. */
+		if (s) {
+			REF_EACH(ref_i32(a[l]) >= ref_i32(b[l]) ? a[l] - b[l] : b[l] - a[l]);
+		} else {
+			REF_EACH(a[l] >= b[l] ? a[l] - b[l] : b[l] - a[l]);
+		}
 		break;
 	case VY_BIN_SAT_ADD:
-		REF_EACH(a[l] + b[l] < a[l] ? UINT32_MAX : a[l] + b[l]);
+		if (s) {
+			REF_EACH(sat_add_i32(a[l], b[l]));
+		} else {
+			REF_EACH(a[l] + b[l] < a[l] ? UINT32_MAX : a[l] + b[l]);
+		}
 		break;
 	case VY_BIN_SAT_SUB:
-		REF_EACH(a[l] < b[l] ? 0 : a[l] - b[l]);
+		if (s) {
+			REF_EACH(sat_sub_i32(a[l], b[l]));
+		} else {
+			REF_EACH(a[l] < b[l] ? 0 : a[l] - b[l]);
+		}
 		break;
 	case VY_BIN_SAT_MUL:
 		REF_EACH((uint64_t)a[l] * b[l] > UINT32_MAX ? UINT32_MAX : a[l] * b[l]);

@@ -142,6 +142,7 @@ static int device_up(struct vy__vk_backend *b, uint32_t index, struct vy_err *er
 			},
 		.subgroups = b->subgroups,
 		.subgroup_size = b->dev.subgroup_size,
+		.loop_passes = b->probe.loop_passes,
 	};
 	snprintf(b->version, sizeof(b->version), "vulkan %u.%u.%u %.40s %.60s",
 		VK_API_VERSION_MAJOR(b->dev.props.apiVersion),
@@ -936,6 +937,7 @@ static void vk_device_profile(struct vy_backend *base, struct vy_device_profile 
 	out->keeps_subnormals = b->probe.keeps_subnormals;
 	out->fold_exact = b->probe.fold_exact;
 	out->select_exact = b->probe.select_exact;
+	out->loop_passes = b->probe.loop_passes;
 	out->timestamps = d->timestamps;
 	out->timestamp_period_ns = d->timestamp_period_ns;
 	out->unified_memory = d->unified;

@@ -356,6 +356,281 @@ static void store(struct vy__vk_gen *g, const struct vy_node *n)
 	vy__vk_line(g, "}");
 }
 
+/*
+ * Long loops on a device whose driver ends them (vy_vk_codegen_options.loop_passes): llvmpipe
+ * counts every pass through every loop of an invocation against one budget of 65,535 and leaves
+ * the loop it is in when the budget is spent, so nesting a long loop under another one would not
+ * help. What helps is fewer passes: an innermost loop runs its body up to UNROLL_MAX times per
+ * pass, and a short loop with literal bounds is written out whole, with no GLSL loop. UNROLL_NODES
+ * bounds the IR nodes and expressions a loop grows to.
+ */
+#define UNROLL_NODES 192u
+#define UNROLL_MAX 16u
+
+static uint32_t expr_size(const struct vy_expr *e)
+{
+	uint32_t n = 1;
+	for (uint32_t i = 0; e && i < e->nargs; i++) {
+		n += expr_size(e->args[i]);
+	}
+	return n;
+}
+
+/* Iterations of a loop as far as its literal bounds tell, or UINT64_MAX. */
+static uint64_t static_trips(const struct vy_node *n)
+{
+	const struct vy_expr *from = n->args[0];
+	const struct vy_expr *to = n->args[1];
+	if (to->kind != VY_EXPR_LIT) {
+		return UINT64_MAX;
+	}
+	uint64_t lo = from->kind == VY_EXPR_LIT ? from->bits : 0;
+	return to->bits > lo ? to->bits - lo : 0;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+	return a != 0 && b > UINT64_MAX / a ? UINT64_MAX : a * b;
+}
+
+/*
+ * The most loop passes the block can take when it runs `times` times, counted as the driver
+ * counts them: a loop of n iterations takes n + 1 passes (the last one leaves it).
+ */
+static uint64_t block_passes(const struct vy_block *b, uint64_t times)
+{
+	uint64_t passes = 0;
+	for (uint32_t i = 0; i < b->len; i++) {
+		const struct vy_node *x = b->items[i];
+		if (x->kind == VY_NODE_LOOP) {
+			uint64_t trips = static_trips(x);
+			passes = sat_add(passes, sat_mul(times, sat_add(trips, 1)));
+			passes = sat_add(passes, block_passes(&x->body, sat_mul(times, trips)));
+		} else {
+			passes = sat_add(passes, block_passes(&x->body, times));
+			passes = sat_add(passes, block_passes(&x->orelse, times));
+		}
+	}
+	return passes;
+}
+
+/* The prologue's loops that zero workgroup memory, one pass per workgroup-sized slice. */
+static uint64_t prologue_passes(const struct vy_program *p)
+{
+	uint64_t wsize =
+		(uint64_t)p->workgroup_size[0] * p->workgroup_size[1] * p->workgroup_size[2];
+	uint64_t passes = 0;
+	for (uint32_t i = 0; i < p->n_buffers && wsize > 0; i++) {
+		if (p->buffers[i].access == VY_ACCESS_WORKGROUP) {
+			passes += (p->buffers[i].count + wsize - 1) / wsize + 1;
+		}
+	}
+	return passes;
+}
+
+/* A block as written out: its IR nodes and expressions, loops with their copies, and whether it
+ * holds a GLSL loop. */
+struct shaped {
+	uint32_t size;
+	bool loops;
+};
+
+static uint32_t size_add(uint32_t a, uint64_t b)
+{
+	uint64_t sum = a + b;
+	return sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
+}
+
+/* The shape of loop `n` whose body, written out once, is `body`. */
+static struct vy__vk_loop_shape choose_shape(const struct vy_node *n, struct shaped body)
+{
+	struct vy__vk_loop_shape plain = {1, false};
+	uint64_t trips = static_trips(n);
+	if (trips == 0 || body.loops) {
+		return plain;
+	}
+	uint64_t size = body.size > 0 ? body.size : 1;
+	if (trips <= UNROLL_MAX && trips * size <= UNROLL_NODES) {
+		return (struct vy__vk_loop_shape){(uint32_t)trips, true};
+	}
+	uint64_t copies = UNROLL_NODES / size;
+	copies = copies > UNROLL_MAX ? UNROLL_MAX : copies;
+	return copies < 2 ? plain : (struct vy__vk_loop_shape){(uint32_t)copies, false};
+}
+
+/*
+ * Choose the shape of every loop of the block, whose first node has the preorder number *next,
+ * innermost loops first: a loop whose body holds no GLSL loop any more may itself be copied.
+ */
+static struct shaped shape_block(struct vy__vk_gen *g, const struct vy_block *b, uint32_t *next)
+{
+	struct shaped total = {0, false};
+	for (uint32_t i = 0; i < b->len; i++) {
+		const struct vy_node *x = b->items[i];
+		uint32_t self = (*next)++;
+		uint64_t own = 1;
+		for (uint32_t k = 0; k < 2; k++) {
+			own += x->args[k] ? expr_size(x->args[k]) : 0;
+		}
+		struct shaped body = shape_block(g, &x->body, next);
+		struct shaped orelse = shape_block(g, &x->orelse, next);
+		if (x->kind == VY_NODE_LOOP) {
+			struct vy__vk_loop_shape sh = choose_shape(x, body);
+			g->shapes[self] = sh;
+			body.size = size_add(0, (uint64_t)body.size * sh.copies);
+			body.loops = !sh.whole;
+		}
+		total.size = size_add(size_add(size_add(total.size, own), body.size), orelse.size);
+		total.loops = total.loops || body.loops || orelse.loops;
+	}
+	return total;
+}
+
+/* The start of one iteration: count it, trap past the limit, and look at the stop word. */
+static void iteration_head(struct vy__vk_gen *g)
+{
+	vy__vk_line(g, "vy_it_lo += 1u;");
+	vy__vk_line(g, "if (vy_it_lo == 0u) {");
+	vy__vk_line(g, "\tvy_it_hi += 1u;");
+	vy__vk_line(g, "}");
+	vy__vk_trap_if(g,
+		"vy_it_hi > vy_pc.loop_limit_hi || "
+		"(vy_it_hi == vy_pc.loop_limit_hi && vy_it_lo > vy_pc.loop_limit_lo)",
+		VY_TRAP_LOOP_LIMIT);
+	vy__vk_line(
+		g, "if ((vy_it_lo & %uu) == 0u && vy_stop.word != 0u) {", VY_VK_STOP_PERIOD - 1);
+	vy__vk_line(g, "\treturn;");
+	vy__vk_line(g, "}");
+}
+
+/* One iteration's body, named by the IR's node numbers whichever copy it is. */
+static void iteration_body(struct vy__vk_gen *g, const struct vy_node *n, uint32_t id)
+{
+	uint32_t mark = g->n_vars;
+	var_push(g, n->name, id);
+	block(g, &n->body);
+	var_pop_to(g, mark);
+}
+
+static bool holds_loop(const struct vy_block *b)
+{
+	for (uint32_t i = 0; i < b->len; i++) {
+		const struct vy_node *x = b->items[i];
+		if (x->kind == VY_NODE_LOOP || holds_loop(&x->body) || holds_loop(&x->orelse)) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The head of one pass of a copied loop that takes its iterations from the loop limit at once:
+ * `step`, the iterations left to the bound but no more than `copies` nor than the limit still
+ * allows, counted at once, so the count is what one count per iteration gives; `over` is set when
+ * the limit, not the bound, made the step. Returns the temporary that holds the pass's end,
+ * v + step.
+ */
+static uint32_t reserving_head(
+	struct vy__vk_gen *g, const char *v, uint32_t bound, uint32_t over, uint32_t copies)
+{
+	uint32_t t = g->next_temp;
+	g->next_temp += 5;
+	/* t: borrow, room left under the limit, this pass's iterations, the end, the old count */
+	vy__vk_line(g, "uint t%u;", t);
+	vy__vk_line(g, "uint t%u = usubBorrow(vy_pc.loop_limit_lo, vy_it_lo, t%u);", t + 1, t);
+	vy__vk_line(g, "if (vy_pc.loop_limit_hi - vy_it_hi - t%u != 0u) {", t);
+	vy__vk_line(g, "\tt%u = 0xFFFFFFFFu;", t + 1);
+	vy__vk_line(g, "}");
+	vy__vk_line(g, "uint t%u = %s < t%u ? min(t%u - %s, %uu) : 0u;", t + 2, v, bound, bound, v,
+		copies);
+	vy__vk_line(g, "t%u = t%u < t%u;", over, t + 1, t + 2);
+	vy__vk_line(g, "t%u = min(t%u, t%u);", t + 2, t + 1, t + 2);
+	vy__vk_line(g, "uint t%u = %s + t%u;", t + 3, v, t + 2);
+	vy__vk_line(g, "uint t%u = vy_it_lo;", t + 4);
+	vy__vk_line(g, "vy_it_lo = uaddCarry(vy_it_lo, t%u, t%u);", t + 2, t);
+	vy__vk_line(g, "vy_it_hi += t%u;", t);
+	vy__vk_line(g, "if (((t%u ^ vy_it_lo) & 0x%08Xu) != 0u && vy_stop.word != 0u) {", t + 4,
+		~(VY_VK_STOP_PERIOD - 1));
+	vy__vk_line(g, "\treturn;");
+	vy__vk_line(g, "}");
+	return t + 3;
+}
+
+/*
+ * A loop written as copies of its body (struct vy__vk_loop_shape); a whole loop is one pass and
+ * no GLSL loop, its copies all the iterations it can have. Each copy runs while the variable is
+ * below the pass's end. Where the body holds no loop, the pass takes its iterations from the loop
+ * limit at once (reserving_head), and when the limit ends the pass the loop traps there: the next
+ * iteration would exceed it. Where the body holds a (whole) loop, whose iterations count as they
+ * run, each copy counts its own iteration first, as a plain loop does, so that the iteration that
+ * exceeds the limit traps at the loop it belongs to.
+ */
+static void copied_loop(struct vy__vk_gen *g, const struct vy_node *n, uint32_t id, const char *v,
+	uint32_t bound, struct vy__vk_loop_shape shape)
+{
+	uint32_t self = g->node;
+	bool reserve = !holds_loop(&n->body);
+	uint32_t over = 0;
+	if (reserve) {
+		over = g->next_temp++;
+		vy__vk_line(g, "bool t%u = false;", over);
+	}
+	if (shape.whole) {
+		vy__vk_line(g, "{");
+	} else {
+		vy__vk_line(g, "while (%s < t%u) {", v, bound);
+	}
+	g->indent++;
+	uint32_t end;
+	if (reserve) {
+		end = reserving_head(g, v, bound, over, shape.copies);
+	} else {
+		end = g->next_temp++;
+		vy__vk_line(g, "uint t%u = %s < t%u ? %s + min(t%u - %s, %uu) : %s;", end, v, bound,
+			v, bound, v, shape.copies, v);
+	}
+	uint32_t first = g->next_node;
+	for (uint32_t c = 0; c < shape.copies && !g->rc; c++) {
+		g->next_node = first;
+		g->node = self;
+		if (shape.whole) {
+			vy__vk_line(g, "if (%s < t%u) {", v, end);
+		} else {
+			vy__vk_line(g, "if (%s >= t%u) {", v, end);
+			vy__vk_line(g, "\tbreak;");
+			vy__vk_line(g, "}");
+			vy__vk_line(g, "{");
+		}
+		g->indent++;
+		if (!reserve) {
+			iteration_head(g);
+		}
+		iteration_body(g, n, id);
+		vy__vk_line(g, "++%s;", v);
+		g->indent--;
+		vy__vk_line(g, "}");
+	}
+	if (!shape.whole) {
+		/* The last pass leaves by itself, without one more pass to test the bound. */
+		vy__vk_line(g, "if (%s >= t%u) {", v, bound);
+		vy__vk_line(g, "\tbreak;");
+		vy__vk_line(g, "}");
+	}
+	g->indent--;
+	vy__vk_line(g, "}");
+	g->node = self;
+	if (reserve) {
+		char cond[64];
+		snprintf(cond, sizeof(cond), "t%u", over);
+		vy__vk_trap_if(g, cond, VY_TRAP_LOOP_LIMIT);
+	}
+}
+
 static void loop(struct vy__vk_gen *g, const struct vy_node *n)
 {
 	struct vy__vk_val from, to;
@@ -373,35 +648,30 @@ static void loop(struct vy__vk_gen *g, const struct vy_node *n)
 	char v[128];
 	ident(v, sizeof(v), 'v', id, n->name);
 	/* The variable outlives the loop so that its exit can be checked: a vyre loop has no
-	 * break, so it ends with v >= bound unless the driver cut it short (llvmpipe stops every
-	 * loop after 65,535 iterations). Such a loop traps instead of giving a wrong answer. */
+	 * break, so it ends with v >= bound unless the driver cut it short. Such a loop fails the
+	 * dispatch instead of giving a wrong answer. */
 	vy__vk_line(g, "{");
 	g->indent++;
 	vy__vk_line(g, "uint %s = %s;", v, from.text);
-	vy__vk_line(g, "for (; %s < t%u; ++%s) {", v, bound, v);
-	g->indent++;
-	vy__vk_line(g, "vy_it_lo += 1u;");
-	vy__vk_line(g, "if (vy_it_lo == 0u) {");
-	vy__vk_line(g, "\tvy_it_hi += 1u;");
-	vy__vk_line(g, "}");
-	vy__vk_trap_if(g,
-		"vy_it_hi > vy_pc.loop_limit_hi || "
-		"(vy_it_hi == vy_pc.loop_limit_hi && vy_it_lo > vy_pc.loop_limit_lo)",
-		VY_TRAP_LOOP_LIMIT);
-	vy__vk_line(
-		g, "if ((vy_it_lo & %uu) == 0u && vy_stop.word != 0u) {", VY_VK_STOP_PERIOD - 1);
+	struct vy__vk_loop_shape shape =
+		g->shapes ? g->shapes[self] : (struct vy__vk_loop_shape){1, false};
+	if (shape.copies <= 1 && !shape.whole) {
+		vy__vk_line(g, "for (; %s < t%u; ++%s) {", v, bound, v);
+		g->indent++;
+		iteration_head(g);
+		iteration_body(g, n, id);
+		g->indent--;
+		vy__vk_line(g, "}");
+	} else {
+		copied_loop(g, n, id, v, bound, shape);
+	}
+	g->node = self;
+	/* Node numbers stay below VY_IR_MAX_NODES, so the complement names the node. */
+	g->uses |= VY__VK_USE(TRAP);
+	vy__vk_line(g, "if (%s < t%u) {", v, bound);
+	vy__vk_line(g, "\tvy_cut_raise(%uu);", self);
 	vy__vk_line(g, "\treturn;");
 	vy__vk_line(g, "}");
-	uint32_t mark = g->n_vars;
-	var_push(g, n->name, id);
-	block(g, &n->body);
-	var_pop_to(g, mark);
-	g->indent--;
-	vy__vk_line(g, "}");
-	char cut[160];
-	snprintf(cut, sizeof(cut), "%s < t%u", v, bound);
-	g->node = self;
-	vy__vk_trap_if(g, cut, VY_TRAP_LOOP_LIMIT);
 	g->indent--;
 	vy__vk_line(g, "}");
 }
@@ -564,6 +834,7 @@ static void emit_interface(struct vy__vk_gen *g, struct vy__vk_str *out)
 		"layout(std430, set = 0, binding = %u) buffer VyTrap {\n"
 		"\tuint key;\n"
 		"\tuint count;\n"
+		"\tuint cut;\n"
 		"} vy_trap;\n",
 		layout->trap_binding);
 	vy__vk_str_addf(out,
@@ -695,7 +966,20 @@ int vy_vk_codegen(const struct vy_program *program, const struct vy_vk_codegen_o
 	for (uint32_t i = 0; i < VY__VK_VAR_HEADS; i++) {
 		g.heads[i] = -1;
 	}
+	if (opts->loop_passes > 0 &&
+		sat_add(prologue_passes(program), block_passes(&program->entry, 1)) >=
+			opts->loop_passes) {
+		uint32_t nodes = vy_block_count_nodes(&program->entry);
+		g.shapes = calloc(nodes > 0 ? nodes : 1, sizeof(*g.shapes));
+		if (!g.shapes) {
+			fprintf(stderr, "vyred: out of memory shaping the loops of a shader\n");
+			abort();
+		}
+		uint32_t next = 0;
+		shape_block(&g, &program->entry, &next);
+	}
 	block(&g, &program->entry);
+	free(g.shapes);
 	if (g.rc) {
 		vy__vk_str_finish(&g.body);
 		free(g.vars);
@@ -723,23 +1007,45 @@ int vy_vk_codegen(const struct vy_program *program, const struct vy_vk_codegen_o
 
 /* ---- Traps ---- */
 
-int vy_vk_trap_decode(
-	const struct vy_program *program, const void *sidecar, size_t len, struct vy_err *err)
+int vy_vk_trap_decode(const struct vy_program *program, const void *sidecar, size_t len,
+	uint32_t loop_passes, struct vy_err *err)
 {
 	if (!sidecar || len < VY_VK_TRAP_BYTES) {
 		return vy_err_set(err, VY_E_INTERNAL, NULL,
 			"bind a trap sidecar of trap_bytes bytes and read all of it back",
 			"the trap sidecar holds %zu bytes, fewer than %u", len, VY_VK_TRAP_BYTES);
 	}
-	uint32_t words[2];
+	uint32_t words[3];
 	memcpy(words, sidecar, sizeof(words));
+	char at[VY_ERR_AT_MAX];
+	if (words[2] != 0) {
+		uint32_t loop = ~words[2];
+		if (vy_node_path(program, loop, at, sizeof(at)) != 0) {
+			return vy_err_set(err, VY_E_INTERNAL, NULL,
+				"decode the sidecar with the program the shader was generated from",
+				"the trap sidecar names loop node %u, which the program does not "
+				"have",
+				loop);
+		}
+		char budget[96] = "a limit of its driver";
+		if (loop_passes > 0) {
+			snprintf(budget, sizeof(budget),
+				"%u loop passes per invocation, over all of its loops",
+				loop_passes);
+		}
+		return vy_err_set(err, VY_E_UNSUPPORTED_FEATURE, at,
+			"give each invocation fewer loop iterations (more invocations, or more "
+			"dispatches), or run the program on a device without this limit",
+			"the device ended the loop at %s before its bound: it runs at most %s, and "
+			"an invocation needed more",
+			at, budget);
+	}
 	if (words[0] == 0) {
 		return 0;
 	}
 	uint32_t key = ~words[0];
 	uint32_t node = key / VY_TRAP_KIND_COUNT;
 	enum vy_trap_kind kind = (enum vy_trap_kind)(key % VY_TRAP_KIND_COUNT);
-	char at[VY_ERR_AT_MAX];
 	if (vy_node_path(program, node, at, sizeof(at)) != 0) {
 		return vy_err_set(err, VY_E_INTERNAL, NULL,
 			"decode the sidecar with the program the shader was generated from",

@@ -14,7 +14,8 @@
  *   set 0, trap_binding    the trap sidecar, trap_bytes long, zero-filled before each dispatch:
  *                          word 0 is ~vy_trap_key(node, kind) of the lowest trap site raised
  *                          (atomicMax of the complement, so 0 means no trap), word 1 counts the
- *                          invocations that trapped. vy_vk_trap_decode reads it.
+ *                          invocations that trapped, word 2 is ~node of the lowest loop that the
+ *                          driver ended before its bound (0: none). vy_vk_trap_decode reads it.
  *   set 0, stop_binding    the stop word, 4 bytes the host may write while the dispatch runs:
  *                          every invocation reads it every VY_VK_STOP_PERIOD loop iterations, and
  *                          on entry when vy_vk_push.stop_on_entry is set, and returns at once when
@@ -69,6 +70,12 @@ struct vy_vk_codegen_options {
 	struct vy_vk_math math;
 	bool subgroups;         /* subgroup operations allowed (GL_KHR_shader_subgroup_*) */
 	uint32_t subgroup_size; /* informational: the shader reads gl_SubgroupSize */
+	/*
+	 * 0, or the loop passes the driver allows one invocation over all its loops before it
+	 * leaves them on its own (llvmpipe: 65,535; vy_vk_probe.loop_passes). When the program's
+	 * loops may need more, innermost loops run several copies of their body per pass.
+	 */
+	uint32_t loop_passes;
 };
 
 enum { VY_VK_MAX_SPEC = 64 };
@@ -133,8 +140,8 @@ struct vy_vk_push {
 /* Loop iterations of one invocation between two reads of the stop word (a power of two). */
 #define VY_VK_STOP_PERIOD 1024u
 
-/* Size of the trap sidecar: the trap key word and the trap count word. */
-#define VY_VK_TRAP_BYTES 8u
+/* Size of the trap sidecar: the trap key word, the trap count word and the cut loop word. */
+#define VY_VK_TRAP_BYTES 12u
 
 /*
  * Generate the GLSL of `program`, which must have passed vy_validate and vy_vmath_lower (no
@@ -158,11 +165,14 @@ int vy_vk_codegen(const struct vy_program *program, const struct vy_vk_codegen_o
 /*
  * Decode the trap sidecar (`len` bytes, at least VY_VK_TRAP_BYTES) after a dispatch of the shader
  * generated for `program` (the same program: node numbers are its preorder numbers, see
- * planner/node_path.h). Returns 0 when nothing trapped, else VY_E_TRAP naming the trap kind, the
- * node path (also in `at`) and the number of invocations that trapped. A sidecar that is too
- * short or names no node of the program gives VY_E_INTERNAL.
+ * planner/node_path.h). Returns 0 when nothing trapped and no loop was cut; UNSUPPORTED_FEATURE
+ * naming the loop (also in `at`) when the driver ended a loop before its bound, whatever else
+ * happened (the dispatch did not run the program; `loop_passes` is the device's budget, 0 when
+ * unknown); else VY_E_TRAP naming the trap kind, the node path (also in `at`) and the number of
+ * invocations that trapped. A sidecar that is too short or names no node of the program gives
+ * VY_E_INTERNAL.
  */
-int vy_vk_trap_decode(
-	const struct vy_program *program, const void *sidecar, size_t len, struct vy_err *err);
+int vy_vk_trap_decode(const struct vy_program *program, const void *sidecar, size_t len,
+	uint32_t loop_passes, struct vy_err *err);
 
 #endif

@@ -295,13 +295,29 @@ static void int_binary(struct vy__vk_gen *g, enum vy_binop op, enum vy_type t,
 		break;
 	}
 	case VY_BIN_ABS_DIFF:
-		temp(g, out, t, "%s >= %s ? %s - %s : %s - %s", x, y, x, y, y, x);
+		/* A u32 for both operand types: the exact distance always fits one. */
+		if (s) {
+			temp(g, out, VY_TYPE_U32, "int(%s) >= int(%s) ? %s - %s : %s - %s", x, y, x,
+				y, y, x);
+		} else {
+			temp(g, out, t, "%s >= %s ? %s - %s : %s - %s", x, y, x, y, y, x);
+		}
 		break;
 	case VY_BIN_SAT_ADD:
-		temp(g, out, t, "%s + %s < %s ? 0xFFFFFFFFu : %s + %s", x, y, x, x, y);
+		if (s) {
+			use(g, VY__VK_USE(SAT_I32));
+			temp(g, out, t, "vy_sat_add_i(%s, %s)", x, y);
+		} else {
+			temp(g, out, t, "%s + %s < %s ? 0xFFFFFFFFu : %s + %s", x, y, x, x, y);
+		}
 		break;
 	case VY_BIN_SAT_SUB:
-		temp(g, out, t, "%s < %s ? 0u : %s - %s", x, y, x, y);
+		if (s) {
+			use(g, VY__VK_USE(SAT_I32));
+			temp(g, out, t, "vy_sat_sub_i(%s, %s)", x, y);
+		} else {
+			temp(g, out, t, "%s < %s ? 0u : %s - %s", x, y, x, y);
+		}
 		break;
 	case VY_BIN_SAT_MUL:
 		use(g, VY__VK_USE(WIDE));
@@ -522,6 +538,25 @@ static void cast(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_va
 		assert(!"cast to a type outside the enum");
 		return;
 	}
+}
+
+/* Values travel as their 32-bit words, so a bitcast changes only the type, except that a word read
+ * as f32 is canonicalized as a load canonicalizes it (docs/semantics.md section 3.1). */
+static void bitcast(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_val *out)
+{
+	struct vy__vk_val a;
+	vy__vk_expr(g, e->args[0], &a);
+	enum vy_type to = e->type;
+	if (g->rc) {
+		set(out, to, "0u");
+		return;
+	}
+	if (to == VY_TYPE_F32 && a.type != VY_TYPE_F32) {
+		use(g, VY__VK_USE(CANON));
+		temp(g, out, to, "vy_canon(%s)", a.text);
+		return;
+	}
+	set(out, to, "%s", a.text);
 }
 
 static void load(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_val *out)
@@ -767,6 +802,9 @@ void vy__vk_expr(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_va
 		return;
 	case VY_EXPR_CAST:
 		cast(g, e, out);
+		return;
+	case VY_EXPR_BITCAST:
+		bitcast(g, e, out);
 		return;
 	case VY_EXPR_FMA:
 		vy__vk_expr(g, e->args[0], &a);

@@ -62,6 +62,7 @@ void vy__vk_str_finish(struct vy__vk_str *s);
 	X(ROT)                                                                                     \
 	X(BITS)                                                                                    \
 	X(WIDE)                                                                                    \
+	X(SAT_I32)                                                                                 \
 	X(TRAP)                                                                                    \
 	X(SG_SHUFFLE)                                                                              \
 	X(SG_FADD)                                                                                 \
@@ -99,6 +100,14 @@ struct vy__vk_var {
 /* Hash chains of the scope stack; a power of two. */
 #define VY__VK_VAR_HEADS 1024u
 
+/* How a loop is written on a device that ends long loops (vk_codegen.c): `copies` bodies per pass
+ * of one GLSL loop (1: a plain loop), or, when `whole`, every iteration its own copy and no GLSL
+ * loop at all. */
+struct vy__vk_loop_shape {
+	uint32_t copies;
+	bool whole;
+};
+
 struct vy__vk_gen {
 	const struct vy_program *p;
 	const struct vy_vk_codegen_options *opts;
@@ -128,6 +137,9 @@ struct vy__vk_gen {
 
 	bool has_barrier;
 	bool has_loop;
+	/* By preorder node number, when the device ends long loops and the program may run into
+	 * that (else NULL: every loop is plain). Owned. */
+	struct vy__vk_loop_shape *shapes;
 	uint32_t subgroup_features; /* VY_VK_SUBGROUP_* */
 };
 

@@ -669,11 +669,33 @@ static const char wide_text[] = "uint vy_mulhi_u(uint a, uint b)\n"
 				"\treturn hi != 0u ? 0xFFFFFFFFu : lo;\n"
 				"}\n";
 
+/*
+ * i32 saturating add and subtract: the wrapped result, unless the operation overflowed (the
+ * operands' signs say it could, and the result's sign says it did), which gives INT_MAX when a is
+ * not negative and INT_MIN when it is: 0x7FFFFFFF + (a >> 31).
+ */
+static const char sat_i32_text[] = "uint vy_sat_add_i(uint a, uint b)\n"
+				   "{\n"
+				   "\tuint r = a + b;\n"
+				   "\tbool over = ((a ^ r) & (b ^ r) & 0x80000000u) != 0u;\n"
+				   "\treturn over ? 0x7FFFFFFFu + (a >> 31u) : r;\n"
+				   "}\n"
+				   "uint vy_sat_sub_i(uint a, uint b)\n"
+				   "{\n"
+				   "\tuint r = a - b;\n"
+				   "\tbool over = ((a ^ b) & (a ^ r) & 0x80000000u) != 0u;\n"
+				   "\treturn over ? 0x7FFFFFFFu + (a >> 31u) : r;\n"
+				   "}\n";
+
 /* The lowest trap key wins: the sidecar keeps the largest complement, so zero means none. */
 static const char trap_text[] = "void vy_trap_raise(uint key)\n"
 				"{\n"
 				"\tatomicMax(vy_trap.key, ~key);\n"
 				"\tatomicAdd(vy_trap.count, 1u);\n"
+				"}\n"
+				"void vy_cut_raise(uint node)\n"
+				"{\n"
+				"\tatomicMax(vy_trap.cut, ~node);\n"
 				"}\n";
 
 /*
@@ -791,6 +813,7 @@ static const struct lib_entry lib[VY__VK_LIB_COUNT] = {
 	[VY__VK_LIB_ROT] = {0},
 	[VY__VK_LIB_BITS] = {0},
 	[VY__VK_LIB_WIDE] = {0},
+	[VY__VK_LIB_SAT_I32] = {0},
 	[VY__VK_LIB_TRAP] = {0},
 	[VY__VK_LIB_SG_SHUFFLE] = {0},
 	[VY__VK_LIB_SG_FADD] = {D(FADD)},
@@ -920,6 +943,9 @@ static void emit_one(struct vy__vk_str *out, enum vy__vk_lib which, const struct
 		break;
 	case VY__VK_LIB_WIDE:
 		vy__vk_str_add(out, wide_text);
+		break;
+	case VY__VK_LIB_SAT_I32:
+		vy__vk_str_add(out, sat_i32_text);
 		break;
 	case VY__VK_LIB_TRAP:
 		vy__vk_str_add(out, trap_text);

@@ -452,26 +452,34 @@ void vy__vk_job_abandon(struct vy__vk_backend *b, struct vy__vk_job *job)
 
 /*
  * The trap of segment `s`, named by the program as written: the shader numbers the nodes of the
- * lowered segment, so the sidecar's node is first mapped back to the written one.
+ * lowered segment, so the sidecar's nodes are first mapped back to the written ones.
  */
-static int decode_segment(
-	const struct vy__vk_kernel *k, uint32_t s, const uint8_t *sidecar, struct vy_err *err)
+static int decode_segment(const struct vy__vk_kernel *k, uint32_t s, const uint8_t *sidecar,
+	uint32_t loop_passes, struct vy_err *err)
 {
 	const struct vy__vk_segment *seg = &k->segments[s];
-	uint32_t words[2];
+	uint32_t words[3];
 	memcpy(words, sidecar, sizeof(words));
-	if (words[0] == 0) {
+	if (words[0] == 0 && words[2] == 0) {
 		return 0;
 	}
 	const struct vy_program *named = seg->program;
 	uint32_t key = ~words[0];
 	uint32_t node = key / VY_TRAP_KIND_COUNT;
-	if (seg->origins && node < seg->n_origins) {
-		enum vy_trap_kind kind = (enum vy_trap_kind)(key % VY_TRAP_KIND_COUNT);
-		words[0] = ~(uint32_t)vy_trap_key(seg->origins[node], kind);
+	uint32_t cut = ~words[2];
+	/* A node the lowered segment does not have is decoded as it is, which reports it. */
+	if (seg->origins && (words[0] == 0 || node < seg->n_origins) &&
+		(words[2] == 0 || cut < seg->n_origins)) {
+		if (words[0] != 0) {
+			enum vy_trap_kind kind = (enum vy_trap_kind)(key % VY_TRAP_KIND_COUNT);
+			words[0] = ~(uint32_t)vy_trap_key(seg->origins[node], kind);
+		}
+		if (words[2] != 0) {
+			words[2] = ~seg->origins[cut];
+		}
 		named = seg->written;
 	}
-	int rc = vy_vk_trap_decode(named, words, sizeof(words), err);
+	int rc = vy_vk_trap_decode(named, words, sizeof(words), loop_passes, err);
 	return rc ? vy__vk_segment_error(k, s, rc, err) : 0;
 }
 
@@ -489,7 +497,8 @@ static int decode_traps(struct vy__vk_backend *b, struct vy__vk_job *job, struct
 	}
 	int rc = vy__vk_xfer_read(&b->exec, sidecar, side, len, err);
 	for (uint32_t s = 0; rc == 0 && s < k->n_segments; s++) {
-		rc = decode_segment(k, s, side + (size_t)s * job->sidecar_stride, err);
+		rc = decode_segment(
+			k, s, side + (size_t)s * job->sidecar_stride, b->cg.loop_passes, err);
 	}
 	if (side != local) {
 		free(side);

@@ -36,6 +36,7 @@ static const struct vy_vulkan_profile named[] = {
 					.select_exact = false},
 				.subgroups = true,
 				.subgroup_size = 8,
+				.loop_passes = 65535,
 			},
 		.caps =
 			{
@@ -147,6 +148,12 @@ static void describe(struct vy__vk_str *out, const char *c, const struct vy_vulk
 		c, yes_no(m->fold_exact), yes_no(m->select_exact));
 	vy__vk_str_addf(out, "%s   subgroup operations: %s (%u lanes)\n", c,
 		yes_no(p->cg.subgroups), p->cg.subgroup_size);
+	if (p->cg.loop_passes > 0) {
+		vy__vk_str_addf(
+			out, "%s   loop passes per invocation: at most %u\n", c, p->cg.loop_passes);
+	} else {
+		vy__vk_str_addf(out, "%s   loop passes per invocation: no limit found\n", c);
+	}
 	vy__vk_str_addf(out,
 		"%s   workgroups: %u invocations, %u x %u x %u; shared memory: %u bytes\n", c,
 		p->caps.max_workgroup_invocations, p->caps.max_workgroup_size[0],

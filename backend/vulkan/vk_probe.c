@@ -13,7 +13,9 @@
  * reveals: add, sub and mul with a constant zero or infinite operand and `x - x`, written as the
  * code generator writes them (a function of 32-bit words, inlined), over the special values; and
  * a select, and an if that assigns in both branches, between the words of -0.0 and 1.0 and of
- * +0.0 and -1.0.
+ * +0.0 and -1.0. Its first invocation also counts the iterations of one loop of LOOP_PROBE
+ * iterations (the count read from the input, so no compiler knows it): fewer mean that the driver
+ * ends loops on its own (llvmpipe allows 65,535 loop passes per invocation, over all its loops).
  */
 #include "vk_probe.h"
 
@@ -98,9 +100,21 @@ static const char fold_glsl[] =
 	"		t = 0x80000000u;\n"
 	"	}\n"
 	"	dst.v[o + 11u] = t;\n"
+	"	if (i == 0u) {\n"
+	"		uint n = src.v[2u * pc.n];\n"
+	"		uint k = 0u;\n"
+	"		for (uint j = 0u; j < n; ++j) {\n"
+	"			k += 1u;\n"
+	"		}\n"
+	"		dst.v[12u * pc.n] = k;\n"
+	"	}\n"
 	"}\n";
 
 enum { FOLD_SAMPLES = 16, FOLD_OUT = 12, FOLD_FLOAT_OPS = 9 };
+
+/* Iterations of the probe's loop: far more than any driver limit seen, few enough to take a
+ * millisecond where loops are not limited. */
+#define LOOP_PROBE (UINT32_C(1) << 20)
 
 static uint32_t next(uint64_t *s)
 {
@@ -237,6 +251,7 @@ static void make_fold_samples(uint32_t *in)
 		in[2 * i] = witness[i / 2];
 		in[2 * i + 1] = i & 1u;
 	}
+	in[2 * FOLD_SAMPLES] = LOOP_PROBE;
 }
 
 static void judge_fold(const uint32_t *in, const uint32_t *res, struct vy_vk_probe *out)
@@ -265,6 +280,8 @@ static void judge_fold(const uint32_t *in, const uint32_t *res, struct vy_vk_pro
 	}
 	out->fold_exact = out->fold_diffs == 0;
 	out->select_exact = out->select_diffs == 0;
+	uint32_t ran = res[FOLD_OUT * FOLD_SAMPLES];
+	out->loop_passes = ran < LOOP_PROBE ? ran : 0;
 }
 
 /*
@@ -350,8 +367,8 @@ int vy__vk_probe_run(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes, struct
 		(uint64_t)n * 16, n, err);
 	if (rc == 0) {
 		judge(triples, results, n, out);
-		uint32_t in[2 * FOLD_SAMPLES];
-		uint32_t res[FOLD_OUT * FOLD_SAMPLES];
+		uint32_t in[2 * FOLD_SAMPLES + 1];
+		uint32_t res[FOLD_OUT * FOLD_SAMPLES + 1];
 		make_fold_samples(in);
 		rc = run_kernel(x, pipes, cc, fold_glsl, in, sizeof(in), res, sizeof(res),
 			FOLD_SAMPLES, err);

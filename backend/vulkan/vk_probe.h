@@ -4,7 +4,8 @@
  * the host's correctly rounded ones, to learn whether fma() is fused, whether '/' and sqrt() are
  * correctly rounded, and whether subnormal results are kept; and a second one whether the
  * driver's compiler keeps IEEE special values when it folds constant operands and selects between
- * constants. The code generator lowers by these findings, and the device profile reports them.
+ * constants, and whether the driver ends long loops on its own. The code generator lowers by these
+ * findings, and the device profile reports them.
  *
  * Thread-safety: runs during device open, before the backend is shared.
  */
@@ -24,8 +25,11 @@ struct vy_vk_probe {
 	bool div_exact;
 	bool sqrt_exact;
 	bool keeps_subnormals;
-	bool fold_exact;    /* add, sub, mul with constant operands keep +-0, inf, NaN */
-	bool select_exact;  /* a select or an if between two constant words keeps their bits */
+	bool fold_exact;   /* add, sub, mul with constant operands keep +-0, inf, NaN */
+	bool select_exact; /* a select or an if between two constant words keeps their bits */
+	/* Loop iterations one invocation ran of a loop of 2^20 before the driver ended it: the
+	 * loop passes the driver allows an invocation, over all its loops; 0: no end was seen. */
+	uint32_t loop_passes;
 	uint32_t samples;   /* triples checked */
 	uint32_t fma_diffs; /* results that differ from the host's, per operation */
 	uint32_t div_diffs;

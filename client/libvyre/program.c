@@ -363,6 +363,13 @@ struct vy_expr *vy_expr_cast(struct vy_program *p, const char *type, struct vy_e
 	return t < 0 ? NULL : vy_ir_cast(p, (enum vy_type)t, a);
 }
 
+struct vy_expr *vy_expr_bitcast(struct vy_program *p, const char *type, struct vy_expr *a)
+{
+	int t = word(vy_type_from_name, "type", type);
+	NEED(p, a);
+	return t < 0 ? NULL : vy_ir_bitcast(p, (enum vy_type)t, a);
+}
+
 struct vy_expr *vy_expr_fma(
 	struct vy_program *p, struct vy_expr *a, struct vy_expr *b, struct vy_expr *c)
 {

@@ -449,6 +449,13 @@ static void device_print(const struct vy_value *d)
 		ctl_bool(d, "float.keeps_subnormals") ? "kept" : "flushed");
 	printf("  constants   folded exactly: %s, selects exact: %s\n",
 		yes_no(d, "float.fold_exact"), yes_no(d, "float.select_exact"));
+	if (ctl_u64(d, "loop_passes") > 0) {
+		printf("  loops       at most %" PRIu64 " passes per invocation, over all its "
+		       "loops\n",
+			ctl_u64(d, "loop_passes"));
+	} else {
+		printf("  loops       no limit found\n");
+	}
 	printf("  work        %" PRIu64 " dispatches in %" PRIu64 " batches (largest %" PRIu64
 	       "), busy %s, queue %" PRIu64 ", running %" PRIu64 ", timed out %" PRIu64
 	       ", lost %" PRIu64 "\n",

@@ -116,6 +116,9 @@ static const struct rule rules[] = {
 	G("devices.*.float.select_exact", "device_float_select_exact",
 		"Whether a select between two constants keeps their bits on the device (0: vyred "
 		"hides the constants from the compiler)."),
+	G("devices.*.loop_passes", "device_loop_passes",
+		"Loop passes the device's driver allows one invocation over all its loops (0: no "
+		"limit found); vyred writes long loops as copies of their body under it."),
 	C("devices.*.dispatches", "device_dispatches_total", "Dispatches run on the device."),
 	CU("devices.*.busy_ns", "device_busy_seconds_total", UNIT_NS,
 		"Time the device spent running jobs."),

@@ -99,8 +99,10 @@ static struct vy_program *build_every(void)
 				vy_expr_u32(p, 1), vy_expr_u32(p, 2))),
 		vy_node_store(p, "out", i,
 			vy_expr_binary(p, "add", value,
-				vy_expr_unary(
-					p, "bit_not", vy_expr_unary(p, "bit_not", id_error)))),
+				vy_expr_bitcast(p, "u32",
+					vy_expr_bitcast(p, "i32",
+						vy_expr_unary(p, "bit_not",
+							vy_expr_unary(p, "bit_not", id_error)))))),
 	};
 	struct vy_node *gen[] = {vy_node_store(p, "f", i,
 		vy_expr_fma(
@@ -228,6 +230,7 @@ Test(builder, names_the_word_it_could_not_use)
 	cr_assert_null(vy_expr_binary(p, "addd", one, one));
 	cr_assert_null(vy_expr_unary(p, "sqroot", one));
 	cr_assert_null(vy_expr_cast(p, "f64", one));
+	cr_assert_null(vy_expr_bitcast(p, "f64", one));
 	cr_assert_null(vy_expr_atomic(p, "compare_exchange", "a", one, one));
 	cr_assert_null(vy_expr_subgroup_reduce(p, "avg", one));
 	cr_assert_null(vy_expr_gid(p, 3));

@@ -443,6 +443,16 @@ def i32_binop(op, a, b):
     if op in ("eq", "ne", "lt", "le", "gt", "ge"):
         return int({"eq": x == y, "ne": x != y, "lt": x < y, "le": x <= y, "gt": x > y,
                     "ge": x >= y}[op])
+    if op == "and":
+        return int(x != 0 and y != 0)
+    if op == "or":
+        return int(x != 0 or y != 0)
+    if op == "sat_add":
+        return u32(min(max(x + y, INT_MIN), INT_MAX))
+    if op == "sat_sub":
+        return u32(min(max(x - y, INT_MIN), INT_MAX))
+    if op == "abs_diff":
+        return abs(x - y)
     raise ValueError(op)
 
 
@@ -680,6 +690,10 @@ BOOL_RESULT = {"eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "is_nan",
                "is_finite"}
 
 
+# Operations whose result is a u32 whatever their operand type.
+U32_RESULT = {"abs_diff"}
+
+
 def pair_case(name, notes, ty_a, ty_b, ops, fn, guarded=None):
     """out_<op>[i] = a[i] <op> b[i] over every pair of witnesses of ty_a and ty_b."""
     ga, gb = cross(ty_a, ty_b)
@@ -690,7 +704,7 @@ def pair_case(name, notes, ty_a, ty_b, ops, fn, guarded=None):
              let("y", load("b", V("i")))]
     expect = []
     for k, o in enumerate(ops):
-        rty = "bool" if o in BOOL_RESULT else ty_a
+        rty = "bool" if o in BOOL_RESULT else "u32" if o in U32_RESULT else ty_a
         buffers.append(buf(o, 2 + k, "write_only", rty, n))
         value = op(o, V("x"), V("y"))
         if rty == "bool" and ty_a != "bool" and o in ("and", "or"):
@@ -740,6 +754,12 @@ pair_case("i32_bitwise_witness",
           "i32 bitwise ops, shl, arithmetic shr and rotates with u32 counts from the u32 "
           "witnesses (masked by 31).",
           "i32", "u32", ["shl", "shr", "rotl", "rotr"], i32_binop)
+pair_case("i32_saturating_witness",
+          "i32 sat_add and sat_sub clamp the exact result to -2147483648 .. 2147483647 (MAX + 1 "
+          "is MAX, MIN - 1 is MIN, MIN - MIN is 0); abs_diff gives the exact distance as a u32 "
+          "(MAX to MIN is 4294967295); and/or are logical (nonzero is true), cast to bool before "
+          "the store; over every pair of i32 witnesses.",
+          "i32", "i32", ["sat_add", "sat_sub", "abs_diff", "and", "or"], i32_binop)
 pair_case("i32_logic_witness",
           "i32 bit_and/bit_or/bit_xor and signed comparisons over every pair of i32 witnesses.",
           "i32", "i32", ["bit_and", "bit_or", "bit_xor", "eq", "ne", "lt", "le", "gt", "ge"],
@@ -815,17 +835,19 @@ def unary_case(name, notes, ty, ops, fn, gen=None, out_ty=None):
 
 RAND_U32 = {"random": "u32", "count": 48, "seed": 11}
 unary_case("u32_unary_witness",
-           "bit_not, popcount, clz/ctz (32 for 0), reverse_bits, logical not and the unpack "
-           "fields (unpack4_high is a >> 28, unpack8_high a >> 24) on u32 witnesses and "
-           "random words.",
-           "u32", ["bit_not", "popcount", "clz", "ctz", "reverse_bits", "not", "unpack4_low",
-                   "unpack4_high", "unpack8_low", "unpack8_high"],
+           "neg wraps (0 - x: neg(1) is MAX, neg(MSB) is MSB), bit_not, popcount, clz/ctz (32 "
+           "for 0), reverse_bits, logical not and the unpack fields (unpack4_high is a >> 28, "
+           "unpack8_high a >> 24) on u32 witnesses and random words.",
+           "u32", ["neg", "bit_not", "popcount", "clz", "ctz", "reverse_bits", "not",
+                   "unpack4_low", "unpack4_high", "unpack8_low", "unpack8_high"],
            lambda o, x: int_unop(o, x, False),
            gen={"concat": [{"witness": "u32"}, RAND_U32]})
 unary_case("i32_unary_witness",
-           "neg and abs wrap (neg/abs of MIN is MIN), sign gives -1/0/1, and the bit counts of "
-           "i32 work on the two's complement bits.",
-           "i32", ["neg", "abs", "sign", "bit_not", "popcount", "clz", "ctz", "reverse_bits"],
+           "neg and abs wrap (neg/abs of MIN is MIN), sign gives -1/0/1, the bit counts of "
+           "i32 work on the two's complement bits, and logical not is 1 for 0 and 0 otherwise "
+           "(cast to bool before the store).",
+           "i32", ["neg", "abs", "sign", "bit_not", "popcount", "clz", "ctz", "reverse_bits",
+                   "not"],
            lambda o, x: int_unop(o, x, True),
            gen={"concat": [{"witness": "i32"}, {"random": "i32", "count": 48, "seed": 12}]})
 
@@ -1048,6 +1070,227 @@ def cast_case(src):
 
 for _src in ["u32", "i32", "f32", "bool"]:
     cast_case(_src)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bitcasts between u32, i32 and f32: the same word, canonicalized where it is read as f32
+
+def bitcast(word, src, dst):
+    """docs/semantics.md section 3.3: an f32 operand is canonical already (its load made it so);
+    a word read as f32 is canonicalized as a load would."""
+    w = canon(word) if src == "f32" else word
+    return canon(w) if dst == "f32" else w
+
+
+# Words that are NaN, subnormal or special as f32 patterns, for the integer sources.
+BITCAST_EXTRA = ["0x7f800001", "0xffc12345", "0x7fc00001", "0x00000001", "0x807fffff",
+                 "0x80000000", "0x7f800000", "0xff800000", "0x3f800000", "0x00800000",
+                 "0x7f7fffff", "0x7fc00000", "0xffffffff", "0x80800000"]
+
+
+def bitcast_case(src):
+    extra = BITCAST_EXTRA if src != "f32" else ["0x7fa12345", "0xff812345", "0x00400000",
+                                                "0x80000002", "0x40490fdb", "0xc0490fdb"]
+    g = {"concat": [{"witness": src}, {"values": extra}]}
+    xs = gen_eval(g, src)
+    n = len(xs)
+    name = "bitcast_from_" + src
+    buffers = [buf("a", 0, "read_only", src, n)]
+    entry = [let("i", gid()), guard(length("a")), let("x", load("a", V("i")))]
+    expect = []
+    for k, dst in enumerate(["u32", "i32", "f32"]):
+        buffers.append(buf("to_" + dst, 1 + k, "write_only", dst, n))
+        entry.append(store("to_" + dst, V("i"), ["bitcast", dst, V("x")]))
+        expect.append(shown([bitcast(x, src, dst) for x in xs], dst))
+    if src != "f32":
+        # Back to the integer type, so that no f32 store can canonicalize what the bitcast left.
+        buffers.append(buf("round_trip", 4, "write_only", src, n))
+        entry.append(store("round_trip", V("i"), ["bitcast", src, ["bitcast", "f32", V("x")]]))
+        expect.append(shown([canon(x) for x in xs], src))
+    notes = {
+        "u32": "u32 to i32 and to u32 keep the word; to f32 canonicalizes it as a load does: "
+               "every NaN pattern (signalling, negative, with a payload) is 0x7FC00000, every "
+               "subnormal pattern the zero of its sign; other words, infinities included, are "
+               "kept. round_trip reads the f32 back as u32, so no f32 store can hide it.",
+        "i32": "i32 to u32 and to i32 keep the word; to f32 canonicalizes NaN and subnormal "
+               "patterns as a load does and keeps every other word; round_trip reads the f32 "
+               "back as i32.",
+        "f32": "f32 to u32 and i32 give the bits of the canonical value (the load already made "
+               "NaN payloads 0x7FC00000 and subnormals signed zeros), to f32 the value itself.",
+    }[src]
+    case(name, notes, program(name, 64, buffers, entry), [g], expect=expect)
+
+
+for _src in ["u32", "i32", "f32"]:
+    bitcast_case(_src)
+
+
+def float_key_case():
+    """Two uses of bitcast: the order-preserving u32 key of a float (radix sort) and the next
+    word up (nextafter toward the larger bits)."""
+    g = {"concat": [{"witness": "f32"}, {"values": [-3.5, 2.75, -1e-30, 1e-30, 65504.0]}]}
+    xs = gen_eval(g, "f32")
+    n = len(xs)
+    name = "bitcast_float_keys"
+    bits = ["bitcast", "u32", V("x")]
+    # mask = 0xFFFFFFFF for a negative sign, 0x80000000 otherwise: the sign spread by an i32
+    # arithmetic shift, or-ed with the sign bit.
+    mask = op("bit_or", ["bitcast", "u32", op("shr", ["bitcast", "i32", V("x")], U(31))],
+              U(0x80000000))
+    buffers = [buf("a", 0, "read_only", "f32", n), buf("key", 1, "write_only", "u32", n),
+               buf("up", 2, "write_only", "f32", n), buf("back", 3, "write_only", "f32", n)]
+    entry = [let("i", gid()), guard(length("a")), let("x", load("a", V("i"))),
+             let("k", op("bit_xor", bits, mask)),
+             store("key", V("i"), V("k")),
+             store("up", V("i"), ["bitcast", "f32", op("add", bits, U(1))]),
+             store("back", V("i"), ["bitcast", "f32", op("bit_xor", V("k"), op(
+                 "bit_or", ["bitcast", "u32", op("shr", ["bitcast", "i32", op(
+                     "bit_not", V("k"))], U(31))], U(0x80000000)))])]
+    keys, ups, backs = [], [], []
+    for x in xs:
+        c = canon(x)
+        key = c ^ (0xFFFFFFFF if c & 0x80000000 else 0x80000000)
+        keys.append(key)
+        ups.append(canon((c + 1) & M32))
+        backs.append(canon(key ^ (0x80000000 if key & 0x80000000 else 0xFFFFFFFF)))
+    # The keys order the numbers: the sorted keys give the values in increasing order.
+    finite = [(k, bits_to_float(canon(x))) for k, x in zip(keys, xs) if not is_nan_bits(x)]
+    ordered = [v for _, v in sorted(finite)]
+    assert all(a <= b for a, b in zip(ordered, ordered[1:])), ordered
+    case(name, "bitcast as float radix sort and nextafter use it: key = bits ^ (negative ? "
+         "0xFFFFFFFF : 0x80000000) orders every non-NaN value as u32 (-0 just below +0); "
+         "bitcast(f32, bits + 1) is the next word up (+0 gives the smallest subnormal pattern, "
+         "which reads as +0; FLT_MAX gives inf; inf gives a NaN pattern, canonical); the key "
+         "turned back gives the canonical value.",
+         program(name, 64, buffers, entry), [g],
+         expect=[shown(keys, "u32"), shown(ups, "f32"), shown(backs, "f32")])
+
+
+float_key_case()
+
+
+def i32_condition_case():
+    g = {"witness": "i32"}
+    xs = gen_eval(g, "i32")
+    n = len(xs)
+    name = "i32_condition"
+    buffers = [buf("a", 0, "read_only", "i32", n), buf("sel", 1, "write_only", "u32", n),
+               buf("branch", 2, "write_only", "i32", n)]
+    entry = [let("i", gid()), guard(length("a")), let("x", load("a", V("i"))),
+             store("sel", V("i"), op("select", V("x"), U(1), U(2))),
+             if_(V("x"), [store("branch", V("i"), op("neg", V("x")))],
+                 [store("branch", V("i"), I(77))])]
+    case(name, "An i32 condition is true when nonzero, in a select and in an if (negative "
+         "values, MIN and MAX included).",
+         program(name, 64, buffers, entry), [g],
+         expect=[[1 if x else 2 for x in xs],
+                 shown([u32(-s32(x)) if x else 77 for x in xs], "i32")])
+
+
+i32_condition_case()
+
+
+# ---------------------------------------------------------------------------------------------
+# Long loops (docs/semantics.md section 7): more than 65,535 loop passes in one invocation, which
+# lavapipe's loop limiter allows an invocation over all of its loops, run to their end on every
+# backend; the loop limit still traps where the iterations exceed it, not before.
+
+def long_loop_cases():
+    name = "loop_long_single"
+    trips = [70000, 131072, 1, 0, 65535, 65536, 99999, 3]
+    prog = program(name, 8, [buf("n", 0, "read_only", "u32", 8),
+                             buf("sum", 1, "write_only", "u32", 8),
+                             buf("count", 2, "write_only", "u32", 8)],
+                   [let("i", gid()), let("s", U(0)), let("c", U(0)),
+                    loop("k", U(0), load("n", V("i")),
+                         [assign("s", op("add", V("s"), op("mul", V("k"), V("k")))),
+                          assign("c", op("add", V("c"), U(1)))]),
+                    store("sum", V("i"), V("s")), store("count", V("i"), V("c"))])
+    case(name, "One loop per invocation, its bound loaded (70,000 to 131,072 iterations, and "
+         "short ones beside them in the same workgroup): every invocation runs all of its "
+         "iterations (wrapping sum of k*k, and the count).",
+         prog, [{"values": trips}], config={"max_loop_iterations": 200000},
+         expect=[[u32(sum(k * k for k in range(n))) for n in trips], trips])
+
+    name = "loop_long_sequential"
+    prog = program(name, 2, [buf("y", 0, "write_only", "u32", 2)],
+                   [let("i", gid()), let("s", U(0)),
+                    loop("a", U(0), U(40000), [assign("s", op("add", V("s"), V("a")))]),
+                    loop("b", U(0), U(50000), [assign("s", op("bit_xor", V("s"), V("b")))]),
+                    store("y", V("i"), V("s"))])
+    want = 0
+    for a in range(40000):
+        want = u32(want + a)
+    for b in range(50000):
+        want ^= b
+    case(name, "Two loops of 40,000 and 50,000 iterations in a row, each short of 65,535 but "
+         "not together: both run to their end.", prog, None, expect=[[want, want]])
+
+    name = "loop_long_nested"
+    prog = program(name, 2, [buf("y", 0, "write_only", "u32", 4)],
+                   [let("i", gid()), let("s", U(0)), let("t", U(0)),
+                    loop("a", U(0), U(300), [
+                        loop("b", U(0), U(300), [
+                            assign("s", op("add", V("s"), op("mul", V("a"), V("b"))))])]),
+                    loop("c", U(0), U(70000), [
+                        loop("d", U(0), U(3), [
+                            assign("t", op("add", V("t"), op("add", V("c"), V("d"))))])]),
+                    store("y", op("mul", V("i"), U(2)), V("s")),
+                    store("y", op("add", op("mul", V("i"), U(2)), U(1)), V("t"))])
+    s_want = u32(sum(a * b for a in range(300) for b in range(300)))
+    t_want = u32(sum(c + d for c in range(70000) for d in range(3)))
+    case(name, "300 x 300 nested iterations, and 70,000 x 3: every iteration of the inner "
+         "loops runs.", prog, None, config={"max_loop_iterations": 1000000},
+         expect=[[s_want, t_want, s_want, t_want]])
+
+    name = "loop_limit_long_exact"
+    prog = program(name, 4, [buf("y", 0, "write_only", "u32", 4)],
+                   [let("i", gid()), let("s", U(0)),
+                    loop("a", U(0), U(7), [assign("s", op("add", V("s"), U(1)))]),
+                    loop("b", U(0), U(99993), [assign("s", op("add", V("s"), U(1)))]),
+                    store("y", V("i"), V("s"))])
+    case(name, "7 and then 99,993 iterations: exactly max_loop_iterations (100,000) do not "
+         "trap, even where the limit falls inside a long loop.", prog, None,
+         config={"max_loop_iterations": 100000}, expect=[[100000] * 4])
+
+    name = "trap_loop_limit_long"
+    prog = program(name, 4, [buf("n", 0, "read_only", "u32", 4),
+                             buf("y", 1, "write_only", "u32", 4)],
+                   [let("i", gid()), let("s", U(0)),
+                    loop("a", U(0), U(7), [assign("s", op("add", V("s"), U(1)))]),
+                    loop("b", U(0), load("n", V("i")), [assign("s", op("add", V("s"), U(1)))]),
+                    store("y", V("i"), V("s"))])
+    case(name, "7 and then 99,993 to 99,996 iterations under a limit of 100,000: the "
+         "invocations that need 100,001 or more trap with loop_limit at the second loop.",
+         prog, [{"values": [99993, 99994, 99995, 99996]}],
+         config={"max_loop_iterations": 100000}, expect=trap("loop_limit", "entry[3].loop"))
+
+    # The outer loop's bound is loaded, so lavapipe writes it as copies of its body, and the
+    # loop of 3 inside as three copies with no loop: the iterations still count in the order
+    # they run (outer 1, inner 3, outer 1, ...), so the 21st iteration is the sixth of the
+    # outer loop, not the third of an inner one.
+    name = "trap_loop_limit_nested_copies"
+    prog = program(name, 2, [buf("n", 0, "read_only", "u32", 2),
+                             buf("y", 1, "write_only", "u32", 2)],
+                   [let("i", gid()), let("s", U(0)),
+                    loop("a", U(0), load("n", V("i")), [
+                        loop("b", U(0), U(3), [assign("s", op("add", V("s"), V("b")))])]),
+                    store("y", V("i"), V("s"))])
+    case(name, "An outer loop of 100 around an inner loop of 3, under a limit of 20 iterations: "
+         "5 outer iterations with their 15 inner ones make 20, and the sixth outer iteration "
+         "traps with loop_limit at the outer loop, on every backend whatever it does to the "
+         "loops.", prog, [{"values": [100, 100]}], config={"max_loop_iterations": 20},
+         expect=trap("loop_limit", "entry[2].loop"))
+    name = "loop_limit_nested_copies_exact"
+    prog = program(name, 2, [buf("n", 0, "read_only", "u32", 2),
+                             buf("y", 1, "write_only", "u32", 2)],
+                   [let("i", gid()), let("s", U(0)),
+                    loop("a", U(0), load("n", V("i")), [
+                        loop("b", U(0), U(3), [assign("s", op("add", V("s"), V("b")))])]),
+                    store("y", V("i"), V("s"))])
+    case(name, "The loops of trap_loop_limit_nested_copies with 5 and 4 outer iterations: 20 "
+         "and 16 iterations in all do not trap under a limit of 20.", prog,
+         [{"values": [5, 4]}], config={"max_loop_iterations": 20}, expect=[[15, 12]])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2194,6 +2437,7 @@ def trap_cases():
 
 
 trap_cases()
+long_loop_cases()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -130,8 +130,8 @@ struct t_slow t_slow_calibrate(
 	/* The loop count is a spec constant (one pipeline per value), so it stays fixed and the
 	 * grid, which is not part of the pipeline, scales the work: extra invocations store out
 	 * of bounds, which does nothing. */
-	/* On Vulkan the count stays below 65,536: llvmpipe ends longer loops early, and the
-	 * backend then traps loop_limit rather than return a short result. */
+	/* On Vulkan the count stays below 65,535, the loop passes that lavapipe allows one
+	 * invocation (docs/semantics.md §7). */
 	struct t_slow slow = {on_vulkan(c) ? 60000u : 15000u, 1};
 	struct tc_msg m;
 	struct tc_reply r;

@@ -58,18 +58,20 @@ for profile in lavapipe nvidia; do
 	has "$profile" "uint vy_ffma(uint a, uint b, uint c)"
 	# Nothing but comments comes before #version: one segment compiles as printed.
 	first=$(grep -vn '^//' "$TMP/$profile.out" | head -n 1)
-	[ "$first" = "7:#version 450" ] || fail "$profile: the first line of code is \"$first\""
+	[ "$first" = "8:#version 450" ] || fail "$profile: the first line of code is \"$first\""
 done
 # Where the profiles differ: lavapipe's fma() is not fused, so vyre's fma runs in doubles;
 # NVIDIA's is, so it is the builtin.
 has lavapipe "//   fma() fused: no; '/' correctly rounded: yes; sqrt() correctly rounded: yes"
 has lavapipe "//   subgroup operations: yes (8 lanes)"
+has lavapipe "//   loop passes per invocation: at most 65535"
 has lavapipe "//   workgroups: 1024 invocations, 1024 x 1024 x 1024; shared memory: 32768 bytes"
 has lavapipe "needs shaderFloat64: yes"
 has lavapipe "precise double p = double(uintBitsToFloat(a)) * double(uintBitsToFloat(b));"
 lacks lavapipe "fma(uintBitsToFloat(a)"
 has nvidia "//   fma() fused: yes; '/' correctly rounded: no; sqrt() correctly rounded: no"
 has nvidia "//   subgroup operations: yes (32 lanes)"
+has nvidia "//   loop passes per invocation: no limit found"
 has nvidia "//   workgroups: 1024 invocations, 1024 x 1024 x 64; shared memory: 49152 bytes"
 has nvidia "needs shaderFloat64: no"
 has nvidia "precise float r = fma(uintBitsToFloat(a), uintBitsToFloat(b), uintBitsToFloat(c));"

@@ -39,6 +39,7 @@ static struct vy_program *every_kind(void)
 		vy_ir_let(p, "s",
 			vy_ir_select(p, vy_ir_bool(p, true), vy_ir_i32(p, -3),
 				vy_ir_cast(p, VY_TYPE_I32, vy_ir_len(p, "x")))),
+		vy_ir_let(p, "bits", vy_ir_bitcast(p, VY_TYPE_U32, vy_ir_var(p, "f"))),
 		vy_ir_store(p, "tile", vy_ir_lid(p, 0), vy_ir_var(p, "s")),
 		vy_ir_barrier(p, VY_ORDER_SEQ_CST),
 		vy_ir_barrier(p, VY_ORDER_ACQ_REL),
@@ -355,6 +356,10 @@ Test(codec, decode_errors_carry_a_location_and_a_fix)
 			"0..4294967295"},
 		{PROGRAM_WITH("[\"let\",\"v\",[\"add\",[\"u32\",1],[\"i32\",\"x\"]]]"),
 			"entry[0].let.value.add.b.i32", "i32 literal"},
+		{PROGRAM_WITH("[\"let\",\"v\",[\"bitcast\",\"u64\",[\"u32\",1]]]"),
+			"entry[0].let.value.bitcast", "bitcast target type"},
+		{PROGRAM_WITH("[\"let\",\"v\",[\"bitcast\",\"f32\"]]"),
+			"entry[0].let.value.bitcast", "takes 3 elements"},
 		{PROGRAM_WITH("[\"let\",\"v\",[\"spec\",\"k\",\"u32\",[\"i32\",1]]]"),
 			"entry[0].let.value.spec.default", "must be a u32 literal"},
 		{"{\"vyre\":1,\"workgroup_size\":[1,1,1],\"buffers\":[],\"entry\":[],\"extra\":0}",
@@ -407,7 +412,7 @@ Test(codec, clone_is_deep_and_encodes_identically)
 	vy_program_destroy(p);
 	vy_program_encode(c, &b);
 	assert_same_bytes(&a, &b);
-	cr_assert_eq(vy_block_count_nodes(&c->entry), 20);
+	cr_assert_eq(vy_block_count_nodes(&c->entry), 21);
 	msgpack_sbuffer_destroy(&a);
 	msgpack_sbuffer_destroy(&b);
 	vy_program_destroy(c);

@@ -103,6 +103,7 @@ struct rule {
 	unsigned types;
 	bool gives_bool;
 	bool count;
+	bool gives_u32; /* abs_diff: a u32 whatever the operand type */
 };
 
 static const struct rule bin_spec[VY_BINOP_COUNT] = {
@@ -126,19 +127,19 @@ static const struct rule bin_spec[VY_BINOP_COUNT] = {
 	[VY_BIN_LE] = {T_UIF, true, false},
 	[VY_BIN_GT] = {T_UIF, true, false},
 	[VY_BIN_GE] = {T_UIF, true, false},
-	[VY_BIN_AND] = {T_U | T_B, false, false},
-	[VY_BIN_OR] = {T_U | T_B, false, false},
-	[VY_BIN_ABS_DIFF] = {T_U, false, false},
-	[VY_BIN_SAT_ADD] = {T_U, false, false},
-	[VY_BIN_SAT_SUB] = {T_U, false, false},
+	[VY_BIN_AND] = {T_U | T_I | T_B, false, false},
+	[VY_BIN_OR] = {T_U | T_I | T_B, false, false},
+	[VY_BIN_ABS_DIFF] = {T_U | T_I, false, false, true},
+	[VY_BIN_SAT_ADD] = {T_U | T_I, false, false},
+	[VY_BIN_SAT_SUB] = {T_U | T_I, false, false},
 	[VY_BIN_SAT_MUL] = {T_U, false, false},
 	[VY_BIN_MUL_HIGH] = {T_U | T_I, false, false},
 };
 
 static const struct rule un_spec[VY_UNOP_COUNT] = {
-	[VY_UN_NEG] = {T_I | T_F, false, false},
+	[VY_UN_NEG] = {T_UIF, false, false},
 	[VY_UN_BIT_NOT] = {T_U | T_I, false, false},
-	[VY_UN_NOT] = {T_U | T_B, false, false},
+	[VY_UN_NOT] = {T_U | T_I | T_B, false, false},
 	[VY_UN_POPCOUNT] = {T_U | T_I, false, false},
 	[VY_UN_CLZ] = {T_U | T_I, false, false},
 	[VY_UN_CTZ] = {T_U | T_I, false, false},
@@ -236,8 +237,9 @@ Test(validate, valid_program_with_every_node_and_expression_types_every_expressi
 			struct vy_expr *e = vy_ir_binary(p, op, lit(p, t), b);
 			snprintf(name, sizeof(name), "b%u_%u", op, t);
 			nodes[n++] = vy_ir_let(p, name, e);
-			checks[nc++] = (struct typed){
-				e, bin_spec[op].gives_bool ? VY_TYPE_BOOL : (enum vy_type)t};
+			enum vy_type want = bin_spec[op].gives_u32 ? VY_TYPE_U32 : (enum vy_type)t;
+			checks[nc++] =
+				(struct typed){e, bin_spec[op].gives_bool ? VY_TYPE_BOOL : want};
 		}
 	}
 	for (unsigned op = 0; op < VY_UNOP_COUNT; op++) {
@@ -256,6 +258,17 @@ Test(validate, valid_program_with_every_node_and_expression_types_every_expressi
 		for (unsigned from = 0; from < VY_TYPE_COUNT; from++) {
 			snprintf(name, sizeof(name), "c%u_%u", to, from);
 			nodes[n++] = vy_ir_let(p, name, vy_ir_cast(p, to, lit(p, from)));
+		}
+	}
+	for (unsigned to = 0; to < VY_TYPE_COUNT; to++) {
+		for (unsigned from = 0; from < VY_TYPE_COUNT; from++) {
+			if (to == VY_TYPE_BOOL || from == VY_TYPE_BOOL) {
+				continue;
+			}
+			struct vy_expr *e = vy_ir_bitcast(p, to, lit(p, from));
+			snprintf(name, sizeof(name), "bc%u_%u", to, from);
+			nodes[n++] = vy_ir_let(p, name, e);
+			checks[nc++] = (struct typed){e, (enum vy_type)to};
 		}
 	}
 	for (unsigned op = 0; op < VY_ATOMIC_COMPARE_EXCHANGE; op++) {
@@ -419,9 +432,13 @@ Test(validate, comparison_gives_bool_that_a_u32_buffer_does_not_take)
 	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[0].store.value", "cast the value to u32");
 }
 
-Test(validate, select_needs_a_u32_or_bool_condition_and_arms_of_one_type)
+Test(validate, select_needs_a_u32_i32_or_bool_condition_and_arms_of_one_type)
 {
 	struct vy_program *p = base();
+	one(p, vy_ir_let(p, "x",
+		       vy_ir_select(p, vy_ir_i32(p, -1), vy_ir_u32(p, 1), vy_ir_u32(p, 2))));
+	expect_valid(p, NULL);
+	p = base();
 	one(p, vy_ir_let(p, "x",
 		       vy_ir_select(p, vy_ir_f32(p, 1.0f), vy_ir_u32(p, 1), vy_ir_u32(p, 2))));
 	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[0].let.value.select.cond", "comparison");
@@ -430,6 +447,36 @@ Test(validate, select_needs_a_u32_or_bool_condition_and_arms_of_one_type)
 	one(p, vy_ir_let(p, "x",
 		       vy_ir_select(p, vy_ir_bool(p, true), vy_ir_u32(p, 1), vy_ir_f32(p, 2))));
 	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[0].let.value.select.b", "cast b to u32");
+}
+
+Test(validate, bitcast_takes_and_gives_u32_i32_or_f32_never_bool)
+{
+	struct vy_program *p = base();
+	one(p, vy_ir_let(p, "x", vy_ir_bitcast(p, VY_TYPE_F32, vy_ir_bool(p, true))));
+	expect_one(
+		p, NULL, VY_E_INVALID_PROGRAM, "entry[0].let.value.bitcast.value", "cast the bool");
+	vy_err_list_finish(&errs);
+	p = base();
+	one(p, vy_ir_let(p, "x", vy_ir_bitcast(p, VY_TYPE_BOOL, vy_ir_u32(p, 1))));
+	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[0].let.value", "bitcast to u32, i32");
+	vy_err_list_finish(&errs);
+	p = base();
+	one(p, vy_ir_store(p, "io", vy_ir_u32(p, 0),
+		       vy_ir_bitcast(p, VY_TYPE_U32, vy_ir_f32(p, 1.0f))));
+	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[0].store.value", "cast the value to i32");
+}
+
+Test(validate, abs_diff_of_i32_gives_u32)
+{
+	struct vy_program *p = base();
+	one(p, vy_ir_store(p, "io", vy_ir_u32(p, 0),
+		       vy_ir_binary(p, VY_BIN_ABS_DIFF, vy_ir_i32(p, -5), vy_ir_i32(p, 7))));
+	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[0].store.value", "cast the value to i32");
+	vy_err_list_finish(&errs);
+	p = base();
+	one(p, vy_ir_store(p, "out", vy_ir_u32(p, 0),
+		       vy_ir_binary(p, VY_BIN_ABS_DIFF, vy_ir_i32(p, -5), vy_ir_i32(p, 7))));
+	expect_valid(p, NULL);
 }
 
 Test(validate, fma_takes_f32_only)
@@ -445,6 +492,9 @@ Test(validate, if_condition_and_loop_bounds_are_typed)
 	one(p, vy_ir_if(p, vy_ir_f32(p, 1), vy_ir_seq(p, NULL), vy_ir_seq(p, NULL)));
 	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[0].if.cond", "comparison");
 	vy_err_list_finish(&errs);
+	p = base();
+	one(p, vy_ir_if(p, vy_ir_i32(p, -2), vy_ir_seq(p, NULL), vy_ir_seq(p, NULL)));
+	expect_valid(p, NULL);
 	p = base();
 	one(p, vy_ir_loop(p, "i", vy_ir_u32(p, 0), vy_ir_i32(p, 4), vy_ir_seq(p, NULL)));
 	expect_one(p, NULL, VY_E_INVALID_PROGRAM, "entry[0].loop.to", "cast the bound to u32");

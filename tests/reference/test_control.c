@@ -270,6 +270,22 @@ Test(reference_control, if_else_and_assign_follow_each_lane)
 	vy_program_destroy(p);
 }
 
+/* An i32 condition is true when nonzero, in an if and in a select: lanes 0..7 test 3 - gid. */
+Test(reference_control, i32_conditions_are_true_when_nonzero)
+{
+	struct vy_program *p = vy_program_create("i32_cond", 8, 1, 1);
+	BUF("out", 0, WRITE_ONLY, U32, 8);
+	struct vy_expr *d = BIN(SUB, I32(3), CAST(I32, GID(0)));
+	vy_program_set_entry(
+		p, SEQ(LET("d", d), LET("x", vy_ir_select(p, VAR("d"), U32(10), U32(20))),
+			   IF(VAR("d"), SEQ(ASSIGN("x", BIN(ADD, VAR("x"), U32(1)))), EMPTY),
+			   STORE("out", GID(0), VAR("x"))));
+	struct ref_result r = ref_dispatch(p, NULL, 0, NULL);
+	ref_expect(&r, (uint32_t[]){11, 11, 11, 20, 11, 11, 11, 11}, 8, "i32 conditions");
+	ref_result_finish(&r);
+	vy_program_destroy(p);
+}
+
 /* gid = wgid * workgroup_size + lid on every axis, with an explicit 3-D grid. */
 Test(reference_control, ids_follow_the_launch_geometry)
 {

@@ -256,6 +256,66 @@ Test(reference_float, i32_and_u32_reinterpret_bits)
 	cast(U, I, a, a, N(a));
 }
 
+static void bitcast(
+	enum vy_type from, enum vy_type to, const uint32_t *a, const uint32_t *want, size_t n)
+{
+	struct ref_result r = ref_bitcast(from, to, a, n);
+	char what[64];
+	snprintf(what, sizeof(what), "bitcast %s -> %s", vy_type_name(from), vy_type_name(to));
+	ref_expect(&r, want, n, what);
+	ref_result_finish(&r);
+}
+
+Test(reference_float, bitcast_to_f32_canonicalizes_as_a_load_does)
+{
+	/* 1.0, a signalling NaN, a negative NaN with a payload, the smallest and the largest
+	 * negative subnormal, -0, +inf, the largest finite value, the smallest normal. */
+	uint32_t w[] = {ONE, 0x7F800001u, 0xFFC12345u, 0x00000001u, 0x807FFFFFu, NZERO, PINF,
+		0x7F7FFFFFu, 0x00800000u};
+	uint32_t want[] = {ONE, QNAN, QNAN, PZERO, NZERO, NZERO, PINF, 0x7F7FFFFFu, 0x00800000u};
+	bitcast(U, F, w, want, N(w));
+	bitcast(I, F, w, want, N(w));
+}
+
+/* The reference canonicalizes every f32 store, so the canonical bits are read back as u32. */
+Test(reference_float, a_word_read_as_f32_is_canonical_before_any_store)
+{
+	uint32_t w[] = {0x7F800001u, 0xFFC12345u, 0x00000001u, 0x807FFFFFu, ONE, NINF};
+	uint32_t want[] = {QNAN, QNAN, PZERO, NZERO, ONE, NINF};
+	enum { N_W = sizeof(w) / sizeof(w[0]) };
+	struct vy_program *p = vy_program_create("bits_back", 64, 1, 1);
+	BUF("a", 0, READ_ONLY, U32, N_W);
+	BUF("out", 1, WRITE_ONLY, U32, N_W);
+	vy_program_set_entry(
+		p, SEQ(STORE("out", GID(0),
+			   vy_ir_bitcast(p, VY_TYPE_U32,
+				   vy_ir_bitcast(p, VY_TYPE_F32, LOAD("a", GID(0)))))));
+	struct vy_bytes in = ref_in(w, N_W);
+	struct ref_result r = ref_dispatch(p, &in, 1, NULL);
+	ref_expect(&r, want, N_W, "bitcast u32 -> f32 -> u32");
+	ref_result_finish(&r);
+	vy_program_destroy(p);
+}
+
+Test(reference_float, bitcast_from_f32_gives_the_canonical_bits)
+{
+	/* The load canonicalizes: a NaN payload reads as 0x7FC00000, a subnormal as a zero. */
+	uint32_t f[] = {ONE, 0x7FC12345u, 0x80000001u, NZERO, NINF, 0xC0490FDBu};
+	uint32_t want[] = {ONE, QNAN, NZERO, NZERO, NINF, 0xC0490FDBu};
+	bitcast(F, U, f, want, N(f));
+	bitcast(F, I, f, want, N(f));
+	bitcast(F, F, f, want, N(f));
+}
+
+Test(reference_float, bitcast_between_integers_keeps_every_bit)
+{
+	uint32_t a[] = {0xFFFFFFFFu, 0x80000000u, 7, 0x7F800001u};
+	bitcast(U, I, a, a, N(a));
+	bitcast(I, U, a, a, N(a));
+	bitcast(U, U, a, a, N(a));
+	bitcast(I, I, a, a, N(a));
+}
+
 Test(reference_float, casts_to_bool_test_nonzero)
 {
 	uint32_t f[] = {NZERO, PZERO, QNAN, HALF, 0x00000001u, NINF};

@@ -25,7 +25,7 @@ static void binary(enum vy_binop op, enum vy_type t, const uint32_t *a, const ui
 		(op == VY_BIN_SHL || op == VY_BIN_SHR || op == VY_BIN_ROTL || op == VY_BIN_ROTR)
 			? U
 			: t;
-	enum vy_type tr = (op >= VY_BIN_EQ && op <= VY_BIN_GE) ? B : t;
+	enum vy_type tr = (op >= VY_BIN_EQ && op <= VY_BIN_GE) ? B : op == VY_BIN_ABS_DIFF ? U : t;
 	struct ref_result r = ref_binary(op, t, tb, tr, a, b, n);
 	char what[64];
 	snprintf(what, sizeof(what), "%s %s", vy_type_name(t), vy_binop_name(op));
@@ -181,6 +181,33 @@ Test(reference_int, abs_diff_and_saturating_operations)
 		(uint32_t[]){30, 30, 0, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu}, N(a));
 }
 
+Test(reference_int, i32_saturating_operations_clamp_to_int_min_and_int_max)
+{
+	uint32_t a[] = {IMAX, IMIN, IMIN, IMAX, NEG(5), 5, 0, NEG(1), IMIN};
+	uint32_t b[] = {1, NEG(1), 1, NEG(1), NEG(7), NEG(7), IMIN, IMAX, IMIN};
+	/* Exact results: 2^31, -2^31 - 1, -2^31 + 1, 2^31 - 2, -12, -2, -2^31, 2^31 - 2, -2^32. */
+	binary(VY_BIN_SAT_ADD, I, a, b,
+		(uint32_t[]){IMAX, IMIN, IMIN + 1, IMAX - 1, NEG(12), NEG(2), IMIN, IMAX - 1, IMIN},
+		N(a));
+	/* Exact: 2^31 - 2, -2^31 + 1, -2^31 - 1, 2^31, 2, 12, 2^31, -2^31, 0. */
+	binary(VY_BIN_SAT_SUB, I, a, b,
+		(uint32_t[]){IMAX - 1, IMIN + 1, IMIN, IMAX, 2, 12, IMAX, IMIN, 0}, N(a));
+}
+
+Test(reference_int, abs_diff_of_i32_is_the_exact_distance_as_a_u32)
+{
+	uint32_t a[] = {IMIN, IMAX, NEG(3), 4, NEG(1), 0};
+	uint32_t b[] = {IMAX, IMIN, 4, NEG(3), NEG(1), IMIN};
+	binary(VY_BIN_ABS_DIFF, I, a, b,
+		(uint32_t[]){0xFFFFFFFFu, 0xFFFFFFFFu, 7, 7, 0, 0x80000000u}, N(a));
+}
+
+Test(reference_int, neg_of_u32_wraps)
+{
+	uint32_t a[] = {0, 1, 0x80000000u, 0xFFFFFFFFu, 12};
+	unary(VY_UN_NEG, U, a, (uint32_t[]){0, 0xFFFFFFFFu, 0x80000000u, 1, NEG(12)}, N(a));
+}
+
 Test(reference_int, abs_and_sign_of_i32)
 {
 	uint32_t a[] = {IMIN, NEG(5), 0, 9, IMAX};
@@ -221,6 +248,11 @@ Test(reference_int, and_or_not_are_logical_not_bitwise)
 	binary(VY_BIN_AND, U, a, b, (uint32_t[]){1, 0, 0, 1}, N(a));
 	binary(VY_BIN_OR, U, a, b, (uint32_t[]){1, 0, 1, 1}, N(a));
 	unary(VY_UN_NOT, U, a, (uint32_t[]){0, 1, 1, 0}, N(a));
+	uint32_t ia[] = {NEG(2), 0, 0, IMIN};
+	uint32_t ib[] = {NEG(1), 0, 3, 1};
+	binary(VY_BIN_AND, I, ia, ib, (uint32_t[]){1, 0, 0, 1}, N(ia));
+	binary(VY_BIN_OR, I, ia, ib, (uint32_t[]){1, 0, 1, 1}, N(ia));
+	unary(VY_UN_NOT, I, ia, (uint32_t[]){0, 1, 1, 0}, N(ia));
 	uint32_t ba[] = {1, 1, 0, 0};
 	uint32_t bb[] = {1, 0, 1, 0};
 	binary(VY_BIN_AND, B, ba, bb, (uint32_t[]){1, 0, 0, 0}, N(ba));

@@ -131,6 +131,12 @@ static struct vy_expr *make_cast(struct vy_program *p, const void *ctx)
 	return vy_ir_cast(p, c->to, ld(p, "a"));
 }
 
+static struct vy_expr *make_bitcast(struct vy_program *p, const void *ctx)
+{
+	const struct op_ctx *c = ctx;
+	return vy_ir_bitcast(p, c->to, ld(p, "a"));
+}
+
 static struct vy_expr *make_fma(struct vy_program *p, const void *ctx)
 {
 	return vy_ir_fma(p, ld(p, "a"), ld(p, "b"), ld(p, "c"));
@@ -171,6 +177,14 @@ struct ref_result ref_cast(enum vy_type from, enum vy_type to, const uint32_t *a
 	const uint32_t *in[] = {a};
 	return run_elementwise(
 		elementwise(from, VY_TYPE_NONE, VY_TYPE_NONE, to, n, make_cast, &c), in, 1, n);
+}
+
+struct ref_result ref_bitcast(enum vy_type from, enum vy_type to, const uint32_t *a, size_t n)
+{
+	struct op_ctx c = {0, to};
+	const uint32_t *in[] = {a};
+	return run_elementwise(
+		elementwise(from, VY_TYPE_NONE, VY_TYPE_NONE, to, n, make_bitcast, &c), in, 1, n);
 }
 
 struct ref_result ref_fma(const uint32_t *a, const uint32_t *b, const uint32_t *c, size_t n)

@@ -84,6 +84,7 @@ struct ref_result ref_binary(enum vy_binop op, enum vy_type ta, enum vy_type tb,
 struct ref_result ref_unary(
 	enum vy_unop op, enum vy_type ta, enum vy_type tr, const uint32_t *a, size_t n);
 struct ref_result ref_cast(enum vy_type from, enum vy_type to, const uint32_t *a, size_t n);
+struct ref_result ref_bitcast(enum vy_type from, enum vy_type to, const uint32_t *a, size_t n);
 struct ref_result ref_fma(const uint32_t *a, const uint32_t *b, const uint32_t *c, size_t n);
 
 /* Assert that output 0 of `r` (which must have succeeded) holds `want[0..n)`; `what` names the

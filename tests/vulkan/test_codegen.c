@@ -37,7 +37,8 @@ static const struct vy_vk_codegen_options profiles[] = {
 		 .fold_exact = false,
 		 .select_exact = false},
 		.subgroups = true,
-		.subgroup_size = 8},
+		.subgroup_size = 8,
+		.loop_passes = 65535},
 	{.math = {.fma_fused = true,
 		 .div_exact = false,
 		 .sqrt_exact = false,
@@ -628,32 +629,115 @@ Test(codegen, traps_record_the_node_and_kind_in_the_sidecar)
 	cr_assert(strstr(glsl, "uint t0 = v0_n;"), "%s", glsl);
 	cr_assert(strstr(glsl, "uint v1_k = 0u;"), "%s", glsl);
 	cr_assert(strstr(glsl, "for (; v1_k < t0; ++v1_k) {"), "%s", glsl);
-	/* A loop the driver cut short traps at its exit, as the loop node. */
-	char cut[96];
-	snprintf(cut, sizeof(cut), "if (v1_k < t0) {\n\t\t\tvy_trap_raise(%uu);",
-		(unsigned)vy_trap_key(1, VY_TRAP_LOOP_LIMIT));
-	cr_assert(strstr(glsl, cut), "%s not in:\n%s", cut, glsl);
+	/* A loop the driver cut short records its node at its exit. */
+	cr_assert(strstr(glsl, "if (v1_k < t0) {\n\t\t\tvy_cut_raise(1u);\n\t\t\treturn;"),
+		"no cut test in:\n%s", glsl);
 	free(glsl);
 
-	uint32_t none[2] = {0, 0};
-	cr_assert_eq(vy_vk_trap_decode(p, none, sizeof(none), &err), 0);
+	uint32_t none[3] = {0, 0, 0};
+	cr_assert_eq(vy_vk_trap_decode(p, none, sizeof(none), 0, &err), 0);
 
-	uint32_t div[2] = {~(uint32_t)vy_trap_key(2, VY_TRAP_INT_DIV_ZERO), 5};
-	cr_assert_eq(vy_vk_trap_decode(p, div, sizeof(div), &err), VY_E_TRAP);
+	uint32_t div[3] = {~(uint32_t)vy_trap_key(2, VY_TRAP_INT_DIV_ZERO), 5, 0};
+	cr_assert_eq(vy_vk_trap_decode(p, div, sizeof(div), 0, &err), VY_E_TRAP);
 	cr_assert_str_eq(err.at, "entry[1].loop.body[0].store");
 	cr_assert(strstr(err.message, "int_div_zero"), "%s", err.message);
 	cr_assert(strstr(err.message, "5 invocation"), "%s", err.message);
 	cr_assert(strstr(err.fix, "divisor"), "%s", err.fix);
 
-	uint32_t loop[2] = {~(uint32_t)vy_trap_key(1, VY_TRAP_LOOP_LIMIT), 1};
-	cr_assert_eq(vy_vk_trap_decode(p, loop, sizeof(loop), &err), VY_E_TRAP);
+	uint32_t loop[3] = {~(uint32_t)vy_trap_key(1, VY_TRAP_LOOP_LIMIT), 1, 0};
+	cr_assert_eq(vy_vk_trap_decode(p, loop, sizeof(loop), 0, &err), VY_E_TRAP);
 	cr_assert_str_eq(err.at, "entry[1].loop");
 	cr_assert(strstr(err.message, "loop_limit"), "%s", err.message);
 
-	uint32_t stray[2] = {~(uint32_t)vy_trap_key(40, VY_TRAP_LOOP_LIMIT), 1};
-	cr_assert_eq(vy_vk_trap_decode(p, stray, sizeof(stray), &err), VY_E_INTERNAL);
-	cr_assert_eq(vy_vk_trap_decode(p, div, 4, &err), VY_E_INTERNAL);
+	/* A cut loop is the device's limit, not the program's trap, and outranks any trap. */
+	uint32_t cut[3] = {~(uint32_t)vy_trap_key(2, VY_TRAP_INT_DIV_ZERO), 1, ~1u};
+	cr_assert_eq(vy_vk_trap_decode(p, cut, sizeof(cut), 65535, &err), VY_E_UNSUPPORTED_FEATURE);
+	cr_assert_str_eq(err.at, "entry[1].loop");
+	cr_assert(
+		strstr(err.message, "at most 65535 loop passes per invocation"), "%s", err.message);
+	cr_assert(strstr(err.fix, "fewer loop iterations"), "%s", err.fix);
+
+	uint32_t stray[3] = {~(uint32_t)vy_trap_key(40, VY_TRAP_LOOP_LIMIT), 1, 0};
+	cr_assert_eq(vy_vk_trap_decode(p, stray, sizeof(stray), 0, &err), VY_E_INTERNAL);
+	uint32_t stray_cut[3] = {0, 0, ~40u};
+	cr_assert_eq(vy_vk_trap_decode(p, stray_cut, sizeof(stray_cut), 0, &err), VY_E_INTERNAL);
+	cr_assert_eq(vy_vk_trap_decode(p, div, 8, 0, &err), VY_E_INTERNAL);
 	vy_program_destroy(p);
+}
+
+/* A long loop of one statement, a loop of 3 inside a loop of 100,000, and a loop whose bound is
+ * a spec constant holding a loop that a load bounds; the last store traps on a zero divisor. */
+static const char long_loops[] =
+	"{\"vyre\": 1, \"workgroup_size\": [1, 1, 1], \"buffers\": ["
+	"{\"name\": \"o\", \"binding\": 0, \"access\": \"read_write\", \"type\": \"i32\", "
+	"\"count\": 4}],"
+	"\"entry\": [[\"loop\", \"a\", [\"u32\", 0], [\"u32\", 1000000], ["
+	"[\"store\", \"o\", [\"u32\", 0], [\"add\", [\"load\", \"o\", [\"u32\", 0]], [\"i32\", "
+	"1]]]]],"
+	"[\"loop\", \"b\", [\"u32\", 0], [\"u32\", 100000], ["
+	"[\"loop\", \"c\", [\"u32\", 0], [\"u32\", 3], ["
+	"[\"store\", \"o\", [\"u32\", 1], [\"add\", [\"load\", \"o\", [\"u32\", 1]], [\"i32\", "
+	"1]]]]]]],"
+	"[\"loop\", \"d\", [\"u32\", 0], [\"spec\", \"n\", \"u32\", [\"u32\", 4]], ["
+	"[\"loop\", \"e\", [\"u32\", 0], [\"cast\", \"u32\", [\"load\", \"o\", [\"u32\", 3]]], ["
+	"[\"store\", \"o\", [\"u32\", 2], [\"div\", [\"i32\", 1], [\"load\", \"o\", [\"u32\", "
+	"3]]]]]]]]]}";
+
+/* Two loops of 100 and 5 iterations: 107 passes at most, far from any limit. */
+static const char short_loops[] =
+	"{\"vyre\": 1, \"workgroup_size\": [1, 1, 1], \"buffers\": ["
+	"{\"name\": \"o\", \"binding\": 0, \"access\": \"read_write\", \"type\": \"u32\", "
+	"\"count\": 4}],"
+	"\"entry\": [[\"loop\", \"a\", [\"u32\", 0], [\"u32\", 100], ["
+	"[\"store\", \"o\", [\"u32\", 0], [\"var\", \"a\"]]]],"
+	"[\"loop\", \"b\", [\"u32\", 3], [\"u32\", 8], ["
+	"[\"store\", \"o\", [\"u32\", 1], [\"var\", \"b\"]]]]]}";
+
+static size_t count_of(const char *text, const char *needle)
+{
+	size_t n = 0;
+	for (const char *at = text; (at = strstr(at, needle)) != NULL; at += strlen(needle)) {
+		n++;
+	}
+	return n;
+}
+
+Test(codegen, long_loops_run_copies_of_their_body_where_the_driver_ends_loops)
+{
+	struct vy_vk_shader_layout layout;
+	/* lavapipe: the first loop runs 16 bodies per pass; the loop of 3 is written out whole,
+	 * so the loop around it has no loop inside and runs copies of it too; the innermost loop
+	 * of the last pair is copied, the loop around it stays a loop. */
+	char *glsl = glsl_of(long_loops, &profiles[0], &layout);
+	cr_assert_eq(count_of(glsl, "while ("), 3, "%s", glsl);
+	cr_assert_eq(count_of(glsl, "for (; "), 1, "%s", glsl);
+	cr_assert(strstr(glsl, "min(t0 - v0_a, 16u)"), "%s", glsl);
+	/* Each of the 16 copies of the division traps as the store it is, node 7. */
+	char key[64];
+	snprintf(key, sizeof(key), "vy_trap_raise(%uu);",
+		(unsigned)vy_trap_key(7, VY_TRAP_INT_DIV_ZERO));
+	cr_assert_eq(count_of(glsl, key), 16, "%s", glsl);
+	/* Each loop records its own node when the driver cuts it: 0, 2, 3, 5 and 6. */
+	static const char *const cuts[] = {"vy_cut_raise(0u);", "vy_cut_raise(2u);",
+		"vy_cut_raise(3u);", "vy_cut_raise(5u);", "vy_cut_raise(6u);"};
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		cr_assert(strstr(glsl, cuts[i]), "%s missing:\n%s", cuts[i], glsl);
+	}
+	free(glsl);
+	/* A device without the limit keeps every loop a loop. */
+	glsl = glsl_of(long_loops, &profiles[1], &layout);
+	cr_assert_eq(count_of(glsl, "while ("), 0, "%s", glsl);
+	cr_assert_eq(count_of(glsl, "for (; "), 5, "%s", glsl);
+	free(glsl);
+	/* Loops that cannot reach the limit stay as they are, on lavapipe too. */
+	struct vy_vk_codegen_options unlimited = profiles[0];
+	unlimited.loop_passes = 0;
+	char *plain = glsl_of(short_loops, &unlimited, &layout);
+	glsl = glsl_of(short_loops, &profiles[0], &layout);
+	cr_assert_eq(count_of(glsl, "for (; "), 2, "%s", glsl);
+	cr_assert_str_eq(glsl, plain);
+	free(plain);
+	free(glsl);
 }
 
 static const char ordered[] = "{\"vyre\": 1, \"workgroup_size\": [64, 1, 1], \"buffers\": ["

@@ -352,6 +352,8 @@ VY_API struct vy_expr *vy_expr_unary(struct vy_program *p, const char *op, struc
 VY_API struct vy_expr *vy_expr_select(
 	struct vy_program *p, struct vy_expr *cond, struct vy_expr *a, struct vy_expr *b);
 VY_API struct vy_expr *vy_expr_cast(struct vy_program *p, const char *type, struct vy_expr *a);
+/* The 32 bits of `a` read as `type` ("u32", "i32" or "f32"); read as f32 they are canonicalized. */
+VY_API struct vy_expr *vy_expr_bitcast(struct vy_program *p, const char *type, struct vy_expr *a);
 VY_API struct vy_expr *vy_expr_fma(
 	struct vy_program *p, struct vy_expr *a, struct vy_expr *b, struct vy_expr *c);
 /* `op`: add and or xor min max exchange (compare_exchange has its own builder). */
