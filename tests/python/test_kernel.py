@@ -176,6 +176,20 @@ def build_bool_mask():
     return k
 
 
+def build_bitcast_keys():
+    k = vyre.Kernel("bitcast_keys", workgroup_size=64)
+    x = k.input("x", "f32")
+    keys, next_up = k.output("keys", "u32", 1024), k.output("next_up", "f32", 1024)
+    i = k.let("i", k.gid(0))
+    with k.if_(i >= x.len()):
+        k.return_()
+    bits = k.let("bits", vyre.bitcast("u32", x[i]))
+    sign = k.let("sign", vyre.bitcast("u32", vyre.bitcast("i32", bits) >> vyre.u32(31)))
+    keys[i] = bits ^ (sign | vyre.u32(2147483648))
+    next_up[i] = vyre.bitcast("f32", bits + vyre.u32(1))
+    return k
+
+
 def build_select_clamp():
     k = vyre.Kernel("select_clamp", workgroup_size=64)
     x, y = k.input("x", "i32", 4096), k.output("y", "i32", 4096)
@@ -432,8 +446,13 @@ class TypeErrorTest(unittest.TestCase):
         i = self.i
         self.refused(lambda: vyre.exp(i + 1), "exp takes f32; here u32",
                      'convert the operand with vyre.cast("f32", i + 1)', "vyre.exp(i + 1)")
-        self.refused(lambda: -i, "neg takes i32 or f32; here u32",
-                     'convert the operand with vyre.cast("i32", i)', "-i")
+        self.refused(lambda: vyre.abs(i), "abs takes i32 or f32; here u32",
+                     'convert the operand with vyre.cast("i32", i)', "vyre.abs(i)")
+        # neg takes a u32 too (it wraps: docs/ir.md 8.7), and bitcast no bool.
+        self.assertEqual((-i).ir, ["neg", ["var", "i"]])
+        self.refused(lambda: vyre.bitcast("f32", i < 3), "bitcast takes a u32, i32 or f32; "
+                     "here bool", 'cast a bool first: vyre.cast("u32", i < 3)',
+                     'vyre.bitcast(\'f32\', i < 3)')
 
     def test_literal_out_of_range_is_refused(self):
         i = self.i

@@ -23,7 +23,7 @@ from .client import (DEFAULT_SOCKET, PROTOCOL, Client, Pending, PendingParts, Re
                      connect, pack_f32, pack_i32, pack_u32, resident, socket_path, unpack_f32,
                      unpack_i32, unpack_u32)
 from .errors import CLIENT_ERRORS, KernelError, VyConnectionError, VyError
-from .kernel import (Buffer, Expr, Kernel, bool_, cast, f32, fma, gid, i32, lid, literal,
+from .kernel import (Buffer, Expr, Kernel, bitcast, bool_, cast, f32, fma, gid, i32, lid, literal,
                      select, subgroup_ballot, subgroup_lane, subgroup_reduce, subgroup_shuffle,
                      subgroup_size, u32, wgid)
 
@@ -36,7 +36,7 @@ globals().update(_kernel.FUNCTIONS)
 __all__ = [
     "CLIENT_ERRORS", "DEFAULT_SOCKET", "PROTOCOL", "TYPES", "Buffer", "Client", "Expr", "Kernel",
     "KernelError", "Pending", "PendingParts", "Result", "ShmRegion", "VyConnectionError",
-    "VyError", "bool_", "cast", "connect", "f32", "fma", "gid", "have_numpy", "i32", "lid",
+    "VyError", "bitcast", "bool_", "cast", "connect", "f32", "fma", "gid", "have_numpy", "i32", "lid",
     "literal", "pack_f32", "pack_i32", "pack_u32", "resident", "select", "socket_path",
     "subgroup_ballot", "subgroup_lane", "subgroup_reduce", "subgroup_shuffle", "subgroup_size",
     "u32", "unpack_f32", "unpack_i32", "unpack_u32", "wgid",

@@ -43,16 +43,16 @@ BINARY = {
     "bit_and": _INT, "bit_or": _INT, "bit_xor": _INT,
     "shl": _INT, "shr": _INT, "rotl": _INT, "rotr": _INT,
     "eq": TYPES, "ne": TYPES, "lt": _NUM, "le": _NUM, "gt": _NUM, "ge": _NUM,
-    "and": ("u32", "bool"), "or": ("u32", "bool"),
+    "and": ("u32", "i32", "bool"), "or": ("u32", "i32", "bool"),
     "min": _NUM, "max": _NUM,
-    "abs_diff": _U, "sat_add": _U, "sat_sub": _U, "sat_mul": _U, "mul_high": _INT,
+    "abs_diff": _INT, "sat_add": _INT, "sat_sub": _INT, "sat_mul": _U, "mul_high": _INT,
 }
 SHIFTS = ("shl", "shr", "rotl", "rotr")
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 
 # The operand types of each unary operator (docs/ir.md 8.7); the predicates give a bool.
 UNARY = {
-    "neg": ("i32", "f32"), "bit_not": _INT, "not": ("u32", "bool"),
+    "neg": ("u32", "i32", "f32"), "bit_not": _INT, "not": ("u32", "i32", "bool"),
     "popcount": _INT, "clz": _INT, "ctz": _INT, "reverse_bits": _INT,
     "abs": ("i32", "f32"), "sign": ("i32", "f32"),
     "floor": _F, "ceil": _F, "round": _F, "trunc": _F, "sqrt": _F, "inverse_sqrt": _F,
@@ -462,7 +462,8 @@ def _binary(op, a, b, sym=None, only=None):
             "give it %s operands (convert with vyre.cast)" % _types_text(allowed))
         raise KernelError("%s takes %s operands; here %s"
                           % (sym_op if sym else op, _types_text(allowed), a.type), fix, text)
-    result = "bool" if op in COMPARISONS else a.type
+    # abs_diff of two i32 values reaches 4294967295, which only a u32 holds (docs/ir.md 8.6).
+    result = "bool" if op in COMPARISONS else "u32" if op == "abs_diff" else a.type
     decls, atomics = _join(a, b)
     return Expr([op, a.ir, b.ir], result, text, atom=sym is None, decls=decls, atomics=atomics)
 
@@ -519,8 +520,9 @@ del _op
 
 def _condition(cond, what, text):
     cond = _lift(cond, "bool" if isinstance(cond, bool) else None, text)
-    if cond.type not in ("bool", "u32"):
-        raise KernelError("the condition of %s is a bool or a u32; here %s" % (what, cond.type),
+    if cond.type not in ("bool", "u32", "i32"):
+        raise KernelError("the condition of %s is a bool, a u32 or an i32; here %s"
+                          % (what, cond.type),
                           "compare it, e.g. %s != %s" % (_wrap(cond),
                                                          "0.0" if cond.type == "f32" else "0"),
                           text)
@@ -528,7 +530,7 @@ def _condition(cond, what, text):
 
 
 def select(cond, a, b):
-    """["select", cond, a, b]: a where cond (bool or u32) is true, else b; both always
+    """["select", cond, a, b]: a where cond (bool, u32 or i32) is true, else b; both always
     evaluated."""
     text = "vyre.select(%s, %s, %s)" % (_text(cond), _text(a), _text(b))
     cond = _condition(cond, "select", text)
@@ -548,6 +550,21 @@ def cast(typ, value):
         raise KernelError("no type %r" % (typ,), "cast to u32, i32, f32 or bool", text)
     value = _lift(value, None, text)
     return Expr(["cast", typ, value.ir], typ, text, decls=value.decls, atomics=value.atomics)
+
+
+def bitcast(typ, value):
+    """["bitcast", typ, value]: the 32 bits of a u32, i32 or f32 value read as typ (docs/ir.md
+    8.14); read as f32, they are canonical (a NaN is the canonical NaN, a subnormal a zero)."""
+    text = "vyre.bitcast(%r, %s)" % (typ, _text(value))
+    words = ("u32", "i32", "f32")
+    if typ not in words:
+        raise KernelError("bitcast to %r" % (typ,), "bitcast to u32, i32 or f32", text)
+    value = _lift(value, None, text)
+    if value.type not in words:
+        raise KernelError("bitcast takes a u32, i32 or f32; here %s" % value.type,
+                          "cast a bool first: vyre.cast(\"u32\", %s)" % value.text, text)
+    return Expr(["bitcast", typ, value.ir], typ, text, decls=value.decls,
+                atomics=value.atomics)
 
 
 def fma(a, b, c):
