@@ -394,7 +394,8 @@ static int check(const struct vy_config *c, struct vy_err *err)
 			"set compile_threads between 1 and 1024",
 			"compile_threads %" PRIu64 " is out of range", c->compile_threads);
 	}
-	if (c->max_graph_steps < 1 || c->max_graph_steps > VY_MAX_GRAPH_STEPS || c->max_graphs < 1) {
+	if (c->max_graph_steps < 1 || c->max_graph_steps > VY_MAX_GRAPH_STEPS ||
+		c->max_graphs < 1) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, "max_graph_steps",
 			"set max_graph_steps to 1 .. 4096 and max_graphs to 1 or more",
 			"max_graph_steps %" PRIu64 " or max_graphs %" PRIu64 " is out of range",

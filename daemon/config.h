@@ -96,9 +96,8 @@
 	X(reply_total, "limits", SIZE, "4G", true,                                                 \
 		"reply bytes all users together may have in preparation or unsent")                \
 	X(max_shm_regions, "limits", U64, "64", true, "shared memory regions per connection")      \
-	X(max_graph_steps, "limits", U64, "1024", true,                                            \
-		"steps one graph may hold (at most 4096)")                                         \
-	X(max_graphs, "limits", U64, "256", true, "graphs one connection may hold at once")         \
+	X(max_graph_steps, "limits", U64, "1024", true, "steps one graph may hold (at most 4096)") \
+	X(max_graphs, "limits", U64, "256", true, "graphs one connection may hold at once")        \
 	X(shm_quota, "limits", SIZE, "64G", true,                                                  \
 		"shared memory bytes one user may have attached at once; beyond it: "              \
 		"QUOTA_EXCEEDED")                                                                  \

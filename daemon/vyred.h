@@ -410,8 +410,8 @@ struct vy_graph {
 	pid_t pid;
 	char name[VY_IR_MAX_NAME + 1];
 	struct vy_device *dev;
-	uint64_t generation; /* the device generation it was made in */
-	struct vy_graph_plan *plan;  /* owned */
+	uint64_t generation;        /* the device generation it was made in */
+	struct vy_graph_plan *plan; /* owned */
 	uint32_t n_steps;
 	struct vy_graph_step_entry *steps; /* owned */
 	struct vy_graph_step_run *runs;    /* owned: each step's program and dispatch config */
@@ -425,11 +425,11 @@ struct vy_graph {
 
 /* A graph_create request between its steps' program lookups (graph.c). */
 struct vy_graph_build {
-	uint32_t next;     /* the step whose program is being looked up */
-	bool in_acquire;   /* inside vy_prog_acquire: its answer is handled when it returns */
-	bool settled;      /* the lookup of `next` answered */
-	bool dead;         /* the connection went away meanwhile */
-	int rc;            /* its answer */
+	uint32_t next;   /* the step whose program is being looked up */
+	bool in_acquire; /* inside vy_prog_acquire: its answer is handled when it returns */
+	bool settled;    /* the lookup of `next` answered */
+	bool dead;       /* the connection went away meanwhile */
+	int rc;          /* its answer */
 	struct vy_err err;
 	struct vy_prog **progs; /* owned array of references, one per step found so far */
 };

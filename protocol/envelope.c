@@ -397,10 +397,10 @@ static int get_bind(struct rdec *d, struct vy_step_bind *b)
 		b->kind = VY_STEP_TEMP;
 		return get_str(d, &b->temp, VY_IR_MAX_NAME, "a temp name");
 	}
-	b->kind = vy_mp_str_eq(&key, "input")	   ? VY_STEP_INPUT
+	b->kind = vy_mp_str_eq(&key, "input")      ? VY_STEP_INPUT
 		  : vy_mp_str_eq(&key, "output")   ? VY_STEP_OUTPUT
 		  : vy_mp_str_eq(&key, "resident") ? VY_STEP_RESIDENT
-						   : (enum vy_step_bind_kind)-1;
+						   : (enum vy_step_bind_kind) - 1;
 	if ((int)b->kind < 0) {
 		return bad(d, bind_fix, "unknown bind kind \"%.*s\" for buffer %s",
 			(int)(key.len > 32 ? 32 : key.len), (const char *)key.data, b->buffer);

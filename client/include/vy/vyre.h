@@ -436,7 +436,8 @@ VY_API const struct vy_value *vy_client_hello(const struct vy_client *c);
 VY_API void vy_client_set_timeout(struct vy_client *c, int timeout_ms);
 
 /* Generic request of an operation without fields by its wire name ("stats", "clients",
- * "buffers", "graphs", "cache_list", "cache_clear", "ping"): the reply in *out (may be NULL to drop it). */
+ * "buffers", "graphs", "cache_list", "cache_clear", "ping"): the reply in *out (may be NULL to drop
+ * it). */
 VY_API int vy_call(
 	struct vy_client *c, const char *op, struct vy_reply **out, struct vy_error *err);
 /* Round trip with no work. */
