@@ -160,14 +160,7 @@ static void grid_sync_temp_and_resident(struct vy_backend *b, const char *id)
 	uint32_t x[N];
 	uint32_t want_r[N];
 	uint32_t want_y[N];
-	for (uint32_t i = 0; i < N; i++) {
-		x[i] = 1000u + 7u * i;
-	}
-	for (uint32_t i = 0; i < N; i++) {
-		uint32_t j = N - 1 - i;
-		want_r[i] = 2u * (x[j] * 3u + j) + x[i];
-		want_y[i] = want_r[i] * 5u + i;
-	}
+	vy_test_graph_four_steps(x, want_r, want_y);
 	struct vy_bytes in = {(const uint8_t *)x, sizeof(x)};
 	struct vy_outputs got;
 	vy_outputs_init(&got);

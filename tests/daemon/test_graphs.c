@@ -233,14 +233,7 @@ Test(graphs, a_resident_buffer_and_a_grid_sync_step_give_the_values_computed_by_
 	uint32_t x[N];
 	uint32_t want_r[N];
 	uint32_t want_y[N];
-	for (uint32_t i = 0; i < N; i++) {
-		x[i] = 1000u + 7u * i;
-	}
-	for (uint32_t i = 0; i < N; i++) {
-		uint32_t j = N - 1 - i;
-		want_r[i] = 2u * (x[j] * 3u + j) + x[i];
-		want_y[i] = want_r[i] * 5u + i;
-	}
+	vy_test_graph_four_steps(x, want_r, want_y);
 	cr_assert_eq(run(&c, g, x, sizeof(x), &r), 0, "%s (%s)", r.r.error.message, r.r.error.at);
 	const uint8_t *data[1];
 	size_t lens[1];

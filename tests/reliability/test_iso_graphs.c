@@ -36,6 +36,27 @@ struct board {
 	uint64_t rows_seen;
 };
 
+/* A zeroed board shared with the processes of the test, its first bytes the socket path (each
+ * board begins with `char sock[]` of the harness's size). */
+static void *board_map(size_t size, const char *sock)
+{
+	char *b = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(b, MAP_FAILED);
+	memset(b, 0, size);
+	snprintf(b, sizeof(((struct vyd *)0)->sock), "%s", sock);
+	return b;
+}
+
+/* Wait until *phase is 1 or `ms` pass; whether it is. */
+static bool await_phase(_Atomic int *phase, long ms)
+{
+	long until = rel_now_ms() + ms;
+	while (*phase < 1 && rel_now_ms() < until) {
+		usleep(2000);
+	}
+	return *phase == 1;
+}
+
 static void kv_u64(msgpack_packer *pk, const char *key, uint64_t v)
 {
 	vy_pack_cstr(pk, key);
@@ -187,17 +208,9 @@ Test(isolation, another_users_graph_and_buffers_are_unknown_to_graph_requests)
 {
 	struct vyd d;
 	t_start(&d, open_config);
-	struct board *b =
-		mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	cr_assert_neq(b, MAP_FAILED);
-	memset(b, 0, sizeof(*b));
-	snprintf(b->sock, sizeof(b->sock), "%s", d.sock);
+	struct board *b = board_map(sizeof(*b), d.sock);
 	pid_t v = rel_spawn_as_user(VICTIM, VICTIM, victim, b);
-	long until = rel_now_ms() + 60000;
-	while (b->phase < 1 && rel_now_ms() < until) {
-		usleep(2000);
-	}
-	cr_assert_eq(b->phase, 1, "the victim made no graph");
+	cr_assert(await_phase(&b->phase, 60000), "the victim made no graph");
 	int arc = rel_as_user(ATTACKER, ATTACKER, attacker_tries, b);
 	b->phase = 2;
 	int vrc = rel_reap(v);
@@ -391,17 +404,10 @@ Test(isolation, a_users_long_graphs_delay_another_users_dispatch_by_about_one_ru
 {
 	struct vyd d;
 	t_start(&d, open_config);
-	struct long_board *b =
-		mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	cr_assert_neq(b, MAP_FAILED);
-	memset(b, 0, sizeof(*b));
-	snprintf(b->sock, sizeof(b->sock), "%s", d.sock);
+	struct long_board *b = board_map(sizeof(*b), d.sock);
 	pid_t attacker = rel_spawn_as_user(ATTACKER, ATTACKER, long_graphs, b);
-	long until = rel_now_ms() + 300000;
-	while (b->phase < 1 && rel_now_ms() < until) {
-		usleep(5000);
-	}
-	int vrc = b->phase == 1 ? rel_as_user(VICTIM, VICTIM, single_dispatches, b) : -1;
+	int vrc = await_phase(&b->phase, 300000) ? rel_as_user(VICTIM, VICTIM, single_dispatches, b)
+						 : -1;
 	long runs = b->runs;
 	b->phase = 2;
 	int arc = rel_reap(attacker);

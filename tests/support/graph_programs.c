@@ -59,3 +59,15 @@ struct vy_program *vy_test_graph_divide_by_zero(void)
 			   NULL));
 	return p;
 }
+
+void vy_test_graph_four_steps(uint32_t *x, uint32_t *r, uint32_t *y)
+{
+	for (uint32_t i = 0; i < N; i++) {
+		x[i] = 1000u + 7u * i;
+	}
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t j = N - 1 - i;
+		r[i] = 2u * (x[j] * 3u + j) + x[i];
+		y[i] = r[i] * 5u + i;
+	}
+}

@@ -20,4 +20,12 @@ struct vy_program *vy_test_graph_accumulate(void);
 /* y[gid] = x[gid] / 0 as i32: every invocation traps int_div_zero at entry[0].store. */
 struct vy_program *vy_test_graph_divide_by_zero(void);
 
+/*
+ * The input and the expected results of the four-step graph both graph suites run: affine(3)
+ * into a temp, mirror of that temp into a resident buffer, accumulate the input into it, then
+ * affine(5) of it into the output. Fills x (the input), r (the resident buffer after the run)
+ * and y (the output), VY_TEST_GRAPH_N words each.
+ */
+void vy_test_graph_four_steps(uint32_t *x, uint32_t *r, uint32_t *y);
+
 #endif
