@@ -60,6 +60,7 @@ static void graph_remove(struct vy_server *s, struct vy_graph *g)
 	if (!g->in_table) {
 		return;
 	}
+	vy_htable_remove(&s->graph_index, &g->hlink);
 	vy_list_remove(&g->link);
 	vy_list_remove(&g->owner);
 	g->conn->n_graphs--;
@@ -68,16 +69,19 @@ static void graph_remove(struct vy_server *s, struct vy_graph *g)
 	graph_unref(g);
 }
 
-/* The graph `handle` if `c` may use it, or NULL with NOT_FOUND in err. */
+/*
+ * The graph `handle` if `c` may use it, or NULL with NOT_FOUND in err. A graph made on a device
+ * that was lost since is NOT_FOUND too, unless `lost_ok` (graph_free forgets it all the same).
+ */
 static struct vy_graph *graph_find(
-	struct vy_server *s, struct vy_conn *c, uint64_t handle, struct vy_err *err)
+	struct vy_server *s, struct vy_conn *c, uint64_t handle, bool lost_ok, struct vy_err *err)
 {
-	for (struct vy_link *l = s->graphs.next; l != &s->graphs; l = l->next) {
-		struct vy_graph *g = VY_CONTAINER_OF(l, struct vy_graph, link);
+	for (struct vy_hlink *l = vy_htable_bucket(&s->graph_index, handle); l; l = l->next) {
+		struct vy_graph *g = VY_CONTAINER_OF(l, struct vy_graph, hlink);
 		if (g->handle != handle || g->uid != c->uid) {
 			continue;
 		}
-		if (g->generation != vy_device_generation(g->dev)) {
+		if (!lost_ok && g->generation != vy_device_generation(g->dev)) {
 			vy_err_set(err, VY_E_NOT_FOUND, "graph",
 				"create the graph again (and upload its resident buffers again)",
 				"graph %#" PRIx64 " was lost with device %u", handle,
@@ -104,6 +108,7 @@ void vy_graph_finish(struct vy_server *s)
 	while (!vy_list_empty(&s->graphs)) {
 		graph_remove(s, VY_CONTAINER_OF(s->graphs.next, struct vy_graph, link));
 	}
+	vy_htable_finish(&s->graph_index);
 }
 
 void vy_graph_req_free(struct vy_req *req)
@@ -405,6 +410,8 @@ static void build_done(struct vy_req *req)
 	g->generation = vy_device_generation(g->dev);
 	g->created_ns = vy_now_ns();
 	g->in_table = true;
+	g->hlink.hash = g->handle;
+	vy_htable_insert(&s->graph_index, &g->hlink);
 	vy_list_insert_tail(&s->graphs, &g->link);
 	vy_list_insert_tail(&c->graphs, &g->owner);
 	c->n_graphs++;
@@ -501,7 +508,7 @@ static void op_graph_run(struct vy_req *req)
 	struct vy_conn *c = req->conn;
 	struct vy_server *s = c->srv;
 	struct vy_err err = {0};
-	struct vy_graph *g = graph_find(s, c, req->r.graph, &err);
+	struct vy_graph *g = graph_find(s, c, req->r.graph, false, &err);
 	if (!g) {
 		vy_reply_error(req, &err, NULL);
 		return;
@@ -616,14 +623,7 @@ static void op_graph_free(struct vy_req *req)
 {
 	struct vy_conn *c = req->conn;
 	struct vy_err err = {0};
-	struct vy_graph *g = graph_find(c->srv, c, req->r.graph, &err);
-	if (!g && err.code == VY_E_NOT_FOUND && strstr(err.message, "was lost")) {
-		/* A lost graph can still be freed: find it again without the device check. */
-		for (struct vy_link *l = c->srv->graphs.next; l != &c->srv->graphs; l = l->next) {
-			struct vy_graph *x = VY_CONTAINER_OF(l, struct vy_graph, link);
-			g = x->handle == req->r.graph && x->uid == c->uid ? x : g;
-		}
-	}
+	struct vy_graph *g = graph_find(c->srv, c, req->r.graph, true, &err);
 	if (!g) {
 		vy_reply_error(req, &err, NULL);
 		return;

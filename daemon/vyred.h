@@ -403,8 +403,9 @@ struct vy_graph_step_entry {
  * resident buffer; runs on one device. */
 struct vy_graph {
 	uint64_t handle;
-	struct vy_link link;  /* in srv->graphs while in the table */
-	struct vy_link owner; /* in conn->graphs while in the table */
+	struct vy_hlink hlink; /* in srv->graph_index while in the table, hashed by handle */
+	struct vy_link link;   /* in srv->graphs while in the table */
+	struct vy_link owner;  /* in conn->graphs while in the table */
 	struct vy_conn *conn;
 	uid_t uid;
 	pid_t pid;
@@ -597,7 +598,8 @@ struct vy_server {
 	struct vy_progcache progs;
 	struct vy_pcache pipes;
 	struct vy_resident_table res;
-	struct vy_link graphs; /* vy_graph.link */
+	struct vy_link graphs;        /* vy_graph.link */
+	struct vy_htable graph_index; /* vy_graph.hlink, by handle */
 	uint64_t n_graphs;
 	uint64_t graphs_created;
 	uint64_t graph_runs;
