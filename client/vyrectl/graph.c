@@ -205,7 +205,8 @@ static int read_graph(const struct ctl *ctl, const char *path, struct graph_file
 	if (json_object_object_get_ex(g->root, "name", &name)) {
 		snprintf(g->name, sizeof(g->name), "%s", json_object_get_string(name));
 	}
-	char *copy = strdup(path);
+	char *copy = ctl_realloc(NULL, strlen(path) + 1);
+	memcpy(copy, path, strlen(path) + 1);
 	const char *dir = dirname(copy);
 	g->n_steps = json_object_array_length(steps);
 	g->steps = ctl_realloc(NULL, g->n_steps * sizeof(*g->steps));
