@@ -12,6 +12,8 @@
 # OUT receives conformance.txt, difffuzz.txt, emit.txt and one bench JSON per build and pass
 # (bench-cur-N.json, bench-base-N.json, interleaved: base, cur, base, cur). Run it from the
 # repository root (the corpus, the bench scripts and the emit test are read from the tree).
+# FUZZ_SECONDS written as until:EPOCH runs the fuzzer until that time (date +%s), so that one
+# call can give the fuzzer whatever the steps before it left of the call's limit.
 set -uo pipefail
 
 if [ "${1:-}" = "--pack" ]; then
@@ -65,6 +67,10 @@ for pass in 1 2; do
 	done
 done
 
+if [ "${fuzz_seconds#until:}" != "$fuzz_seconds" ]; then
+	fuzz_seconds=$((${fuzz_seconds#until:} - $(date +%s)))
+	[ "$fuzz_seconds" -gt 0 ] || fuzz_seconds=1
+fi
 echo "== difffuzz: seed $fuzz_seed for $fuzz_seconds s, one job per core"
 timeout "$fuzz_seconds" "$cur/tests/difffuzz/difffuzz" --seed "$fuzz_seed" --count 1000000 \
 	--jobs "$(nproc)" >"$out/difffuzz.txt" 2>&1

@@ -23,6 +23,10 @@
  * the reference twice and compares (no device: checks the generator, its coverage and the
  * reference's determinism at the reference's speed).
  *
+ * SIGINT or SIGTERM stops the run after the programs in hand (a mismatch found then is reported
+ * as shrunk so far) and prints the totals; each mismatch is named on a line of its own as soon
+ * as it is found, before its shrinking. A second signal ends the process at once.
+ *
  * A program that the validator refuses is a generator bug and fails the run like a mismatch.
  * Exit status: 0 when every program matched, 1 on a mismatch, a generator bug, missing coverage
  * or a failed self-test, 2 for a usage error or when no backend besides the reference opened
@@ -32,6 +36,7 @@
 #include <json-c/json.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -954,7 +959,7 @@ struct run {
 	atomic_uint_fast64_t next; /* the next program index a worker takes */
 	atomic_uint_fast64_t done; /* programs finished */
 	atomic_uint_fast64_t mismatches, refused;
-	atomic_bool stop;         /* the self-test found its mismatch */
+	atomic_bool stop;         /* the self-test found its mismatch, or a signal asked to stop */
 	atomic_int self_test_rc;  /* 0 once the self-test's shrunk case was small enough */
 	pthread_mutex_t out_lock; /* whole reports on stdout */
 	pthread_mutex_t cov_lock;
@@ -1104,7 +1109,7 @@ struct shrink {
 
 static bool keeps(struct shrink *s)
 {
-	if (s->budget <= 0) {
+	if (s->budget <= 0 || (atomic_load(&s->run->stop) && !s->run->self_test)) {
 		return false;
 	}
 	char *text = text_of(s->root);
@@ -1330,6 +1335,13 @@ static size_t report_mismatch(
 {
 	fprintf(out, "MISMATCH program %016" PRIx64 " (number %" PRIu64 " of the run): %s\n", seed,
 		i, why);
+	/* Said at once as well: shrinking can take minutes, and a run stopped meanwhile must
+	 * still name the program. */
+	pthread_mutex_lock(&run->out_lock);
+	printf("difffuzz: program %016" PRIx64 " (number %" PRIu64 ") differs; shrinking it\n",
+		seed, i);
+	fflush(stdout);
+	pthread_mutex_unlock(&run->out_lock);
 	struct shrink s = {.run = run, .root = json_tokener_parse(text), .budget = SHRINK_BUDGET};
 	memcpy(s.why, why, VY_TEST_WHY_MAX);
 	json_object *program = json_object_object_get(s.root, "program");
@@ -1345,9 +1357,10 @@ static size_t report_mismatch(
 	drop_unused_buffers(&s);
 	size_t after = count_nodes(json_object_object_get(program, "entry"));
 	fprintf(out,
-		"  shrunk from %zu to %zu IR nodes (%d of %d runs left): %s\n"
+		"  shrunk from %zu to %zu IR nodes (%d of %d runs left%s): %s\n"
 		"  as a conformance case:\n%s\n",
-		before, after, s.budget, SHRINK_BUDGET, s.why,
+		before, after, s.budget, SHRINK_BUDGET,
+		atomic_load(&run->stop) && !run->self_test ? ", stopped by a signal" : "", s.why,
 		json_object_to_json_string_ext(
 			s.root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(s.root);
@@ -1586,9 +1599,22 @@ static void usage(void)
 		"[--verbose]\n");
 }
 
+static struct run *signalled_run;
+
+/* SIGINT or SIGTERM (`timeout`): finish the programs in hand, print what was found and the
+ * totals; a second signal ends the process at once. */
+static void on_stop_signal(int sig)
+{
+	if (atomic_exchange(&signalled_run->stop, true)) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static struct run run;
+	signalled_run = &run;
 	run.seed = 1;
 	run.count = 100;
 	long jobs = sysconf(_SC_NPROCESSORS_ONLN);
@@ -1660,6 +1686,10 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct sigaction sa = {.sa_handler = on_stop_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	if (rc != 2) {
 		pthread_t threads[MAX_JOBS];
 		for (long j = 0; j < jobs; j++) {
