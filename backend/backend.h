@@ -12,6 +12,8 @@
  *   dispatch_async                  runs the dispatch now and returns a ready handle
  *   resident_* entries, try_recover,
  *   inject_fault, host_import       UNSUPPORTED_FEATURE naming the feature and the backend id
+ *   graph_run, graph_forget         the graph's steps as resident dispatches, one by one
+ *                                   (graph_run.h); nothing to forget
  *   host_release                    does nothing
  *   capability queries, device_lost false
  *   limits                          workgroup size [1,1,1], one workgroup per dimension,
@@ -273,6 +275,10 @@ struct vy_backend;
 struct vy_pipeline;
 struct vy_pending;
 
+struct vy_graph_plan;
+struct vy_graph_step_run;
+struct vy_graph_recording;
+
 /*
  * The vtable. Every entry receives the backend first. Entries that fill outputs receive them
  * empty (the wrappers clear them) and push one buffer per output; on failure the wrappers empty
@@ -319,6 +325,15 @@ struct vy_backend_ops {
 		const struct vy_resource *resources, size_t n_resources,
 		const struct vy_dispatch_config *config, struct vy_timing *timing,
 		struct vy_err *err);
+
+	/* One run of a checked graph from a recording the backend keeps in *rec between runs
+	 * (graph_run.h); graph_forget drops that recording. */
+	int (*graph_run)(struct vy_backend *b, const struct vy_graph_plan *plan,
+		const struct vy_graph_step_run *steps, const struct vy_bytes *inputs,
+		const struct vy_resource *residents, uint32_t timeout_ms,
+		struct vy_outputs *outputs, uint64_t *step_ns, struct vy_graph_recording **rec,
+		struct vy_err *err);
+	void (*graph_forget)(struct vy_backend *b, struct vy_graph_recording *rec);
 
 	/* Stores a native pipeline in *out (see struct vy_pipeline), or leaves *out NULL for "no
 	 * native pipeline", in which case the wrapper makes a passthrough one. */

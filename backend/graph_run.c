@@ -18,8 +18,7 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* Put "step i of n: " in front of the message and "steps[i]" in front of the place. */
-static void name_step(struct vy_err *err, uint32_t i, uint32_t n)
+void vy_graph_name_step(struct vy_err *err, uint32_t i, uint32_t n)
 {
 	if (!err) {
 		return;
@@ -61,11 +60,13 @@ static int make_slots(struct vy_backend *b, const struct vy_graph_plan *plan,
 	return 0;
 }
 
+/* The steps in order; a trap is kept (the first) while the later steps run (graph_run.h). */
 static int run_steps(struct vy_backend *b, const struct vy_graph_plan *plan,
 	const struct vy_graph_step_run *steps, const struct vy_resource *res, uint32_t timeout_ms,
 	uint64_t *step_ns, struct vy_err *err)
 {
 	uint64_t deadline = timeout_ms ? now_ms() + timeout_ms : 0;
+	struct vy_err trap = {0};
 	for (uint32_t i = 0; i < plan->n_steps; i++) {
 		const struct vy_graph_step *st = &plan->steps[i];
 		struct vy_resource binds[VY_IR_MAX_BUFFERS];
@@ -83,7 +84,7 @@ static int run_steps(struct vy_backend *b, const struct vy_graph_plan *plan,
 					"raise timeout_ms, or split the graph",
 					"the graph's %" PRIu32 " ms ran out before this step began",
 					timeout_ms);
-				name_step(err, i, plan->n_steps);
+				vy_graph_name_step(err, i, plan->n_steps);
 				return VY_E_TIMEOUT;
 			}
 			uint64_t left = deadline - now;
@@ -92,15 +93,28 @@ static int run_steps(struct vy_backend *b, const struct vy_graph_plan *plan,
 			}
 		}
 		struct vy_timing timing;
+		struct vy_err step_err = {0};
 		int rc = vy_backend_resident_dispatch(
-			b, steps[i].program, binds, n, &cfg, &timing, err);
-		if (rc) {
-			name_step(err, i, plan->n_steps);
+			b, steps[i].program, binds, n, &cfg, &timing, &step_err);
+		if (rc == VY_E_TRAP && trap.code == 0) {
+			trap = step_err;
+			vy_graph_name_step(&trap, i, plan->n_steps);
+		} else if (rc && rc != VY_E_TRAP) {
+			if (err) {
+				*err = step_err;
+			}
+			vy_graph_name_step(err, i, plan->n_steps);
 			return rc;
 		}
 		if (step_ns) {
-			step_ns[i] = timing.device_ns;
+			step_ns[i] = rc ? VY_TIMING_NONE : timing.device_ns;
 		}
+	}
+	if (trap.code) {
+		if (err) {
+			*err = trap;
+		}
+		return VY_E_TRAP;
 	}
 	return 0;
 }
@@ -121,6 +135,31 @@ static int read_outputs(struct vy_backend *b, const struct vy_graph_plan *plan,
 		}
 	}
 	return 0;
+}
+
+int vy_backend_graph_replay(struct vy_backend *b, const struct vy_graph_plan *plan,
+	const struct vy_graph_step_run *steps, const struct vy_bytes *inputs,
+	const struct vy_resource *residents, uint32_t timeout_ms, struct vy_outputs *outputs,
+	uint64_t *step_ns, struct vy_graph_recording **rec, struct vy_err *err)
+{
+	if (!b->ops->graph_run) {
+		return vy_backend_graph_run(
+			b, plan, steps, inputs, residents, timeout_ms, outputs, step_ns, err);
+	}
+	vy_outputs_clear(outputs);
+	int rc = b->ops->graph_run(
+		b, plan, steps, inputs, residents, timeout_ms, outputs, step_ns, rec, err);
+	if (rc) {
+		vy_outputs_clear(outputs);
+	}
+	return rc;
+}
+
+void vy_backend_graph_forget(struct vy_backend *b, struct vy_graph_recording *rec)
+{
+	if (rec && b->ops->graph_forget) {
+		b->ops->graph_forget(b, rec);
+	}
 }
 
 int vy_backend_graph_run(struct vy_backend *b, const struct vy_graph_plan *plan,

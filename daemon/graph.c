@@ -37,6 +37,9 @@ static void *xcalloc(size_t n, size_t size)
 
 static void graph_destroy(struct vy_graph *g)
 {
+	if (g->rec) {
+		vy_backend_graph_forget(g->dev->backend, g->rec);
+	}
 	for (uint32_t i = 0; g->steps && i < g->n_steps; i++) {
 		vy_prog_unref(g->steps[i].prog);
 		vy_spec_map_finish(&g->steps[i].spec);
@@ -567,8 +570,8 @@ static void op_graph_run(struct vy_req *req)
 int vy_graph_job_run(struct vy_job *j)
 {
 	struct vy_graph *g = j->graph;
-	return vy_backend_graph_run(j->dev->backend, g->plan, g->runs, j->inputs, j->graph_res,
-		j->cfg.timeout_ms, &j->outputs, j->step_ns, &j->err);
+	return vy_backend_graph_replay(j->dev->backend, g->plan, g->runs, j->inputs, j->graph_res,
+		j->cfg.timeout_ms, &j->outputs, j->step_ns, &g->rec, &j->err);
 }
 
 void vy_graph_on_job(struct vy_req *req)

@@ -417,6 +417,9 @@ struct vy_graph {
 	struct vy_graph_step_entry *steps; /* owned */
 	struct vy_graph_step_run *runs;    /* owned: each step's program and dispatch config */
 	uint64_t *handles;                 /* owned: per slot, the resident handle (0: none) */
+	/* owned: the backend's recording of the graph (graph_run.h), made and used by its runs on
+	 * the device's thread; NULL until the first run, and on backends without recordings */
+	struct vy_graph_recording *rec;
 	uint32_t refs;
 	bool in_table;
 	uint64_t created_ns;

@@ -51,7 +51,7 @@ bool vy__vk_fault_take(struct vy__vk_backend *b, enum vy_fault fault, struct vy_
 	return true;
 }
 
-static int usable(struct vy__vk_backend *b, struct vy_err *err)
+int vy__vk_usable(struct vy__vk_backend *b, struct vy_err *err)
 {
 	if (b->shut || !b->open) {
 		return vy_err_set(err, VY_E_SHUTTING_DOWN, NULL,
@@ -182,6 +182,7 @@ static void device_down(struct vy__vk_backend *b)
 	/* On a lost device this fails at once; the objects can still be destroyed. */
 	(void)vy__vk_exec_drain(&b->exec, NULL);
 	(void)vy__vk_device_wait_idle(&b->dev, NULL);
+	vy__vk_graphs_drop_device(b);
 	vy__vk_exec_finish(&b->exec);
 	residents_clear(b);
 	vy__vk_imports_clear(b);
@@ -309,7 +310,7 @@ static int run_host(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 static int usable_kernel(struct vy__vk_backend *b, const struct vy_program *program,
 	struct vy__vk_kernel **k, struct vy_err *err)
 {
-	int rc = usable(b, err);
+	int rc = vy__vk_usable(b, err);
 	return rc ? rc : vy__vk_kernel_get(b, program, k, err);
 }
 
@@ -421,7 +422,7 @@ static int compiled_dispatch(struct vy_pipeline *pl, const struct vy_bytes *inpu
 	struct vy__vk_backend *b = vy__vk_from(pl->backend);
 	pthread_rwlock_rdlock(&b->life);
 	struct vy__vk_kernel *k = NULL;
-	int rc = usable(b, err);
+	int rc = vy__vk_usable(b, err);
 	if (rc == 0) {
 		rc = compiled_kernel(b, c, &k, err);
 	}
@@ -550,8 +551,7 @@ static int not_found(uint64_t id, struct vy_err *err)
 		"no resident buffer %016llx on this backend", (unsigned long long)id);
 }
 
-/* The resident buffer `id`, with a reference the caller drops. */
-static int res_get(
+int vy__vk_resident_get(
 	struct vy__vk_backend *b, uint64_t id, struct vy__vk_resident **out, struct vy_err *err)
 {
 	pthread_mutex_lock(&b->resident_lock);
@@ -661,7 +661,7 @@ static int vk_resident_alloc(
 	r->b = b;
 	r->len = len;
 	atomic_init(&r->refs, 1);
-	int rc = usable(b, err);
+	int rc = vy__vk_usable(b, err);
 	if (rc == 0 && vy__vk_fault_take(b, VY_FAULT_OUT_OF_MEMORY, err)) {
 		rc = VY_E_OUT_OF_MEMORY;
 	}
@@ -718,9 +718,9 @@ static int resident_copy(struct vy_backend *base, const struct vy_resource *res,
 	struct vy__vk_backend *b = vy__vk_from(base);
 	pthread_rwlock_rdlock(&b->life);
 	struct vy__vk_resident *r = NULL;
-	int rc = usable(b, err);
+	int rc = vy__vk_usable(b, err);
 	if (rc == 0) {
-		rc = res_get(b, res->id, &r, err);
+		rc = vy__vk_resident_get(b, res->id, &r, err);
 	}
 	if (rc == 0) {
 		rc = range_check(r, offset, len, err);
@@ -788,7 +788,7 @@ static int vk_resident_dispatch(struct vy_backend *base, const struct vy_program
 	struct vy__vk_resident *held[VY_IR_MAX_BUFFERS];
 	size_t n_held = 0;
 	pthread_rwlock_rdlock(&b->life);
-	int rc = usable(b, err);
+	int rc = vy__vk_usable(b, err);
 	if (rc == 0 && n_resources > VY_IR_MAX_BUFFERS) {
 		rc = vy_err_set(err, VY_E_BAD_REQUEST, "resources",
 			"pass one resident buffer per non-workgroup buffer, in binding order",
@@ -796,7 +796,7 @@ static int vk_resident_dispatch(struct vy_backend *base, const struct vy_program
 			VY_IR_MAX_BUFFERS);
 	}
 	for (size_t i = 0; rc == 0 && i < n_resources; i++) {
-		rc = res_get(b, resources[i].id, &held[n_held], err);
+		rc = vy__vk_resident_get(b, resources[i].id, &held[n_held], err);
 		if (rc == 0) {
 			n_held++;
 		} else if (err) {
@@ -834,7 +834,7 @@ static int vk_host_import(
 {
 	struct vy__vk_backend *b = vy__vk_from(base);
 	pthread_rwlock_rdlock(&b->life);
-	int rc = usable(b, err);
+	int rc = vy__vk_usable(b, err);
 	if (rc == 0) {
 		rc = vy__vk_import_add(b, ptr, len, out_id, err);
 	}
@@ -964,7 +964,7 @@ static int vk_prepare(struct vy_backend *base, struct vy_err *err)
 	struct vy__vk_backend *b = vy__vk_from(base);
 	pthread_rwlock_rdlock(&b->life);
 	struct vy_vk_ctx *ctx = NULL;
-	int rc = usable(b, err);
+	int rc = vy__vk_usable(b, err);
 	if (rc == 0) {
 		rc = vy__vk_ctx_acquire(&b->exec, &ctx, err);
 	}
@@ -979,7 +979,7 @@ static int vk_flush(struct vy_backend *base, struct vy_err *err)
 {
 	struct vy__vk_backend *b = vy__vk_from(base);
 	pthread_rwlock_rdlock(&b->life);
-	int rc = usable(b, err);
+	int rc = vy__vk_usable(b, err);
 	if (rc == 0) {
 		rc = vy__vk_exec_drain(&b->exec, err);
 	}
@@ -1021,7 +1021,7 @@ static int vk_try_recover(struct vy_backend *base, struct vy_err *err)
 	pthread_rwlock_wrlock(&b->life);
 	int rc = 0;
 	if (b->shut) {
-		rc = usable(b, err);
+		rc = vy__vk_usable(b, err);
 	} else if (atomic_load(&b->lost) || b->exec.lost || !b->open) {
 		uint32_t index = b->dev.index;
 		pendings_kill(b);
@@ -1055,6 +1055,7 @@ static void vk_destroy(struct vy_backend *base)
 	vy__vk_compiler_destroy(b->cc);
 	free(b->res_buckets);
 	pthread_mutex_destroy(&b->import_lock);
+	pthread_mutex_destroy(&b->graph_lock);
 	pthread_mutex_destroy(&b->resident_lock);
 	pthread_mutex_destroy(&b->pending_lock);
 	pthread_mutex_destroy(&b->cache_lock);
@@ -1074,6 +1075,8 @@ static const struct vy_backend_ops vk_ops = {
 	.resident_download = vk_resident_download,
 	.resident_free = vk_resident_free,
 	.resident_dispatch = vk_resident_dispatch,
+	.graph_run = vy__vk_graph_run,
+	.graph_forget = vy__vk_graph_forget,
 	.compile_native = vk_compile_native,
 	.dispatch_async = vk_dispatch_async,
 	.pipeline_cache_stats = vk_pipeline_cache_stats,
@@ -1127,6 +1130,7 @@ static int create(const struct vy_vulkan_options *opts, unsigned test_flags,
 	pthread_mutex_init(&b->pending_lock, NULL);
 	pthread_mutex_init(&b->resident_lock, NULL);
 	pthread_mutex_init(&b->import_lock, NULL);
+	pthread_mutex_init(&b->graph_lock, NULL);
 	b->cc = vy__vk_compiler_create();
 	int rc = device_up(b, opts->device_index, err);
 	if (rc) {

@@ -182,10 +182,21 @@ struct vy__vk_backend {
 	size_t import_count;
 	_Atomic uint64_t imported_inputs; /* inputs jobs copied from imports */
 	_Atomic uint64_t imported_bytes;
+
+	pthread_mutex_t graph_lock;
+	struct vy_graph_recording *recordings; /* live recorded graphs (vk_graph.c) */
 };
 
 /* Drop a reference to a resident buffer (a hold release function); the last frees it. */
 void vy__vk_resident_release(void *resident);
+
+/* The resident buffer `id`, with a reference the caller drops. Errors: NOT_FOUND. */
+int vy__vk_resident_get(
+	struct vy__vk_backend *b, uint64_t id, struct vy__vk_resident **out, struct vy_err *err);
+
+/* 0 while the device is open and not lost; SHUTTING_DOWN or DEVICE_LOST otherwise. Call with
+ * `life` held. */
+int vy__vk_usable(struct vy__vk_backend *b, struct vy_err *err);
 
 /* The backend behind a struct vy_backend made by vy_vulkan_backend_create. */
 static inline struct vy__vk_backend *vy__vk_from(struct vy_backend *b)
@@ -329,6 +340,42 @@ int vy__vk_job_finish(struct vy__vk_backend *b, struct vy__vk_job *job, struct v
 	struct vy_timing *timing, struct vy_err *err);
 /* Release a job without its results (its work may still run). */
 void vy__vk_job_abandon(struct vy__vk_backend *b, struct vy__vk_job *job);
+
+/*
+ * The pieces of a dispatch that a recorded graph (vk_graph.c) puts together differently: the
+ * launch of `k` for `config` over the binding plan `plan` (whose count-0 buffers carry the
+ * element counts of this dispatch) into job->launch; the split of that launch into parts
+ * (job->n_parts, part_axis, part_step; 0 parts for a launch too small to split) and the indirect
+ * arguments of those parts written to `args` (3 words each); the dispatches of every segment of
+ * job->k, bound to job->bufs through job->buf_of, with job->sidecar's ranges and the stop word of
+ * `ctx`, from a record function; the barrier that orders one step's compute writes before the
+ * next one's reads and writes, and the one that orders earlier submissions' writes before this
+ * command buffer's work; and the traps of `k` read from a sidecar of `stride`-byte ranges, one per
+ * segment, named as a dispatch names them (TRAP, or 0).
+ */
+int vy__vk_plan_launch(struct vy__vk_backend *b, struct vy__vk_kernel *k,
+	const struct vy_binding_plan *plan, const struct vy_dispatch_config *config,
+	struct vy__vk_job *job, struct vy_err *err);
+uint32_t vy__vk_split_plan(struct vy_vk_exec *x, struct vy__vk_job *job);
+void vy__vk_split_fill(const struct vy__vk_job *job, uint32_t *args);
+int vy__vk_record_launches(struct vy__vk_backend *b, struct vy_vk_ctx *ctx, VkCommandBuffer cmd,
+	const struct vy__vk_job *job, uint64_t loop_limit, struct vy_err *err);
+void vy__vk_compute_barrier(struct vy_vk_device *d, VkCommandBuffer cmd);
+void vy__vk_entry_barrier(struct vy_vk_device *d, VkCommandBuffer cmd);
+int vy__vk_decode_sidecar(struct vy__vk_backend *b, const struct vy__vk_kernel *k,
+	const uint8_t *side, uint32_t stride, struct vy_err *err);
+
+/*
+ * Recorded graphs (vk_graph.c): the backend's graph_run and graph_forget entries, and, before the
+ * device closes (`life` held for writing), the end of every recording's Vulkan objects: a
+ * recording whose device went away is recorded anew on its next run.
+ */
+int vy__vk_graph_run(struct vy_backend *base, const struct vy_graph_plan *plan,
+	const struct vy_graph_step_run *steps, const struct vy_bytes *inputs,
+	const struct vy_resource *residents, uint32_t timeout_ms, struct vy_outputs *outputs,
+	uint64_t *step_ns, struct vy_graph_recording **rec, struct vy_err *err);
+void vy__vk_graph_forget(struct vy_backend *base, struct vy_graph_recording *rec);
+void vy__vk_graphs_drop_device(struct vy__vk_backend *b);
 
 /* Test hooks. */
 

@@ -449,6 +449,8 @@ static int create_device(struct vy_vk_device *d, struct vy_err *err)
 	want.f2.features.shaderFloat64 = have.f2.features.shaderFloat64;
 	want.f2.features.shaderInt64 = have.f2.features.shaderInt64;
 	want.v12.timelineSemaphore = VK_TRUE;
+	want.v12.hostQueryReset = have.v12.hostQueryReset;
+	d->host_query_reset = have.v12.hostQueryReset;
 	d->f64 = have.f2.features.shaderFloat64;
 	d->int64 = have.f2.features.shaderInt64;
 	d->subgroup_size_control = has_ssc && have.ssc.subgroupSizeControl &&

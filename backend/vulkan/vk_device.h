@@ -67,6 +67,7 @@ struct vy_vk_device {
 	VkDeviceSize import_alignment;
 
 	bool timestamps;
+	bool host_query_reset;   /* vkResetQueryPool from the host (Vulkan 1.2 hostQueryReset) */
 	uint64_t timestamp_mask; /* valid bits of a timestamp on the queue */
 	double timestamp_period_ns;
 

@@ -116,8 +116,7 @@ int vy__vk_check_workgroup(struct vy__vk_backend *b, const uint32_t wg[3], struc
 	return 0;
 }
 
-/* One launch for every segment: the whole program's, as the reference runs a split program. */
-static int plan_launch(struct vy__vk_backend *b, struct vy__vk_kernel *k,
+int vy__vk_plan_launch(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 	const struct vy_binding_plan *plan, const struct vy_dispatch_config *config,
 	struct vy__vk_job *job, struct vy_err *err)
 {
@@ -219,7 +218,7 @@ static int prepare_buffers(struct vy__vk_backend *b, struct vy__vk_kernel *k,
  */
 #define PART_COUNT 65536u
 
-static int split_launch(struct vy_vk_exec *x, struct vy__vk_job *job, struct vy_err *err)
+uint32_t vy__vk_split_plan(struct vy_vk_exec *x, struct vy__vk_job *job)
 {
 	const uint32_t *w = job->launch.workgroups;
 	uint64_t total = (uint64_t)w[0] * w[1] * w[2];
@@ -231,25 +230,42 @@ static int split_launch(struct vy_vk_exec *x, struct vy__vk_job *job, struct vy_
 	uint64_t unit = axis == 2 ? (uint64_t)w[0] * w[1] : axis == 1 ? w[0] : 1;
 	uint64_t want = total / PART_COUNT > x->part_min ? total / PART_COUNT : x->part_min;
 	uint64_t step = want / unit > 1 ? want / unit : 1;
-	uint32_t n = (uint32_t)((w[axis] + step - 1) / step);
+	job->n_parts = (uint32_t)((w[axis] + step - 1) / step);
+	job->part_axis = axis;
+	job->part_step = (uint32_t)step;
+	return job->n_parts;
+}
+
+void vy__vk_split_fill(const struct vy__vk_job *job, uint32_t *args)
+{
+	const uint32_t *w = job->launch.workgroups;
+	uint32_t axis = job->part_axis;
+	for (uint32_t i = 0; i < job->n_parts; i++) {
+		uint64_t first = (uint64_t)i * job->part_step;
+		memcpy(&args[3 * i], w, 3 * sizeof(uint32_t));
+		args[3 * i + axis] = (uint32_t)(w[axis] - first < job->part_step ? w[axis] - first
+										 : job->part_step);
+	}
+}
+
+static int split_launch(struct vy_vk_exec *x, struct vy__vk_job *job, struct vy_err *err)
+{
+	uint32_t n = vy__vk_split_plan(x, job);
+	if (n == 0) {
+		return 0;
+	}
 	uint32_t *args = NULL;
 	int rc = vy__vk_ctx_parts(x, job->ctx, n, &job->parts, &args, err);
 	if (rc) {
+		job->n_parts = 0;
 		return rc;
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		uint64_t first = (uint64_t)i * step;
-		memcpy(&args[3 * i], w, 3 * sizeof(uint32_t));
-		args[3 * i + axis] = (uint32_t)(w[axis] - first < step ? w[axis] - first : step);
-	}
-	job->n_parts = n;
-	job->part_axis = axis;
-	job->part_step = (uint32_t)step;
+	vy__vk_split_fill(job, args);
 	return 0;
 }
 
 static void record_launch(struct vy_vk_device *d, VkCommandBuffer cmd, VkPipelineLayout layout,
-	struct vy__vk_job *job)
+	const struct vy__vk_job *job)
 {
 	const struct vy_launch *la = &job->launch;
 	if (job->n_parts == 0) {
@@ -266,7 +282,7 @@ static void record_launch(struct vy_vk_device *d, VkCommandBuffer cmd, VkPipelin
 	}
 }
 
-static void compute_barrier(struct vy_vk_device *d, VkCommandBuffer cmd)
+void vy__vk_compute_barrier(struct vy_vk_device *d, VkCommandBuffer cmd)
 {
 	VkMemoryBarrier mb = {
 		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
@@ -277,8 +293,7 @@ static void compute_barrier(struct vy_vk_device *d, VkCommandBuffer cmd)
 		VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
-/* Work of earlier submissions (resident buffers written by the last dispatch) comes first. */
-static void entry_barrier(struct vy_vk_device *d, VkCommandBuffer cmd)
+void vy__vk_entry_barrier(struct vy_vk_device *d, VkCommandBuffer cmd)
 {
 	VkMemoryBarrier mb = {
 		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
@@ -291,32 +306,19 @@ static void entry_barrier(struct vy_vk_device *d, VkCommandBuffer cmd)
 	d->vk.vkCmdPipelineBarrier(cmd, stages, stages, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
-struct record_arg {
-	struct vy__vk_backend *b;
-	struct vy__vk_job *job;
-	uint64_t loop_limit;
-};
-
-static int record_job(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, struct vy_err *err)
+int vy__vk_record_launches(struct vy__vk_backend *b, struct vy_vk_ctx *ctx, VkCommandBuffer cmd,
+	const struct vy__vk_job *job, uint64_t loop_limit, struct vy_err *err)
 {
-	struct record_arg *ra = arg;
-	struct vy__vk_backend *b = ra->b;
-	struct vy__vk_job *job = ra->job;
-	struct vy__vk_kernel *k = job->k;
+	const struct vy__vk_kernel *k = job->k;
 	struct vy_vk_device *d = &b->dev;
 	struct vy_vk_exec *x = &b->exec;
-	if (job->resident) {
-		entry_barrier(d, cmd);
-	}
-	vy__vk_xfer_record_in(x, cmd, job->bufs, job->n_bufs);
 	const struct vy_vk_xfer *side = &job->bufs[job->sidecar];
-	vy__vk_ctx_stamp(x, ctx, 0);
 	const struct vy_launch *la = &job->launch;
 	for (uint32_t s = 0; s < k->n_segments; s++) {
 		const struct vy__vk_segment *seg = &k->segments[s];
 		if (s > 0) {
 			/* Every buffer keeps what the segments before wrote (DESIGN.md §5). */
-			compute_barrier(d, cmd);
+			vy__vk_compute_barrier(d, cmd);
 		}
 		d->vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, job->v->pipelines[s]);
 		uint32_t bindings[VY_LAYOUT_MAX_SLOTS];
@@ -346,8 +348,8 @@ static int record_job(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, str
 			.logical_workgroups = {la->grid[0], la->grid[1], la->grid[2]},
 			.dispatch_x = la->workgroups[0],
 			.dispatch_y = la->workgroups[1],
-			.loop_limit_lo = (uint32_t)ra->loop_limit,
-			.loop_limit_hi = (uint32_t)(ra->loop_limit >> 32),
+			.loop_limit_lo = (uint32_t)loop_limit,
+			.loop_limit_hi = (uint32_t)(loop_limit >> 32),
 			.empty_bindings = empty,
 			.stop_on_entry = job->n_parts > 0,
 		};
@@ -355,13 +357,38 @@ static int record_job(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, str
 			VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
 		record_launch(d, cmd, seg->vk_layout->pipeline_layout, job);
 	}
+	return 0;
+}
+
+struct record_arg {
+	struct vy__vk_backend *b;
+	struct vy__vk_job *job;
+	uint64_t loop_limit;
+};
+
+static int record_job(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, struct vy_err *err)
+{
+	struct record_arg *ra = arg;
+	struct vy__vk_backend *b = ra->b;
+	struct vy__vk_job *job = ra->job;
+	struct vy_vk_device *d = &b->dev;
+	struct vy_vk_exec *x = &b->exec;
+	if (job->resident) {
+		vy__vk_entry_barrier(d, cmd);
+	}
+	vy__vk_xfer_record_in(x, cmd, job->bufs, job->n_bufs);
+	vy__vk_ctx_stamp(x, ctx, 0);
+	int rc = vy__vk_record_launches(b, ctx, cmd, job, ra->loop_limit, err);
+	if (rc) {
+		return rc;
+	}
 	vy__vk_ctx_stamp(x, ctx, 1);
 	struct vy_vk_xfer out[VY_IR_MAX_BUFFERS + 1];
 	uint32_t n_out = 0;
 	for (uint32_t i = 0; i < job->n_outputs; i++) {
 		out[n_out++] = job->bufs[job->output_buf[i]];
 	}
-	out[n_out++] = *side;
+	out[n_out++] = job->bufs[job->sidecar];
 	vy__vk_xfer_record_out(x, cmd, out, n_out);
 	return 0;
 }
@@ -395,7 +422,7 @@ int vy__vk_job_start(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 		rc = VY_E_DISPATCH_FAILED;
 	}
 	if (rc == 0) {
-		rc = plan_launch(b, k, &plan, req->config, job, err);
+		rc = vy__vk_plan_launch(b, k, &plan, req->config, job, err);
 	}
 	if (rc == 0) {
 		rc = vy__vk_variant_get(
@@ -483,9 +510,20 @@ static int decode_segment(const struct vy__vk_kernel *k, uint32_t s, const uint8
 	return rc ? vy__vk_segment_error(k, s, rc, err) : 0;
 }
 
+int vy__vk_decode_sidecar(struct vy__vk_backend *b, const struct vy__vk_kernel *k,
+	const uint8_t *side, uint32_t stride, struct vy_err *err)
+{
+	for (uint32_t s = 0; s < k->n_segments; s++) {
+		int rc = decode_segment(k, s, side + (size_t)s * stride, b->cg.loop_passes, err);
+		if (rc) {
+			return rc;
+		}
+	}
+	return 0;
+}
+
 static int decode_traps(struct vy__vk_backend *b, struct vy__vk_job *job, struct vy_err *err)
 {
-	struct vy__vk_kernel *k = job->k;
 	const struct vy_vk_xfer *sidecar = &job->bufs[job->sidecar];
 	uint8_t local[256];
 	uint64_t len = sidecar->len;
@@ -496,9 +534,8 @@ static int decode_traps(struct vy__vk_backend *b, struct vy__vk_job *job, struct
 		abort();
 	}
 	int rc = vy__vk_xfer_read(&b->exec, sidecar, side, len, err);
-	for (uint32_t s = 0; rc == 0 && s < k->n_segments; s++) {
-		rc = decode_segment(
-			k, s, side + (size_t)s * job->sidecar_stride, b->cg.loop_passes, err);
+	if (rc == 0) {
+		rc = vy__vk_decode_sidecar(b, job->k, side, job->sidecar_stride, err);
 	}
 	if (side != local) {
 		free(side);

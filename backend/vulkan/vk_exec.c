@@ -404,16 +404,15 @@ error:
 	(void)rc;
 }
 
-int vy__vk_ctx_submit(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, bool timed, bool now,
+/* Record `ctx` with `record` (x->lock held); `keep` allows submitting the recording again. */
+static int record_locked(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, bool timed, bool keep,
 	uint32_t sets, vy_vk_record_fn record, void *arg, struct vy_err *err)
 {
 	struct vy_vk_device *d = x->dev;
 	int rc = 0;
 	bool recording = false;
-	pthread_mutex_lock(&x->lock);
 	if (x->lost) {
-		rc = lost_error(err);
-		goto error;
+		return lost_error(err);
 	}
 	rc = reserve_sets(x, ctx, sets, err);
 	if (rc) {
@@ -421,7 +420,7 @@ int vy__vk_ctx_submit(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, bool timed, b
 	}
 	VkCommandBufferBeginInfo begin = {
 		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-		.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+		.flags = keep ? 0 : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
 	};
 	VY_VK(d->vk.vkBeginCommandBuffer(ctx->cmd, &begin));
 	recording = true;
@@ -434,18 +433,7 @@ int vy__vk_ctx_submit(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, bool timed, b
 		goto error;
 	}
 	VY_VK(d->vk.vkEndCommandBuffer(ctx->cmd));
-	recording = false;
-	ctx->value = ++x->last_value;
-	if (x->n_batch == x->cap_batch) {
-		x->cap_batch = x->cap_batch ? x->cap_batch * 2 : BATCH_LIMIT;
-		x->batch = xrealloc(x->batch, x->cap_batch, sizeof(*x->batch));
-	}
-	x->batch[x->n_batch++] = ctx;
-	if (now || x->n_batch >= x->batch_limit) {
-		rc = submit_batch_locked(x, err);
-	}
-	pthread_mutex_unlock(&x->lock);
-	return rc;
+	return 0;
 error:
 	if (recording) {
 		reset_recording(d, ctx->cmd);
@@ -453,6 +441,54 @@ error:
 	if (rc == VY_E_DEVICE_LOST) {
 		x->lost = true;
 	}
+	return rc;
+}
+
+/* Give the recorded `ctx` the next timeline value and put it in the batch (x->lock held). */
+static int queue_locked(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, bool now, struct vy_err *err)
+{
+	if (x->lost) {
+		return lost_error(err);
+	}
+	ctx->submitted = false;
+	ctx->failed = 0;
+	ctx->value = ++x->last_value;
+	if (x->n_batch == x->cap_batch) {
+		x->cap_batch = x->cap_batch ? x->cap_batch * 2 : BATCH_LIMIT;
+		x->batch = xrealloc(x->batch, x->cap_batch, sizeof(*x->batch));
+	}
+	x->batch[x->n_batch++] = ctx;
+	if (now || x->n_batch >= x->batch_limit) {
+		return submit_batch_locked(x, err);
+	}
+	return 0;
+}
+
+int vy__vk_ctx_submit(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, bool timed, bool now,
+	uint32_t sets, vy_vk_record_fn record, void *arg, struct vy_err *err)
+{
+	pthread_mutex_lock(&x->lock);
+	int rc = record_locked(x, ctx, timed, false, sets, record, arg, err);
+	if (rc == 0) {
+		rc = queue_locked(x, ctx, now, err);
+	}
+	pthread_mutex_unlock(&x->lock);
+	return rc;
+}
+
+int vy__vk_ctx_record(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint32_t sets,
+	vy_vk_record_fn record, void *arg, struct vy_err *err)
+{
+	pthread_mutex_lock(&x->lock);
+	int rc = record_locked(x, ctx, false, true, sets, record, arg, err);
+	pthread_mutex_unlock(&x->lock);
+	return rc;
+}
+
+int vy__vk_ctx_queue(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, bool now, struct vy_err *err)
+{
+	pthread_mutex_lock(&x->lock);
+	int rc = queue_locked(x, ctx, now, err);
 	pthread_mutex_unlock(&x->lock);
 	return rc;
 }

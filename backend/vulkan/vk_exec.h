@@ -134,6 +134,20 @@ void vy__vk_ctx_hold(struct vy_vk_ctx *ctx, void (*release)(void *arg), void *ar
 int vy__vk_ctx_submit(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, bool timed, bool now,
 	uint32_t sets, vy_vk_record_fn record, void *arg, struct vy_err *err);
 
+/*
+ * Record the job with `record` and keep the recording for vy__vk_ctx_queue, which may submit it
+ * any number of times, one at a time (a recorded graph, vk_graph.c). Errors: those of `record`
+ * and of recording, DEVICE_LOST.
+ */
+int vy__vk_ctx_record(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint32_t sets,
+	vy_vk_record_fn record, void *arg, struct vy_err *err);
+
+/*
+ * Queue the kept recording of `ctx` once more, as vy__vk_ctx_submit queues a new one; the
+ * previous submission must be done. Errors: DEVICE_LOST and other submit failures.
+ */
+int vy__vk_ctx_queue(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, bool now, struct vy_err *err);
+
 /* Timestamp `which` (0 at the start of the work, 1 at its end) of a timed context, recorded into
  * its command buffer; call from the record function. */
 void vy__vk_ctx_stamp(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, int which);

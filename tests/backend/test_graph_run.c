@@ -1,8 +1,11 @@
 /*
  * Graph runs (backend/graph_run.h) on every backend that opens here (the reference, and the
- * Vulkan backend on lavapipe): a 10-step chain gives the bytes of the same 10 dispatches; a graph
- * with a grid_sync step, a read_write temp and a resident buffer gives the values computed here
- * by hand; a trap in step 7 of 10 is named by step and node.
+ * Vulkan backend on lavapipe), each both step by step (vy_backend_graph_run) and from a recording
+ * kept between runs (vy_backend_graph_replay: one command buffer on Vulkan): a 10-step chain
+ * gives the bytes of the same 10 dispatches, run after run; a graph with a grid_sync step, a
+ * read_write temp and a resident buffer gives the values computed here by hand, also when the
+ * next run binds another resident buffer; a trap in step 7 of 10 is named by step and node while
+ * the steps after it still run; a step that outlasts the run's timeout is named.
  */
 #include <criterion/criterion.h>
 
@@ -17,6 +20,9 @@
 #include "ir.h"
 #include "registry.h"
 #include "validate.h"
+#ifdef VY_GRAPH_RUN_STAGED
+#include "vk_backend.h"
+#endif
 
 #define N VY_TEST_GRAPH_N
 
@@ -46,22 +52,81 @@ static struct vy_graph_bind bind(
 	return (struct vy_graph_bind){.buffer = buf, .kind = kind, .index = index, .temp = temp};
 }
 
-/* Call fn once per backend that opens; at least the reference must. */
-static void each_backend(void (*fn)(struct vy_backend *b, const char *id))
+/* How a test runs its graph: step by step, or from the backend's recording kept in `rec`. */
+struct mode {
+	bool replay;
+	struct vy_graph_recording *rec;
+	char id[64]; /* backend and mode, for messages */
+};
+
+static int go(struct vy_backend *b, struct mode *m, const struct vy_graph_plan *g,
+	const struct vy_graph_step_run *run, const struct vy_bytes *in,
+	const struct vy_resource *slots, uint32_t timeout_ms, struct vy_outputs *got,
+	struct vy_err *err)
+{
+	if (m->replay) {
+		return vy_backend_graph_replay(
+			b, g, run, in, slots, timeout_ms, got, NULL, &m->rec, err);
+	}
+	return vy_backend_graph_run(b, g, run, in, slots, timeout_ms, got, NULL, err);
+}
+
+static void both_ways(
+	struct vy_backend *b, const char *id, void (*fn)(struct vy_backend *b, struct mode *m))
+{
+	for (int replay = 0; replay < 2; replay++) {
+		struct mode m = {.replay = replay};
+		snprintf(m.id, sizeof(m.id), "%s (%s)", id, replay ? "replayed" : "step by step");
+		fn(b, &m);
+		vy_backend_graph_forget(b, m.rec);
+	}
+}
+
+#ifndef VY_GRAPH_RUN_STAGED
+/* Call fn once per backend that opens (at least the reference must) and per way of running. */
+static void each_backend(void (*fn)(struct vy_backend *b, struct mode *m))
 {
 	struct vy_registry_set set;
 	size_t opened = vy_registry_open_all(NULL, &set);
 	cr_assert_geq(opened, 1);
 	for (size_t i = 0; i < set.len; i++) {
 		if (set.items[i].backend) {
-			fn(set.items[i].backend, set.items[i].entry->id);
+			both_ways(set.items[i].backend, set.items[i].entry->id, fn);
 		}
 	}
 	vy_registry_set_finish(&set);
 }
-
-static void chain_of_ten(struct vy_backend *b, const char *id)
+#else
+/*
+ * The build of this file as test_graph_run_staged: the Vulkan backend as a discrete GPU runs it
+ * (inputs and results through staging copies, descriptor sets instead of push descriptors, a
+ * dummy range for empty buffers), under the validation layer where it is installed: no message
+ * may come.
+ */
+static void each_backend(void (*fn)(struct vy_backend *b, struct mode *m))
 {
+	uint64_t before = vy_vulkan_validation_messages(NULL, 0);
+	struct vy_vulkan_options opts = {.enable_validation = vy_vulkan_validation_available()};
+	struct vy_backend *b = NULL;
+	struct vy_err err = {0};
+	unsigned flags = VY__VK_TEST_STAGING | VY__VK_TEST_COPY_ALL |
+			 VY__VK_TEST_NO_PUSH_DESCRIPTORS | VY__VK_TEST_NO_NULL_DESCRIPTOR;
+	int rc = vy__vk_backend_create_for_test(&opts, flags, &b, &err);
+	if (rc == VY_E_UNSUPPORTED_FEATURE) {
+		cr_skip_test("no usable Vulkan device: %s", err.message);
+	}
+	cr_assert_eq(rc, 0, "%s", err.message);
+	both_ways(b, "vulkan as a discrete GPU", fn);
+	vy_backend_destroy(b);
+	char last[512];
+	uint64_t after = vy_vulkan_validation_messages(last, sizeof(last));
+	cr_assert_eq(after, before, "the validation layer reported: %s", last);
+}
+#endif
+
+static void chain_of_ten(struct vy_backend *b, struct mode *m)
+{
+	const char *id = m->id;
 	struct step steps[10];
 	struct vy_graph_bind binds[10][2];
 	struct vy_graph_step_desc desc[10];
@@ -80,35 +145,42 @@ static void chain_of_ten(struct vy_backend *b, const char *id)
 	struct vy_err err = {0};
 	cr_assert_eq(vy_graph_plan_build(desc, 10, 16, &g, &err), 0, "%s", err.message);
 	cr_assert_eq(g->totals.barriers, 9);
-	uint32_t x[N];
-	for (uint32_t i = 0; i < N; i++) {
-		x[i] = 0x9E3779B9u * (i + 1);
-	}
-	struct vy_bytes in = {(const uint8_t *)x, sizeof(x)};
-	struct vy_outputs got;
+	struct vy_outputs got, one;
 	vy_outputs_init(&got);
-	cr_assert_eq(vy_backend_graph_run(b, g, run, &in, NULL, 0, &got, NULL, &err), 0,
-		"%s: %s: %s", id, err.at, err.message);
-	cr_assert_eq(got.len, 1);
-	cr_assert_eq(got.items[0].len, sizeof(x));
-	/* The same ten steps as ten dispatches, each output the next input. */
-	struct vy_outputs one;
 	vy_outputs_init(&one);
-	uint8_t cur[sizeof(x)];
-	memcpy(cur, x, sizeof(x));
-	for (uint32_t i = 0; i < 10; i++) {
-		struct vy_bytes view = {cur, sizeof(cur)};
-		cr_assert_eq(vy_backend_dispatch(b, steps[i].p, &view, 1, NULL, &one, &err), 0,
-			"%s step %u: %s", id, i, err.message);
-		memcpy(cur, one.items[0].data, sizeof(cur));
+	const struct vy_graph_recording *first = NULL;
+	/* Three runs of the same plan, the last two with other inputs: each starts from zeroed
+	 * temps and gives the bytes of the ten steps as ten dispatches, each output the next
+	 * input. */
+	for (uint32_t r = 0; r < 3; r++) {
+		uint32_t x[N];
+		for (uint32_t i = 0; i < N; i++) {
+			x[i] = 0x9E3779B9u * (i + 1) + r * 0x01000193u;
+		}
+		struct vy_bytes in = {(const uint8_t *)x, sizeof(x)};
+		cr_assert_eq(go(b, m, g, run, &in, NULL, 0, &got, &err), 0, "%s run %u: %s: %s", id,
+			r, err.at, err.message);
+		cr_assert_eq(got.len, 1);
+		cr_assert_eq(got.items[0].len, sizeof(x));
+		uint8_t cur[sizeof(x)];
+		memcpy(cur, x, sizeof(x));
+		for (uint32_t i = 0; i < 10; i++) {
+			struct vy_bytes view = {cur, sizeof(cur)};
+			cr_assert_eq(vy_backend_dispatch(b, steps[i].p, &view, 1, NULL, &one, &err),
+				0, "%s step %u: %s", id, i, err.message);
+			memcpy(cur, one.items[0].data, sizeof(cur));
+		}
+		cr_assert_arr_eq(got.items[0].data, cur, sizeof(cur),
+			"%s run %u: graph and dispatches differ", id, r);
+		if (r == 0) {
+			first = m->rec;
+		}
 	}
-	cr_assert_arr_eq(
-		got.items[0].data, cur, sizeof(cur), "%s: graph and dispatches differ", id);
-	/* A second run of the same plan starts from zeroed temps and gives the same bytes. */
-	cr_assert_eq(vy_backend_graph_run(b, g, run, &in, NULL, 0, &got, NULL, &err), 0, "%s",
-		err.message);
-	cr_assert_arr_eq(got.items[0].data, cur, sizeof(cur), "%s: the replay differs", id);
-	printf("graph_run: %s: 10 steps, 9 barriers, same bytes as 10 dispatches, twice\n", id);
+	/* A recording is made by the first run and used by the later ones. */
+	bool records = m->replay && strncmp(m->id, "vulkan", 6) == 0;
+	cr_assert_eq(m->rec != NULL, records, "%s", id);
+	cr_assert_eq(m->rec, first, "%s: the recording was replaced", id);
+	printf("graph_run: %s: 10 steps, 9 barriers, same bytes as 10 dispatches, 3 runs\n", id);
 	vy_outputs_finish(&one);
 	vy_outputs_finish(&got);
 	vy_graph_plan_destroy(g);
@@ -122,8 +194,9 @@ Test(graph_run, a_chain_of_ten_steps_gives_the_bytes_of_ten_dispatches)
 	each_backend(chain_of_ten);
 }
 
-static void grid_sync_temp_and_resident(struct vy_backend *b, const char *id)
+static void grid_sync_temp_and_resident(struct vy_backend *b, struct mode *m)
 {
+	const char *id = m->id;
 	struct step s0 = prepare(vy_test_graph_affine(3));
 	struct step s1 = prepare(vy_test_graph_mirror());
 	struct step s2 = prepare(vy_test_graph_accumulate());
@@ -164,8 +237,8 @@ static void grid_sync_temp_and_resident(struct vy_backend *b, const char *id)
 	struct vy_bytes in = {(const uint8_t *)x, sizeof(x)};
 	struct vy_outputs got;
 	vy_outputs_init(&got);
-	cr_assert_eq(vy_backend_graph_run(b, g, run, &in, slots, 0, &got, NULL, &err), 0,
-		"%s: %s: %s", id, err.at, err.message);
+	cr_assert_eq(go(b, m, g, run, &in, slots, 0, &got, &err), 0, "%s: %s: %s", id, err.at,
+		err.message);
 	cr_assert_arr_eq(got.items[0].data, want_y, sizeof(want_y), "%s: output 0", id);
 	uint8_t back[2 * N * 4];
 	cr_assert_eq(vy_backend_resident_download(b, &r, 0, back, sizeof(back), &err), 0, "%s",
@@ -173,11 +246,27 @@ static void grid_sync_temp_and_resident(struct vy_backend *b, const char *id)
 	cr_assert_arr_eq(back, want_r, sizeof(want_r), "%s: the resident buffer", id);
 	uint8_t zeros[N * 4] = {0};
 	cr_assert_arr_eq(back + N * 4, zeros, sizeof(zeros), "%s: past the declaration", id);
-	printf("graph_run: %s: grid_sync, a read_write temp and a resident buffer: as computed\n",
+	/* The next run binds another resident buffer to the same slot. */
+	struct vy_resource r2;
+	cr_assert_eq(vy_backend_resident_alloc(b, 2 * N * 4, &r2, &err), 0, "%s", err.message);
+	for (uint32_t s = 0; s < g->n_slots; s++) {
+		if (g->slots[s].kind == VY_GRAPH_RESIDENT) {
+			slots[s] = r2;
+		}
+	}
+	cr_assert_eq(go(b, m, g, run, &in, slots, 0, &got, &err), 0, "%s: %s: %s", id, err.at,
+		err.message);
+	cr_assert_arr_eq(got.items[0].data, want_y, sizeof(want_y), "%s: output 0, run 2", id);
+	cr_assert_eq(vy_backend_resident_download(b, &r2, 0, back, sizeof(back), &err), 0, "%s",
+		err.message);
+	cr_assert_arr_eq(back, want_r, sizeof(want_r), "%s: the second resident buffer", id);
+	printf("graph_run: %s: grid_sync, a read_write temp and a resident buffer: as computed, "
+	       "twice\n",
 		id);
 	vy_outputs_finish(&got);
 	vy_graph_plan_destroy(g);
 	vy_backend_resident_free(b, r, NULL);
+	vy_backend_resident_free(b, r2, NULL);
 	release(&s0);
 	release(&s1);
 	release(&s2);
@@ -189,35 +278,56 @@ Test(graph_run, grid_sync_steps_temps_and_resident_buffers_give_the_values_compu
 	each_backend(grid_sync_temp_and_resident);
 }
 
-static void trap_in_step_seven(struct vy_backend *b, const char *id)
+static void trap_in_step_seven(struct vy_backend *b, struct mode *m)
 {
+	const char *id = m->id;
 	struct step steps[10];
 	struct vy_graph_bind binds[10][2];
 	struct vy_graph_step_desc desc[10];
 	struct vy_graph_step_run run[10];
+	struct vy_err err = {0};
+	struct vy_resource r;
+	cr_assert_eq(vy_backend_resident_alloc(b, N * 4, &r, &err), 0, "%s", err.message);
 	for (uint32_t i = 0; i < 10; i++) {
 		steps[i] =
 			prepare(i == 7 ? vy_test_graph_divide_by_zero() : vy_test_graph_affine(1));
 		binds[i][0] = bind("x", VY_GRAPH_INPUT, 0, NULL);
-		binds[i][1] = bind("y", VY_GRAPH_OUTPUT, i, NULL);
+		binds[i][1] = i == 9 ? (struct vy_graph_bind){.buffer = "y",
+					       .kind = VY_GRAPH_RESIDENT,
+					       .handle = 0x7E57,
+					       .resident_len = r.len}
+				     : bind("y", VY_GRAPH_OUTPUT, i, NULL);
 		desc[i] = (struct vy_graph_step_desc){steps[i].p, steps[i].plan, binds[i], 2};
 		run[i] = (struct vy_graph_step_run){.program = steps[i].p};
 	}
 	struct vy_graph_plan *g = NULL;
-	struct vy_err err = {0};
 	cr_assert_eq(vy_graph_plan_build(desc, 10, 16, &g, &err), 0, "%s", err.message);
+	struct vy_resource slots[16] = {0};
+	for (uint32_t s = 0; s < g->n_slots; s++) {
+		if (g->slots[s].kind == VY_GRAPH_RESIDENT) {
+			slots[s] = r;
+		}
+	}
 	uint32_t x[N] = {0};
 	struct vy_bytes in = {(const uint8_t *)x, sizeof(x)};
 	struct vy_outputs got;
 	vy_outputs_init(&got);
-	int rc = vy_backend_graph_run(b, g, run, &in, NULL, 0, &got, NULL, &err);
+	int rc = go(b, m, g, run, &in, slots, 0, &got, &err);
 	cr_assert_eq(rc, VY_E_TRAP, "%s: rc %d: %s", id, rc, err.message);
 	cr_assert_eq(strncmp(err.message, "step 7 of 10: ", 14), 0, "%s: %s", id, err.message);
 	cr_assert(strstr(err.message, "int_div_zero"), "%s: %s", id, err.message);
 	cr_assert_str_eq(err.at, "steps[7].entry[0].store", "%s", id);
 	cr_assert_eq(got.len, 0, "a failed run returns no outputs");
-	printf("graph_run: %s: %s (at %s)\n", id, err.message, err.at);
+	/* The steps after the trap ran to their end: step 9 wrote y[gid] = 0 * 1 + gid. */
+	uint32_t back[N];
+	cr_assert_eq(vy_backend_resident_download(b, &r, 0, (uint8_t *)back, sizeof(back), &err), 0,
+		"%s", err.message);
+	for (uint32_t i = 0; i < N; i++) {
+		cr_assert_eq(back[i], i, "%s: element %u of step 9's resident buffer", id, i);
+	}
+	printf("graph_run: %s: %s (at %s); step 9 ran\n", id, err.message, err.at);
 	vy_graph_plan_destroy(g);
+	vy_backend_resident_free(b, r, NULL);
 	for (uint32_t i = 0; i < 10; i++) {
 		release(&steps[i]);
 	}
@@ -226,4 +336,55 @@ static void trap_in_step_seven(struct vy_backend *b, const char *id)
 Test(graph_run, a_trap_in_step_seven_of_ten_names_the_step_and_the_node)
 {
 	each_backend(trap_in_step_seven);
+}
+
+/* Steps 0 to 2 are quick; step 3 counts to 60000 in each of 2^16 invocations, far past the
+ * run's 200 ms on any device here (a GPU included: about 4 * 10^9 iterations in all). */
+static void timeout_in_step_three(struct vy_backend *b, struct mode *m)
+{
+	const char *id = m->id;
+	struct step steps[5];
+	struct vy_graph_bind binds[5][2];
+	struct vy_graph_step_desc desc[5];
+	struct vy_graph_step_run run[5];
+	for (uint32_t i = 0; i < 5; i++) {
+		steps[i] = prepare(i == 3 ? vy_test_graph_count_to_x() : vy_test_graph_affine(1));
+		binds[i][0] = bind("x", VY_GRAPH_INPUT, 0, NULL);
+		binds[i][1] = bind("y", VY_GRAPH_OUTPUT, i, NULL);
+		desc[i] = (struct vy_graph_step_desc){steps[i].p, steps[i].plan, binds[i], 2};
+		run[i] = (struct vy_graph_step_run){.program = steps[i].p};
+		if (i == 3) {
+			run[i].config.grid[0] = 1u << 12;
+			run[i].config.grid[1] = 1;
+			run[i].config.grid[2] = 1;
+		}
+	}
+	struct vy_graph_plan *g = NULL;
+	struct vy_err err = {0};
+	cr_assert_eq(vy_graph_plan_build(desc, 5, 16, &g, &err), 0, "%s", err.message);
+	uint32_t x[N];
+	memset(x, 0xFF, sizeof(x));
+	struct vy_bytes in = {(const uint8_t *)x, sizeof(x)};
+	struct vy_outputs got;
+	vy_outputs_init(&got);
+	int rc = go(b, m, g, run, &in, NULL, 200, &got, &err);
+	cr_assert_eq(rc, VY_E_TIMEOUT, "%s: rc %d: %s", id, rc, err.message);
+	cr_assert_eq(strncmp(err.message, "step 3 of 5: ", 13), 0, "%s: %s", id, err.message);
+	cr_assert_eq(strncmp(err.at, "steps[3]", 8), 0, "%s: %s", id, err.at);
+	cr_assert_eq(got.len, 0);
+	/* The next run of the same graph with a small count succeeds. */
+	memset(x, 0, sizeof(x));
+	cr_assert_eq(go(b, m, g, run, &in, NULL, 0, &got, &err), 0, "%s: %s", id, err.message);
+	cr_assert_eq(got.len, 5);
+	printf("graph_run: %s: %s (at %s)\n", id, err.message, err.at);
+	vy_outputs_finish(&got);
+	vy_graph_plan_destroy(g);
+	for (uint32_t i = 0; i < 5; i++) {
+		release(&steps[i]);
+	}
+}
+
+Test(graph_run, a_step_that_outlasts_the_timeout_is_named)
+{
+	each_backend(timeout_in_step_three);
 }

@@ -60,6 +60,28 @@ struct vy_program *vy_test_graph_divide_by_zero(void)
 	return p;
 }
 
+/*
+ * y[gid] = the count of a loop from 0 to min(x[gid % N], 60000), over whatever grid the step's
+ * config gives: every invocation runs its loop (loads wrap into x; stores past N are dropped),
+ * each within lavapipe's 65,535 loop passes per invocation.
+ */
+struct vy_program *vy_test_graph_count_to_x(void)
+{
+	struct vy_program *p = vy_program_create("count", 16, 1, 1);
+	vy_program_add_buffer(p, "x", 0, VY_ACCESS_READ_ONLY, VY_TYPE_U32, N);
+	vy_program_add_buffer(p, "y", 1, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, N);
+	struct vy_expr *at = vy_ir_binary(p, VY_BIN_BIT_AND, vy_ir_gid(p, 0), vy_ir_u32(p, N - 1));
+	struct vy_expr *bound =
+		vy_ir_binary(p, VY_BIN_MIN, vy_ir_load(p, "x", at), vy_ir_u32(p, 60000));
+	struct vy_node *count = vy_ir_assign(
+		p, "n", vy_ir_binary(p, VY_BIN_ADD, vy_ir_var(p, "n"), vy_ir_u32(p, 1)));
+	vy_program_set_entry(
+		p, vy_ir_seq(p, vy_ir_let(p, "n", vy_ir_u32(p, 0)),
+			   vy_ir_loop(p, "i", vy_ir_u32(p, 0), bound, vy_ir_seq(p, count, NULL)),
+			   vy_ir_store(p, "y", vy_ir_gid(p, 0), vy_ir_var(p, "n")), NULL));
+	return p;
+}
+
 void vy_test_graph_four_steps(uint32_t *x, uint32_t *r, uint32_t *y)
 {
 	for (uint32_t i = 0; i < N; i++) {
