@@ -386,17 +386,28 @@ static int record_graph(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, s
 	struct vy__vk_job *job = xcalloc(1, sizeof(*job));
 	int rc = 0;
 	for (uint32_t i = 0; rc == 0 && i < r->n_steps; i++) {
-		if (i > 0 && r->plan->steps[i].barrier_before) {
+		bool barrier = i > 0 && r->plan->steps[i].barrier_before;
+		if (barrier) {
 			vy__vk_compute_barrier(d, cmd);
+		}
+		if (i > 0 && r->stamps) {
+			/* The end of step i - 1. After a barrier, which already waits for it, the
+			 * stamp costs nothing at the top of the pipe; without one it waits itself.
+			 */
+			d->vk.vkCmdWriteTimestamp(cmd,
+				barrier ? VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT
+					: VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+				r->stamps->pool, i);
 		}
 		step_job(r, i, job);
 		rc = vy__vk_record_launches(b, ctx, cmd, job, r->steps[i].loop_limit, err);
 		if (rc) {
 			vy_graph_name_step(err, i, r->n_steps);
-		} else if (r->stamps) {
-			d->vk.vkCmdWriteTimestamp(
-				cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, r->stamps->pool, i + 1);
 		}
+	}
+	if (rc == 0 && r->stamps) {
+		d->vk.vkCmdWriteTimestamp(
+			cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, r->stamps->pool, r->n_steps);
 	}
 	if (rc == 0) {
 		n = transfer_set(r, true, set);

@@ -62,6 +62,11 @@
 #define MAX_TARGETS VY_REGISTRY_MAX
 /* Valid candidates run while shrinking one mismatch; each costs one dispatch per backend. */
 #define SHRINK_BUDGET 400
+#define RUN_TIMEOUT_MS 20000
+#define SHRINK_TIMEOUT_MS 2000
+/* Runs of a mismatching program, before its shrinking, that tell a deterministic difference
+ * from one that depends on the run (concurrent jobs, the device). */
+#define RERUNS 3
 /* Most worker threads. */
 #define MAX_JOBS 256
 /* Compiled programs the Vulkan backend keeps: programs are never reused, only shrinking repeats. */
@@ -966,7 +971,10 @@ struct run {
 	uint64_t counts[COV_MAX]; /* under cov_lock */
 };
 
-enum outcome { SAME, DIFFERENT, REFUSED };
+/* SLOW: a run reached the dispatch timeout (SHRINK_TIMEOUT_MS while shrinking, RUN_TIMEOUT_MS
+ * otherwise); a program the generator made is then reported as a mismatch, and a shrinking
+ * candidate is not kept, so that no edit can hold the shared device for long. */
+enum outcome { SAME, DIFFERENT, REFUSED, SLOW };
 
 /* Program i's own seed, the same for every --jobs: the first is the run's seed itself, so that
  * `--seed THAT --count 1` replays any program. */
@@ -1026,12 +1034,15 @@ static int load_case(struct vy_test_case *k, const char *text, char *why)
  * Load the case from its JSON text, as a file would be, and run it everywhere. SAME when every
  * backend gave the reference's result; `why` describes the first difference or the refusal.
  */
-static enum outcome try_case(struct run *run, const char *text, char *why)
+static enum outcome try_case(struct run *run, const char *text, uint32_t timeout_ms, char *why)
 {
 	struct vy_test_case k;
 	if (load_case(&k, text, why)) {
 		vy_test_case_finish(&k);
 		return REFUSED;
+	}
+	if (k.config.timeout_ms == 0) {
+		k.config.timeout_ms = timeout_ms;
 	}
 	enum outcome out = SAME;
 	for (size_t i = 0; i < run->n_targets && out == SAME; i++) {
@@ -1047,6 +1058,7 @@ static enum outcome try_case(struct run *run, const char *text, char *why)
 					wwhy);
 				abort();
 			}
+			w.config.timeout_ms = k.config.timeout_ms;
 			dispatch(t->backend, &w, &res);
 			vy_test_case_finish(&w);
 			free(edited);
@@ -1054,7 +1066,12 @@ static enum outcome try_case(struct run *run, const char *text, char *why)
 			dispatch(t->backend, &k, &res);
 		}
 		char detail[VY_TEST_WHY_MAX];
-		if (!vy_test_same_as_reference(&k, &ref, &res, t->label, detail)) {
+		if (ref.rc == VY_E_TIMEOUT || res.rc == VY_E_TIMEOUT) {
+			vy_test_why(why, "%s: timed out after %" PRIu32 " ms (%s)", t->label,
+				k.config.timeout_ms,
+				ref.rc == VY_E_TIMEOUT ? "the reference" : "the backend");
+			out = SLOW;
+		} else if (!vy_test_same_as_reference(&k, &ref, &res, t->label, detail)) {
 			vy_test_why(why, "%s: %s", t->label, detail);
 			out = DIFFERENT;
 		}
@@ -1114,7 +1131,7 @@ static bool keeps(struct shrink *s)
 	}
 	char *text = text_of(s->root);
 	char why[VY_TEST_WHY_MAX] = "";
-	enum outcome o = try_case(s->run, text, why);
+	enum outcome o = try_case(s->run, text, SHRINK_TIMEOUT_MS, why);
 	free(text);
 	if (o != REFUSED) {
 		s->budget--;
@@ -1335,6 +1352,15 @@ static size_t report_mismatch(
 {
 	fprintf(out, "MISMATCH program %016" PRIx64 " (number %" PRIu64 " of the run): %s\n", seed,
 		i, why);
+	/* The same program again: a difference that comes and goes depends on the run. */
+	int again = 0;
+	for (int r = 0; r < RERUNS; r++) {
+		char rwhy[VY_TEST_WHY_MAX] = "";
+		again += try_case(run, text, RUN_TIMEOUT_MS, rwhy) != SAME;
+	}
+	fprintf(out, "  run again %d times: %d differed%s\n", RERUNS, again,
+		again < RERUNS ? " (the difference depends on the run, not only on the program)"
+			       : "");
 	/* Said at once as well: shrinking can take minutes, and a run stopped meanwhile must
 	 * still name the program. */
 	pthread_mutex_lock(&run->out_lock);
@@ -1442,11 +1468,11 @@ static void run_program(struct run *run, uint64_t i, uint64_t *counts)
 	}
 #endif
 	char why[VY_TEST_WHY_MAX] = "";
-	enum outcome o = try_case(run, text, why);
+	enum outcome o = try_case(run, text, RUN_TIMEOUT_MS, why);
 	if (o == REFUSED) {
 		atomic_fetch_add(&run->refused, 1);
 		fprintf(b.f, "GENERATOR BUG program %016" PRIx64 ": %s\n%s\n", ps, why, text);
-	} else if (o == DIFFERENT) {
+	} else if (o == DIFFERENT || o == SLOW) {
 		atomic_fetch_add(&run->mismatches, 1);
 		size_t nodes = report_mismatch(run, b.f, i, ps, text, why);
 		if (run->self_test) {
