@@ -19,7 +19,9 @@
 # (the multidev script and the bench scripts are read from the tree), after `source .gpu/env.sh`,
 # the second form writes into OUT: check.txt, devices.txt and stats.txt (vyrectl's tables, stats
 # before and after the checks), multidev.txt, vyred.log (the checked daemon's log), bench.txt and
-# bench.json. DEVICES is how many devices the daemon must open (default 2). The exit status is 0
+# bench.json. DEVICES is how many devices the daemon must open (default 2); GPU_MULTI_DEVICES
+# is the devices key of the checked daemon and of the bench's every-device daemon (default all;
+# 0,0 tries the script on a machine with one device, twice). The exit status is 0
 # when (a), (b) and (c) all passed, 1 otherwise (benchmarks fail only on a wrong result or a
 # figure group that could not be measured, never on a missed target).
 set -uo pipefail
@@ -56,6 +58,7 @@ fi
 pack=$(realpath "${1:?usage: tools/gpu-multi.sh PACK OUT [DEVICES]}")
 out=${2:?usage: tools/gpu-multi.sh PACK OUT [DEVICES]}
 want=${3:-2}
+list=${GPU_MULTI_DEVICES:-all}
 mkdir -p "$out"
 out=$(realpath "$out")
 status=0
@@ -63,23 +66,23 @@ T=$(mktemp -d /tmp/gpu-multi.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 
 echo "== (a) vyred --check on every device"
-"$pack/daemon/vyred" --check --device all --backend vulkan --socket "$T/check.sock" \
+"$pack/daemon/vyred" --check --device "$list" --backend vulkan --socket "$T/check.sock" \
 	--cache-dir "$T/check-cache" >"$out/check.txt" 2>&1
 rc=$?
 cat "$out/check.txt"
 echo "vyred --check: exit $rc"
 [ "$rc" = 0 ] || status=1
 
-echo "== (a, b) vyrectl devices and stats, then multidev, on a vyred with devices = all"
+echo "== (a, b) vyrectl devices and stats, then multidev, on a vyred with devices = $list"
 VYRED_BIN=$pack/daemon/vyred VYRECTL=$pack/client/vyrectl MULTIDEV=$pack/tests/multidev/multidev \
-	VYRED_TEST_BACKEND=vulkan VYRED_TEST_DEVICES=all VYRED_TEST_EXPECT_DEVICES=$want \
+	VYRED_TEST_BACKEND=vulkan VYRED_TEST_DEVICES=$list VYRED_TEST_EXPECT_DEVICES=$want \
 	MULTIDEV_OUT=$out bash tests/multidev/test_multidev.sh 2>&1 | grep -v '^  '
 rc=$?
 echo "multidev: exit $rc"
 [ "$rc" = 0 ] || status=1
 
 echo "== (c) bench/run.sh (the single-device figures on device 0, the _all ones on every device)"
-VYBENCH_BUILD=$pack bench/run.sh "$T/bench" >"$out/bench.txt" 2>&1
+VYBENCH_BUILD=$pack bench/run.sh "$T/bench" --all-devices "$list" >"$out/bench.txt" 2>&1
 rc=$?
 cp "$T/bench/bench.json" "$out/bench.json" 2>/dev/null
 grep -E '^(figure|tiny dispatches/s, 16|elementwise f32 y=x\+y)' "$out/bench.txt"
