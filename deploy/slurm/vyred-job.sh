@@ -26,6 +26,7 @@ export VYRED_BACKEND=${VYRED_BACKEND:-vulkan}
 nodes=${SLURM_JOB_NUM_NODES:-1}
 
 # One daemon per node: a step of one task per node that holds the node's GPUs.
+# shellcheck disable=SC2016 # expanded by the step's shell, on its node
 srun --nodes="$nodes" --ntasks-per-node=1 --gres=gpu:h100:2 --overlap bash -c '
 	mkdir -p "$(dirname "$VYRED_SOCKET")" "$VYRED_CACHE"
 	exec vyred --socket "$VYRED_SOCKET" --cache-dir "$VYRED_CACHE" --device all \
@@ -33,6 +34,7 @@ srun --nodes="$nodes" --ntasks-per-node=1 --gres=gpu:h100:2 --overlap bash -c '
 daemons=$!
 
 # Every node's daemon must answer before the clients start.
+# shellcheck disable=SC2016 # expanded by the step's shell, on its node
 srun --nodes="$nodes" --ntasks-per-node=1 --overlap bash -c '
 	for _ in $(seq 1200); do
 		vyrectl ping --count 1 >/dev/null 2>&1 && exit 0
