@@ -37,6 +37,7 @@ packages=(
 	mesa-vulkan-drivers vulkan-validationlayers spirv-tools vulkan-tools
 	clang clang-format libclang-rt-14-dev scdoc man-db gnuplot-nox python3-msgpack systemd
 	python3-numpy python3-pip python3-venv
+	yamllint python3-yaml python3-kubernetes
 )
 
 install_missing() {

@@ -58,9 +58,14 @@ struct vy_bench_ctx {
 	struct vy_bench_inproc *inproc;
 	struct vy_bench_daemon *daemon;
 	struct vy_bench_report *report;
-	/* Figures reused by later rows (the PyTorch anchor); NAN until measured. */
+	const char *all_devices; /* the devices key of the daemon of the every-device figures */
+	const char *const *sets; /* -o KEY=VALUE settings of every daemon started */
+	size_t n_sets;
+	/* Figures reused by later rows (the PyTorch anchor, the every-device figures); NAN until
+	 * measured. */
 	double tiny_p50_us;
 	double stream_gbps;
+	double rate16_per_s;
 };
 
 /* The figure groups, in the order vybench runs them (the cache group restarts the daemon). */
@@ -73,6 +78,21 @@ int vy_bench_reduce_run(struct vy_bench_ctx *ctx, struct vy_err *err);
 int vy_bench_matmul_run(struct vy_bench_ctx *ctx, struct vy_err *err);
 int vy_bench_cache_run(struct vy_bench_ctx *ctx, struct vy_err *err);
 int vy_bench_clients_run(struct vy_bench_ctx *ctx, struct vy_err *err);
+int vy_bench_all_run(struct vy_bench_ctx *ctx, struct vy_err *err);
+
+/* Dispatches per second of `n` clients over the measured window, Jain's index over their shares
+ * and the least and most one client completed. */
+struct vy_bench_rate {
+	double per_s;
+	double jain;
+	uint64_t min, max;
+};
+
+/* `n` clients of ctx's daemon, each a connection and a thread keeping clients_window tiny
+ * dispatches of program `id` (unpinned) in flight, every reply checked; counted over
+ * clients_seconds after 0.2 s of warm-up. */
+int vy_bench_rate_measure(struct vy_bench_ctx *ctx, const char *id, uint32_t n,
+	struct vy_bench_rate *out, struct vy_err *err);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t vy_bench_now_ns(void);

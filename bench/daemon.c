@@ -52,6 +52,22 @@ bool vy_bench_daemon_arg(struct vy_bench_daemon *d, const char *arg)
 	return true;
 }
 
+bool vy_bench_daemon_args(
+	struct vy_bench_daemon *d, const char *devices, const char *const *sets, size_t n_sets)
+{
+	/* Room for the transfer and stream figures' large inputs and buffers. */
+	const char *args[] = {"--device", devices, "--backend", "vulkan", "--log-level", "notice",
+		"--set", "max_frame=1G", "--set", "resident_quota=8G"};
+	bool ok = true;
+	for (size_t i = 0; i < sizeof(args) / sizeof(args[0]); i++) {
+		ok = ok && vy_bench_daemon_arg(d, args[i]);
+	}
+	for (size_t i = 0; i < n_sets; i++) {
+		ok = ok && vy_bench_daemon_arg(d, "--set") && vy_bench_daemon_arg(d, sets[i]);
+	}
+	return ok;
+}
+
 static int notify_open(const struct vy_bench_daemon *d, struct vy_err *err)
 {
 	unlink(d->notify);

@@ -43,6 +43,11 @@ int vy_bench_daemon_init(
 	struct vy_bench_daemon *d, const char *bin, const char *log, struct vy_err *err);
 /* Add an argument for the next starts. Returns false when the list is full. */
 bool vy_bench_daemon_arg(struct vy_bench_daemon *d, const char *arg);
+/* The arguments of every daemon vybench measures: `devices` (the devices key), the Vulkan
+ * backend, log level notice, room for the large inputs and buffers of the data figures, then
+ * the `n_sets` KEY=VALUE settings (borrowed, as `devices`). Returns false when the list is full. */
+bool vy_bench_daemon_args(
+	struct vy_bench_daemon *d, const char *devices, const char *const *sets, size_t n_sets);
 /* Start it and wait for READY=1 (up to two minutes). */
 int vy_bench_daemon_start(struct vy_bench_daemon *d, struct vy_err *err);
 /* SIGTERM and wait (up to a minute, then SIGKILL); an exit status other than 0 is INTERNAL. */

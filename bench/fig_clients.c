@@ -102,15 +102,8 @@ static void *work(void *arg)
 	return NULL;
 }
 
-/* Dispatches per second over the measured window and Jain's index over the clients. */
-struct rate {
-	double per_s;
-	double jain;
-	uint64_t min, max;
-};
-
-static int run_clients(
-	struct vy_bench_ctx *ctx, const char *id, uint32_t n, struct rate *out, struct vy_err *err)
+int vy_bench_rate_measure(struct vy_bench_ctx *ctx, const char *id, uint32_t n,
+	struct vy_bench_rate *out, struct vy_err *err)
 {
 	struct worker *w = calloc(n, sizeof(*w));
 	uint64_t *s0 = calloc(n, sizeof(*s0));
@@ -230,13 +223,14 @@ int vy_bench_throughput_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 	}
 	vy_client_close(c);
 	vy_program_free(p);
-	struct rate rates[4];
+	struct vy_bench_rate rates[4];
 	for (size_t i = 0; rc == 0 && i < 4; i++) {
-		rc = run_clients(ctx, id, counts[i], &rates[i], err);
+		rc = vy_bench_rate_measure(ctx, id, counts[i], &rates[i], err);
 	}
 	if (rc) {
 		return rc;
 	}
+	ctx->rate16_per_s = rates[2].per_s;
 	for (size_t i = 0; i < 4; i++) {
 		char key[48], name[64];
 		snprintf(key, sizeof(key), "dispatch_rate_%u", counts[i]);

@@ -39,6 +39,7 @@ struct options {
 	const char *out;
 	const char *torch_script;
 	uint32_t device;
+	const char *all_devices;
 	bool quick;
 	const char *sets[SETS_MAX];
 	size_t n_sets;
@@ -100,11 +101,12 @@ static const struct vy_bench_sizes quick_sizes = {
 static int usage(FILE *out, int status)
 {
 	fprintf(out,
-		"usage: vybench --out DIR [--vyred PATH] [--device I] [--torch-script PATH] "
-		"[--quick] [-o KEY=VALUE]...\n"
+		"usage: vybench --out DIR [--vyred PATH] [--device I] [--all-devices LIST] "
+		"[--torch-script PATH] [--quick] [-o KEY=VALUE]...\n"
 		"  --out DIR            write bench.json, latency.dat and vyred.log there\n"
 		"  --vyred PATH         the daemon to measure (default: $VYRED_BIN)\n"
 		"  --device I           Vulkan device index for the anchors and the daemon (0)\n"
+		"  --all-devices LIST   devices of the daemon of the every-device figures (all)\n"
 		"  --torch-script PATH  bench/torch_anchor.py, run with python3 where it exists\n"
 		"  --quick              small sizes: check that every figure runs\n"
 		"  -o KEY=VALUE         a vyred configuration key (vyred --help lists them)\n");
@@ -113,7 +115,7 @@ static int usage(FILE *out, int status)
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-	*o = (struct options){.vyred = getenv("VYRED_BIN")};
+	*o = (struct options){.vyred = getenv("VYRED_BIN"), .all_devices = "all"};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -132,6 +134,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->out = v;
 		} else if (strcmp(a, "--vyred") == 0) {
 			o->vyred = v;
+		} else if (strcmp(a, "--all-devices") == 0 && *v) {
+			o->all_devices = v;
 		} else if (strcmp(a, "--torch-script") == 0) {
 			o->torch_script = v;
 		} else if (strcmp(a, "--device") == 0) {
@@ -370,6 +374,7 @@ static const struct group groups[] = {
 	{"graph", "graphs", vy_bench_graph_run},
 	{"throughput", "dispatch rate", vy_bench_throughput_run},
 	{"stream", "elementwise f32", vy_bench_stream_run},
+	{"all", "every device", vy_bench_all_run},
 	{"transfer", "input transfer", vy_bench_transfer_run},
 	{"reduce", "reduction", vy_bench_reduce_run},
 	{"matmul", "matmul", vy_bench_matmul_run},
@@ -388,15 +393,9 @@ static int start_daemon(const struct options *o, struct vy_bench_daemon *d, char
 	if (rc) {
 		return rc;
 	}
-	/* Room for the transfer and stream figures' large inputs and buffers. */
-	const char *args[] = {"--device", device, "--backend", "vulkan", "--log-level", "notice",
-		"--set", "max_frame=1G", "--set", "resident_quota=8G"};
-	for (size_t i = 0; i < sizeof(args) / sizeof(args[0]); i++) {
-		vy_bench_daemon_arg(d, args[i]);
-	}
-	for (size_t i = 0; i < o->n_sets; i++) {
-		vy_bench_daemon_arg(d, "--set");
-		vy_bench_daemon_arg(d, o->sets[i]);
+	if (!vy_bench_daemon_args(d, device, o->sets, o->n_sets)) {
+		return vy_err_set(err, VY_E_BAD_REQUEST, "-o", "give fewer -o settings",
+			"too many daemon arguments");
 	}
 	return vy_bench_daemon_start(d, err);
 }
@@ -475,8 +474,12 @@ int main(int argc, char **argv)
 		.out_dir = o.out,
 		.daemon = &daemon,
 		.report = report,
+		.all_devices = o.all_devices,
+		.sets = o.sets,
+		.n_sets = o.n_sets,
 		.tiny_p50_us = NAN,
 		.stream_gbps = NAN,
+		.rate16_per_s = NAN,
 	};
 	int rc = report ? run(&o, &ctx, &daemon) : 1;
 	vy_bench_daemon_finish(&daemon);

@@ -673,12 +673,27 @@ static void reply_dispatch(struct vy_req *req)
 /* --- resident buffers ------------------------------------------------------------------ */
 
 /* Every way an alloc can end well answers alike; attached says the name already existed. */
-static void reply_alloc(struct vy_req *req, uint64_t handle, bool attached)
+static void reply_alloc(struct vy_req *req, uint64_t handle, bool attached, uint32_t device)
 {
-	struct vy_reply *rp = vy_reply_begin(req, 2);
+	struct vy_reply *rp = vy_reply_begin(req, 3);
 	vy_pack_kv_u64(&rp->pk, "handle", handle);
 	vy_pack_kv_bool(&rp->pk, "attached", attached);
+	vy_pack_kv_u64(&rp->pk, "device", device);
 	vy_reply_send(rp);
+}
+
+/* A named buffer attached with config.device must live on that device. */
+static bool named_on_device(struct vy_req *req, const struct vy_resident *named)
+{
+	int32_t want = req->r.config.device;
+	if (want < 0 || (uint32_t)want == named->dev->index) {
+		return true;
+	}
+	fail(req, VY_E_BAD_REQUEST, "config.device",
+		"drop config.device to attach the named buffer where it lives, or use another name",
+		"the named buffer \"%s\" lives on device %u, not %" PRId32, named->name,
+		named->dev->index, want);
+	return false;
 }
 
 static void op_alloc(struct vy_req *req)
@@ -696,7 +711,9 @@ static void op_alloc(struct vy_req *req)
 			return;
 		}
 		if (named) {
-			reply_alloc(req, named->handle, true);
+			if (named_on_device(req, named)) {
+				reply_alloc(req, named->handle, true, named->dev->index);
+			}
 			return;
 		}
 	}
@@ -706,12 +723,18 @@ static void op_alloc(struct vy_req *req)
 			"%" PRIu64 " bytes cannot be addressed", r->size);
 		return;
 	}
+	/* A buffer lives on the device config.device names, else on the least-loaded one; the
+	 * requests that use it then run there. */
+	req->dev = vy_device_pick(s, &r->config, 0, &err);
+	if (!req->dev) {
+		vy_reply_error(req, &err, NULL);
+		return;
+	}
 	if (vy_resident_reserve(s, c->uid, r->size, &err) != 0) {
 		vy_reply_error(req, &err, NULL);
 		return;
 	}
 	req->reserved = r->size;
-	req->dev = &s->devices[0];
 	req->job.kind = VY_JOB_ALLOC;
 	req->job.req = req;
 	req->job.dev = req->dev;
@@ -735,12 +758,14 @@ static void alloc_done(struct vy_req *req)
 		/* Another connection created the name while this alloc ran: attach to it. */
 		vy_backend_resident_free(req->dev->backend, j->res, NULL);
 		vy_resident_unreserve(s, c->uid, req->reserved);
-		reply_alloc(req, named->handle, true);
+		if (named_on_device(req, named)) {
+			reply_alloc(req, named->handle, true, named->dev->index);
+		}
 		return;
 	}
 	struct vy_resident *res = vy_resident_add(s, c, req->dev, &j->res, req->r.size, name);
 	req->reserved = 0;
-	reply_alloc(req, res->handle, false);
+	reply_alloc(req, res->handle, false, req->dev->index);
 }
 
 /* Look up the buffer a request names; a miss is answered here, so callers just return. */

@@ -32,7 +32,7 @@
 	X(PING, "ping", false, "", "")                                                             \
 	X(COMPILE, "compile", false, "program config", "program")                                  \
 	X(DISPATCH, "dispatch", false, "program program_id inputs config outputs_to", "")          \
-	X(ALLOC, "alloc", false, "size name", "size")                                              \
+	X(ALLOC, "alloc", false, "size name config", "size")                                       \
 	X(UPLOAD, "upload", false, "handle data offset", "handle data")                            \
 	X(DOWNLOAD, "download", false, "handle offset length", "handle")                           \
 	X(FREE, "free", false, "handle", "handle")                                                 \

@@ -217,6 +217,8 @@ int vy__ref_residents_download(struct ref_residents *t, const struct vy_resource
 	size_t offset, uint8_t *dst, size_t len, struct vy_err *err);
 /* Drop the table's reference: the id is gone at once, the memory when the last user lets go. */
 int vy__ref_residents_free(struct ref_residents *t, struct vy_resource res, struct vy_err *err);
+/* Forget every id at once (a lost device); memory held by a dispatch goes when it lets go. */
+void vy__ref_residents_drop_all(struct ref_residents *t);
 /* Take a reference on each of `n` resources for a dispatch; NOT_FOUND names the first unknown
  * one (`resources[i]`), and then no reference is held. */
 int vy__ref_residents_acquire(struct ref_residents *t, const struct vy_resource *res, size_t n,

@@ -3,11 +3,17 @@
  * resident buffers, grid_sync splits), timing, capabilities and the device profile. The work
  * itself is done by compile.c (prepare a program) and interp.c (run it); this file decides what
  * runs on which buffers with which launch.
+ *
+ * Device loss can be simulated (inject_fault "device_lost", for tests of the daemon's recovery
+ * without a GPU): every operation then fails DEVICE_LOST, as on a lost Vulkan device, until
+ * try_recover drops the resident buffers, which a real device loses too. The other faults are
+ * Vulkan's alone: the interpreter has no compiler, submit or device memory to fail.
  */
 #include "reference.h"
 
 #include <assert.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +27,22 @@ struct reference {
 	struct vy_backend base;
 	uint32_t subgroup_size;
 	struct ref_residents residents;
+	atomic_bool lost; /* a simulated device loss, until try_recover */
 };
 
 static struct reference *impl(struct vy_backend *b)
 {
 	return b->impl;
+}
+
+/* DEVICE_LOST while a simulated loss lasts; 0 otherwise. */
+static int check_lost(struct vy_backend *b, struct vy_err *err)
+{
+	if (!atomic_load(&impl(b)->lost)) {
+		return 0;
+	}
+	return vy_err_set(err, VY_E_DEVICE_LOST, NULL, "call try_recover, then retry",
+		"the reference device was lost (injected fault)");
 }
 
 static void run_config(const struct reference *r, const struct vy_dispatch_config *config,
@@ -120,8 +137,12 @@ static int dispatch_impl(struct vy_backend *b, const struct vy_program *program,
 	struct vy_outputs *outputs, uint64_t *run_ns, struct vy_err *err)
 {
 	*run_ns = 0;
+	int rc = check_lost(b, err);
+	if (rc) {
+		return rc;
+	}
 	/* The whole program first, so that its errors carry whole-program paths. */
-	int rc = validate ? vy__ref_validate(program, err) : 0;
+	rc = validate ? vy__ref_validate(program, err) : 0;
 	if (rc) {
 		return rc;
 	}
@@ -250,7 +271,10 @@ static int ref_resident_dispatch(struct vy_backend *b, const struct vy_program *
 	uint64_t start = vy__ref_now_ns();
 	uint64_t run_ns = 0;
 	struct vy_binding_plan *plan = NULL;
-	int rc = vy_binding_plan_build(program, &plan, err);
+	int rc = check_lost(b, err);
+	if (rc == 0) {
+		rc = vy_binding_plan_build(program, &plan, err);
+	}
 	if (rc) {
 		return rc;
 	}
@@ -285,19 +309,23 @@ static int ref_resident_dispatch(struct vy_backend *b, const struct vy_program *
 static int ref_resident_alloc(
 	struct vy_backend *b, size_t len, struct vy_resource *out, struct vy_err *err)
 {
-	return vy__ref_residents_alloc(&impl(b)->residents, len, out, err);
+	int rc = check_lost(b, err);
+	return rc ? rc : vy__ref_residents_alloc(&impl(b)->residents, len, out, err);
 }
 
 static int ref_resident_upload(struct vy_backend *b, const struct vy_resource *res, size_t offset,
 	struct vy_bytes data, struct vy_err *err)
 {
-	return vy__ref_residents_upload(&impl(b)->residents, res, offset, data, err);
+	int rc = check_lost(b, err);
+	return rc ? rc : vy__ref_residents_upload(&impl(b)->residents, res, offset, data, err);
 }
 
 static int ref_resident_download(struct vy_backend *b, const struct vy_resource *res, size_t offset,
 	uint8_t *dst, size_t len, struct vy_err *err)
 {
-	return vy__ref_residents_download(&impl(b)->residents, res, offset, dst, len, err);
+	int rc = check_lost(b, err);
+	return rc ? rc
+		  : vy__ref_residents_download(&impl(b)->residents, res, offset, dst, len, err);
 }
 
 static int ref_resident_free(struct vy_backend *b, struct vy_resource res, struct vy_err *err)
@@ -310,6 +338,35 @@ static void ref_destroy(struct vy_backend *b)
 	struct reference *r = impl(b);
 	vy__ref_residents_finish(&r->residents);
 	free(r);
+}
+
+static bool ref_device_lost(struct vy_backend *b)
+{
+	return atomic_load(&impl(b)->lost);
+}
+
+/* A lost device comes back empty: its resident buffers are gone, as on a GPU. */
+static int ref_try_recover(struct vy_backend *b, struct vy_err *err)
+{
+	struct reference *r = impl(b);
+	if (atomic_load(&r->lost)) {
+		vy__ref_residents_drop_all(&r->residents);
+		atomic_store(&r->lost, false);
+	}
+	return 0;
+}
+
+static int ref_inject_fault(struct vy_backend *b, enum vy_fault fault, struct vy_err *err)
+{
+	assert((unsigned)fault < VY_FAULT_COUNT);
+	if (fault != VY_FAULT_DEVICE_LOST) {
+		char feature[64];
+		snprintf(feature, sizeof(feature), "the injected fault %s (only device_lost)",
+			vy_fault_name(fault));
+		return vy_backend_unsupported(b, feature, err);
+	}
+	atomic_store(&impl(b)->lost, true);
+	return 0;
 }
 
 static const char *ref_version(struct vy_backend *b)
@@ -396,6 +453,9 @@ static const struct vy_backend_ops reference_ops = {
 	.subgroup_size = ref_subgroup_size,
 	.max_storage_buffer_bytes = ref_max_storage_buffer_bytes,
 	.device_profile = ref_device_profile,
+	.device_lost = ref_device_lost,
+	.try_recover = ref_try_recover,
+	.inject_fault = ref_inject_fault,
 };
 
 int vy_reference_backend_create(

@@ -192,6 +192,16 @@ int vy__ref_residents_free(struct ref_residents *t, struct vy_resource res, stru
 	return rc;
 }
 
+void vy__ref_residents_drop_all(struct ref_residents *t)
+{
+	pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < t->len; i++) {
+		unref(t->items[i]);
+	}
+	t->len = 0;
+	pthread_mutex_unlock(&t->lock);
+}
+
 int vy__ref_residents_acquire(struct ref_residents *t, const struct vy_resource *res, size_t n,
 	struct ref_resident **out, struct vy_err *err)
 {

@@ -293,15 +293,31 @@ int vy_dispatch_start(struct vy_client *c, const struct vy_dispatch_args *args, 
 int vy_buffer_alloc(struct vy_client *c, uint64_t size, const char *name, uint64_t *handle,
 	struct vy_error *err)
 {
+	return vy_buffer_alloc_on(c, size, name, NULL, handle, err);
+}
+
+int vy_buffer_alloc_on(struct vy_client *c, uint64_t size, const char *name,
+	const struct vy_dispatch_options *options, uint64_t *handle, struct vy_error *err)
+{
+	struct vy_request_config cfg;
+	struct vy_spec_setting spec[VY_MAX_SPEC_SETTINGS];
+	int rc = vy__make_config(options, &cfg, spec, err);
+	if (rc != 0) {
+		return rc;
+	}
 	struct vy__msg m;
-	vy__msg_begin(c, &m, VY_OP_ALLOC, name ? 2 : 1);
+	vy__msg_begin(c, &m, VY_OP_ALLOC, 1 + (name != NULL) + (options != NULL));
 	pack_u64(&m.pk, "size", size);
 	if (name) {
 		vy_pack_cstr(&m.pk, "name");
 		vy_pack_cstr(&m.pk, name);
 	}
+	if (options) {
+		vy_pack_cstr(&m.pk, "config");
+		vy_request_config_pack(&m.pk, &cfg);
+	}
 	struct vy_reply *rep = NULL;
-	int rc = vy__msg_call(c, &m, -1, &rep, err);
+	rc = vy__msg_call(c, &m, -1, &rep, err);
 	if (rc == 0 && !vy_value_u64(vy_reply_get(rep, "handle"), handle)) {
 		rc = vy__error_set(err, VY_ERROR_BAD_REPLY, "handle",
 			"use a vyred that speaks protocol 1", "the alloc reply holds no handle");
@@ -481,4 +497,31 @@ int vy_cache_list(struct vy_client *c, struct vy_reply **out, struct vy_error *e
 int vy_cache_clear(struct vy_client *c, struct vy_reply **out, struct vy_error *err)
 {
 	return vy_call(c, "cache_clear", out, err);
+}
+
+int vy_inject_fault(struct vy_client *c, const char *fault,
+	const struct vy_dispatch_options *options, struct vy_reply **out, struct vy_error *err)
+{
+	if (out) {
+		*out = NULL;
+	}
+	if (!fault) {
+		return vy__error_set(err, VY_ERROR_INVALID_ARGUMENT, "fault",
+			"name device_lost, compile, dispatch or out_of_memory", "no fault given");
+	}
+	struct vy_request_config cfg;
+	struct vy_spec_setting spec[VY_MAX_SPEC_SETTINGS];
+	int rc = vy__make_config(options, &cfg, spec, err);
+	if (rc != 0) {
+		return rc;
+	}
+	struct vy__msg m;
+	vy__msg_begin(c, &m, VY_OP_INJECT_FAULT, options ? 2 : 1);
+	vy_pack_cstr(&m.pk, "fault");
+	vy_pack_cstr(&m.pk, fault);
+	if (options) {
+		vy_pack_cstr(&m.pk, "config");
+		vy_request_config_pack(&m.pk, &cfg);
+	}
+	return vy__msg_call(c, &m, -1, out, err);
 }

@@ -356,6 +356,48 @@ Test(resident, alloc_upload_download_free)
 	vy_client_close(c);
 }
 
+Test(resident, alloc_on_places_a_buffer_on_the_named_device)
+{
+	struct vy_client *c = lv_connect("lv-placed");
+	struct vy_error err;
+	uint32_t n = (uint32_t)vy_value_len(vy_value_get(vy_client_hello(c), "devices"));
+	struct vy_dispatch_options on0 = {.has_device = true, .device = 0};
+	uint64_t h = 0;
+	lv_ok(vy_buffer_alloc_on(c, 64, NULL, &on0, &h, &err), &err);
+	struct vy_reply *r = NULL;
+	lv_ok(vy_buffers(c, &r, &err), &err);
+	const struct vy_value *rows = vy_reply_get(r, "buffers");
+	uint64_t device = UINT64_MAX;
+	for (size_t i = 0; i < vy_value_len(rows); i++) {
+		if (vy_value_get_u64(vy_value_item(rows, i), "handle", 0) == h) {
+			device = vy_value_get_u64(vy_value_item(rows, i), "device", UINT64_MAX);
+		}
+	}
+	vy_reply_destroy(r);
+	cr_assert_eq(device, 0, "the buffers table puts it on device %lu", (unsigned long)device);
+	struct vy_dispatch_options beyond = {.has_device = true, .device = n};
+	uint64_t none = 0;
+	cr_assert_eq(vy_buffer_alloc_on(c, 64, NULL, &beyond, &none, &err), VY_ERROR_BAD_REQUEST);
+	cr_assert_str_eq(err.at, "config.device");
+	struct vy_dispatch_options bad = {.backend = "cuda"};
+	cr_assert_eq(vy_buffer_alloc_on(c, 64, NULL, &bad, &none, &err), VY_ERROR_INVALID_ARGUMENT);
+	lv_ok(vy_buffer_free(c, h, &err), &err);
+	vy_client_close(c);
+}
+
+Test(resident, inject_fault_is_refused_by_a_daemon_without_fault_injection)
+{
+	struct vy_client *c = lv_connect("lv-no-faults");
+	struct vy_error err;
+	struct vy_reply *r = NULL;
+	struct vy_dispatch_options on0 = {.has_device = true, .device = 0};
+	cr_assert_eq(vy_inject_fault(c, "device_lost", &on0, &r, &err), VY_ERROR_PERMISSION_DENIED);
+	cr_assert_null(r);
+	cr_assert(strstr(err.fix, "fault_injection") != NULL, "%s", err.fix);
+	cr_assert_eq(vy_inject_fault(c, NULL, NULL, &r, &err), VY_ERROR_INVALID_ARGUMENT);
+	vy_client_close(c);
+}
+
 Test(resident, named_buffers_are_shared_between_connections)
 {
 	struct vy_client *a = lv_connect("lv-named-a");

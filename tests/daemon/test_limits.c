@@ -1,7 +1,8 @@
 /*
  * Limits and whole-daemon behaviour that needs a daemon of its own: BUSY beyond max_inflight,
  * the stall timeout, max_clients, the shm region limit and quota, cache_clear, several devices with
- * config.device and least-loaded routing, and the drain on SIGTERM (SHUTTING_DOWN).
+ * config.device and least-loaded routing, resident buffers placed on a device, and the drain on
+ * SIGTERM (SHUTTING_DOWN).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -299,6 +300,63 @@ Test(limits, requests_route_to_the_named_or_least_loaded_device)
 	tc_close(&busy);
 	tc_close(&c);
 	vy_program_destroy(slow);
+	t_stop(&d);
+}
+
+/* An alloc of `size` bytes, named or not, with config.device `device` (-1: none). */
+static int alloc_on(struct tc *c, uint64_t size, const char *name, int device, struct tc_reply *r)
+{
+	struct tc_msg m;
+	tc_begin(c, &m, VY_OP_ALLOC, 1 + (name != NULL) + (device >= 0));
+	vy_pack_cstr(&m.pk, "size");
+	msgpack_pack_uint64(&m.pk, size);
+	if (name) {
+		vy_pack_cstr(&m.pk, "name");
+		vy_pack_cstr(&m.pk, name);
+	}
+	if (device >= 0) {
+		vy_pack_cstr(&m.pk, "config");
+		msgpack_pack_map(&m.pk, 1);
+		vy_pack_cstr(&m.pk, "device");
+		msgpack_pack_uint32(&m.pk, (uint32_t)device);
+	}
+	cr_assert_eq(tc_call(c, &m, r), 0);
+	return tc_code(r);
+}
+
+Test(limits, a_buffer_lives_on_the_device_its_alloc_names)
+{
+	struct vyd d;
+	t_start(&d, "[devices]\ndevices = 0,0\n");
+	struct tc c;
+	tc_open(&c, d.sock, "placer");
+	struct tc_reply r;
+	uint64_t h = 0, dev = 9, attached = 9;
+	cr_assert_eq(alloc_on(&c, 256, NULL, 1, &r), 0, "%s", r.r.error.message);
+	cr_expect(tc_u64(&r, "handle", &h) && h != 0);
+	cr_expect(tc_u64(&r, "device", &dev) && dev == 1, "alloc answers device %lu",
+		(unsigned long)dev);
+	tc_reply_free(&r);
+	cr_assert_eq(t_simple(&c, VY_OP_BUFFERS, &r), 0);
+	dev = 9;
+	cr_expect(tc_row_u64(&r, "buffers", "handle", h, "device", &dev) && dev == 1,
+		"the buffers table puts it on device %lu", (unsigned long)dev);
+	tc_reply_free(&r);
+	cr_expect_eq(alloc_on(&c, 256, NULL, 2, &r), VY_E_BAD_REQUEST);
+	cr_expect_str_eq(r.r.error.at, "config.device");
+	tc_reply_free(&r);
+
+	/* A named buffer is attached where it lives; config.device may not move it. */
+	cr_assert_eq(alloc_on(&c, 64, "placed", 1, &r), 0, "%s", r.r.error.message);
+	tc_reply_free(&r);
+	cr_expect_eq(alloc_on(&c, 64, "placed", 0, &r), VY_E_BAD_REQUEST);
+	cr_expect(strstr(r.r.error.message, "lives on device 1") != NULL, "%s", r.r.error.message);
+	tc_reply_free(&r);
+	cr_expect_eq(alloc_on(&c, 64, "placed", -1, &r), 0, "%s", r.r.error.message);
+	cr_expect(tc_u64(&r, "attached", &attached) && attached == 1);
+	cr_expect(tc_u64(&r, "device", &dev) && dev == 1);
+	tc_reply_free(&r);
+	tc_close(&c);
 	t_stop(&d);
 }
 

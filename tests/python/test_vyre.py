@@ -149,6 +149,19 @@ class ClientTest(unittest.TestCase):
             vy.download(hy)
         self.assertEqual(caught.exception.code, "NOT_FOUND")
 
+    def test_alloc_places_a_buffer_on_the_device_it_names(self):
+        vy = self.vy
+        h = vy.alloc(64, device=0)
+        rows = {b["handle"]: b for b in vy.buffers()}
+        self.assertEqual(rows[h]["device"], 0)
+        vy.free(h)
+        missing = len(vy.devices)
+        with self.assertRaises(vyre.VyError) as caught:
+            vy.alloc(64, device=missing)
+        self.assertEqual(caught.exception.code, "BAD_REQUEST")
+        self.assertEqual(caught.exception.at, "config.device")
+        self.assertIn("device %d does not exist" % missing, caught.exception.message)
+
     def test_invalid_program_raises_vyerror_with_fix(self):
         with self.assertRaises(vyre.VyError) as caught:
             self.vy.dispatch(INVALID, [vyre.pack_f32([1.0])])

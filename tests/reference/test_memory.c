@@ -2,7 +2,8 @@
  * Memory rules of the reference interpreter (DESIGN.md §4.3): out-of-bounds loads, stores and
  * atomics, count-0 buffers sized by their input, bool buffers, workgroup memory (zeroed in every
  * workgroup, shared by its lanes across barriers), every atomic operation (a histogram, a
- * counter, a compare_exchange loop) and resident buffers.
+ * counter, a compare_exchange loop) and resident buffers, with the simulated device loss that
+ * drops them.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -400,6 +401,56 @@ Test(reference_memory, resident_buffers_run_in_place)
 		vy_backend_resident_download(b, &y, 0, (uint8_t *)got, 4, &err), VY_E_NOT_FOUND);
 	cr_expect_eq(vy_backend_resident_dispatch(b, p, res, 3, NULL, &t, &err), VY_E_NOT_FOUND);
 	cr_expect_str_eq(err.at, "resources[1]");
+	vy_program_destroy(p);
+	vy_backend_destroy(b);
+}
+
+Test(reference_memory, a_simulated_device_loss_fails_everything_until_recovery_drops_buffers)
+{
+	struct vy_backend *b = ref_backend(0);
+	struct vy_err err = {0};
+	struct vy_resource x, y, hits;
+	cr_assert_eq(vy_backend_resident_alloc(b, 40, &x, &err), 0, "%s", err.message);
+	cr_assert_eq(vy_backend_resident_alloc(b, 40, &y, &err), 0);
+	cr_assert_eq(vy_backend_resident_alloc(b, 4, &hits, &err), 0);
+	cr_assert_eq(vy_backend_inject_fault(b, VY_FAULT_COMPILE, &err), VY_E_UNSUPPORTED_FEATURE,
+		"the reference simulates device_lost only");
+	cr_expect(strstr(err.message, "compile") != NULL, "%s", err.message);
+	cr_assert_not(vy_backend_device_lost(b));
+	cr_assert_eq(vy_backend_inject_fault(b, VY_FAULT_DEVICE_LOST, &err), 0, "%s", err.message);
+	cr_assert(vy_backend_device_lost(b));
+
+	struct vy_program *q = resident_program();
+	struct vy_resource res[] = {x, y, hits};
+	struct vy_timing t;
+	uint32_t word = 1;
+	cr_expect_eq(vy_backend_resident_dispatch(b, q, res, 3, NULL, &t, &err), VY_E_DEVICE_LOST);
+	cr_expect(strstr(err.message, "lost") != NULL, "%s", err.message);
+	cr_expect_eq(
+		vy_backend_resident_upload(b, &x, 0, ref_in(&word, 1), &err), VY_E_DEVICE_LOST);
+	cr_expect_eq(vy_backend_resident_download(b, &x, 0, (uint8_t *)&word, 4, &err),
+		VY_E_DEVICE_LOST);
+	struct vy_resource more;
+	cr_expect_eq(vy_backend_resident_alloc(b, 4, &more, &err), VY_E_DEVICE_LOST);
+	struct vy_program *p = vy_program_create("plain", 1, 1, 1);
+	BUF("out", 0, WRITE_ONLY, U32, 1);
+	vy_program_set_entry(p, SEQ(STORE("out", U32(0), U32(7))));
+	struct vy_outputs outs;
+	vy_outputs_init(&outs);
+	cr_expect_eq(vy_backend_dispatch(b, p, NULL, 0, NULL, &outs, &err), VY_E_DEVICE_LOST);
+
+	/* Recovery brings the device back empty, as a GPU's comes back. */
+	cr_assert_eq(vy_backend_try_recover(b, &err), 0, "%s", err.message);
+	cr_assert_not(vy_backend_device_lost(b));
+	cr_expect_eq(
+		vy_backend_resident_download(b, &x, 0, (uint8_t *)&word, 4, &err), VY_E_NOT_FOUND);
+	cr_expect_eq(vy_backend_resident_free(b, y, &err), VY_E_NOT_FOUND);
+	cr_assert_eq(vy_backend_dispatch(b, p, NULL, 0, NULL, &outs, &err), 0, "%s", err.message);
+	cr_expect_eq(outs.len, 1);
+	cr_expect_eq(outs.len == 1 ? *(const uint32_t *)outs.items[0].data : 0, 7);
+	cr_assert_eq(vy_backend_resident_alloc(b, 4, &more, &err), 0, "%s", err.message);
+	vy_outputs_finish(&outs);
+	vy_program_destroy(q);
 	vy_program_destroy(p);
 	vy_backend_destroy(b);
 }

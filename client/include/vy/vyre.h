@@ -558,6 +558,16 @@ VY_API int vy_compile(struct vy_client *c, const struct vy_program *p,
 VY_API int vy_dispatch(struct vy_client *c, const struct vy_dispatch_args *args,
 	struct vy_reply **out, struct vy_error *err);
 
+/*
+ * Arm a fault on a device for tests of failure handling (docs/operations.md): `fault` is
+ * device_lost, compile, dispatch or out_of_memory; `options` names the device (has_device and
+ * device; NULL: the least-loaded one). The reply's "device" is the device that got it. Only a
+ * daemon started with fault_injection = true in [debug] accepts it, from an admin peer; otherwise
+ * PERMISSION_DENIED. UNSUPPORTED_FEATURE where the device's backend cannot produce the fault.
+ */
+VY_API int vy_inject_fault(struct vy_client *c, const char *fault,
+	const struct vy_dispatch_options *options, struct vy_reply **out, struct vy_error *err);
+
 /* --- resident buffers ----------------------------------------------------------------------- */
 
 /* Allocate `size` bytes on the device. A `name` (NULL: none) keeps the buffer alive after this
@@ -565,6 +575,13 @@ VY_API int vy_dispatch(struct vy_client *c, const struct vy_dispatch_args *args,
  * same name and size. Errors: QUOTA_EXCEEDED, OUT_OF_MEMORY, BAD_REQUEST. */
 VY_API int vy_buffer_alloc(struct vy_client *c, uint64_t size, const char *name, uint64_t *handle,
 	struct vy_error *err);
+/* vy_buffer_alloc on the device `options` names (has_device and device, or backend; its other
+ * fields are ignored); NULL or no device named: the least-loaded device. The buffer stays on
+ * that device: dispatches and graphs that use it run there. The reply's device is not kept;
+ * vy_buffers lists it. Errors: as vy_buffer_alloc, and BAD_REQUEST for a device hello did not
+ * list or a named buffer that lives on another device. */
+VY_API int vy_buffer_alloc_on(struct vy_client *c, uint64_t size, const char *name,
+	const struct vy_dispatch_options *options, uint64_t *handle, struct vy_error *err);
 /* Write `len` bytes at `offset`. Errors: NOT_FOUND, BAD_REQUEST (out of range). */
 VY_API int vy_buffer_upload(struct vy_client *c, uint64_t handle, uint64_t offset, const void *data,
 	size_t len, struct vy_error *err);

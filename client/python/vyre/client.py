@@ -486,19 +486,23 @@ class Client:
                     return region.input(*place)
         return to_wire(value, typ, what)
 
-    def alloc(self, size, name=None, wait=True):
+    def alloc(self, size, name=None, wait=True, device=None):
         """A resident buffer of `size` bytes (zero-filled) on the device; returns its handle.
-        With a name, another connection of the same user attaches the same buffer."""
+        With a name, another connection of the same user attaches the same buffer. `device`
+        (an index into devices) places it; otherwise the daemon picks the least-loaded device.
+        Dispatches and graphs that use the buffer run on its device."""
         fields = {"size": size}
         if name is not None:
             fields["name"] = name
+        if device is not None:
+            fields["config"] = {"device": device}
         return self._request("alloc", wait, lambda r: r["handle"], **fields)
 
-    def alloc_from(self, data, name=None):
+    def alloc_from(self, data, name=None, device=None):
         """A resident buffer holding `data` (a numpy array or other buffer data): alloc of its
         size, then upload. Returns the handle."""
         payload = to_wire(data, None, "the data")
-        handle = self.alloc(len(memoryview(payload).cast("B")), name)
+        handle = self.alloc(len(memoryview(payload).cast("B")), name, device=device)
         self.upload(handle, payload)
         return handle
 
