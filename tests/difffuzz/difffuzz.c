@@ -7,12 +7,15 @@
  * exactly what ran. A mismatch is shrunk (nodes deleted, subtrees replaced by simpler ones) while
  * it persists, and the smallest program is printed as a ready conformance case.
  *
- *   difffuzz [--seed S|random] [--count N] [--jobs N] [--backend ID]... [--require-coverage]
+ *   difffuzz [--seed S|random] [--from I] [--count N] [--jobs N] [--backend ID]...
+ *            [--require-coverage]
  *            [--coverage] [--self-test] [--reference-only] [--dump-glsl] [--verbose]
  *
  * `--seed random` draws the run's seed from the clock and prints it. Program i of a run is
  * generated from its own seed, a function of the run's seed and i alone (the first program uses
- * the run's seed), printed with each failure: `--seed THAT --count 1` replays it alone.
+ * the run's seed), printed with each failure: `--seed THAT --count 1` replays it alone;
+ * `--from I` starts the run at program I of the seed (programs I to I + N - 1).
+ * A device loss stops the run: it is reported once, with the programs in flight then.
  * `--jobs N` (default: the online CPUs) runs N worker threads, each taking the next program
  * index; the programs, their seeds and their results do not depend on N, only the order of the
  * lines does, and each report is printed whole. Every construct the generator emits has a
@@ -961,7 +964,12 @@ struct run {
 	size_t n_targets;
 	bool dump_glsl, verbose, self_test, reference_only;
 	uint64_t seed, count;
+	uint64_t first;            /* --from: the index of the run's first program */
 	atomic_uint_fast64_t next; /* the next program index a worker takes */
+	/* Per worker: 1 + the index of the program it runs, 0 between programs. */
+	atomic_uint_fast64_t in_flight[MAX_JOBS];
+	atomic_uint workers;       /* worker numbers handed out */
+	atomic_bool lost;          /* a device was lost: reported once */
 	atomic_uint_fast64_t done; /* programs finished */
 	atomic_uint_fast64_t mismatches, refused;
 	atomic_bool stop;         /* the self-test found its mismatch, or a signal asked to stop */
@@ -974,7 +982,8 @@ struct run {
 /* SLOW: a run reached the dispatch timeout (SHRINK_TIMEOUT_MS while shrinking, RUN_TIMEOUT_MS
  * otherwise); a program the generator made is then reported as a mismatch, and a shrinking
  * candidate is not kept, so that no edit can hold the shared device for long. */
-enum outcome { SAME, DIFFERENT, REFUSED, SLOW };
+/* LOST: the backend's device was lost: the run stops, naming the programs then in flight. */
+enum outcome { SAME, DIFFERENT, REFUSED, SLOW, LOST };
 
 /* Program i's own seed, the same for every --jobs: the first is the run's seed itself, so that
  * `--seed THAT --count 1` replays any program. */
@@ -1066,7 +1075,10 @@ static enum outcome try_case(struct run *run, const char *text, uint32_t timeout
 			dispatch(t->backend, &k, &res);
 		}
 		char detail[VY_TEST_WHY_MAX];
-		if (ref.rc == VY_E_TIMEOUT || res.rc == VY_E_TIMEOUT) {
+		if (res.rc == VY_E_DEVICE_LOST) {
+			vy_test_why(why, "%s: %s", t->label, res.err.message);
+			out = LOST;
+		} else if (ref.rc == VY_E_TIMEOUT || res.rc == VY_E_TIMEOUT) {
 			vy_test_why(why, "%s: timed out after %" PRIu32 " ms (%s)", t->label,
 				k.config.timeout_ms,
 				ref.rc == VY_E_TIMEOUT ? "the reference" : "the backend");
@@ -1451,6 +1463,27 @@ static void buf_flush(struct run *run, struct buf *b)
 	free(b->data);
 }
 
+/*
+ * The first device loss: the program that saw it and every program in flight then (one of
+ * them made the device fail, or the device failed on its own), each to replay alone with
+ * `--seed S --count 1 --jobs 1`.
+ */
+static void report_lost(struct run *run, FILE *out, uint64_t i, uint64_t seed, const char *why)
+{
+	fprintf(out,
+		"DEVICE LOST during program %016" PRIx64 " (number %" PRIu64 " of the run): %s\n"
+		"  programs in flight then (replay each alone):",
+		seed, i, why);
+	unsigned n = atomic_load(&run->workers);
+	for (unsigned w = 0; w < n && w < MAX_JOBS; w++) {
+		uint64_t f = atomic_load(&run->in_flight[w]);
+		if (f) {
+			fprintf(out, " %016" PRIx64, program_seed(run->seed, f - 1));
+		}
+	}
+	fprintf(out, "\n");
+}
+
 static void run_program(struct run *run, uint64_t i, uint64_t *counts)
 {
 	uint64_t ps = program_seed(run->seed, i);
@@ -1469,6 +1502,10 @@ static void run_program(struct run *run, uint64_t i, uint64_t *counts)
 #endif
 	char why[VY_TEST_WHY_MAX] = "";
 	enum outcome o = try_case(run, text, RUN_TIMEOUT_MS, why);
+	if (o == LOST && !atomic_exchange(&run->lost, true)) {
+		atomic_store(&run->stop, true);
+		report_lost(run, b.f, i, ps, why);
+	}
 	if (o == REFUSED) {
 		atomic_fetch_add(&run->refused, 1);
 		fprintf(b.f, "GENERATOR BUG program %016" PRIx64 ": %s\n%s\n", ps, why, text);
@@ -1504,12 +1541,15 @@ static void *worker(void *arg)
 		fprintf(stderr, "difffuzz: out of memory\n");
 		abort();
 	}
+	unsigned w = atomic_fetch_add(&run->workers, 1);
 	for (;;) {
 		uint64_t i = atomic_fetch_add(&run->next, 1);
-		if (i >= run->count || atomic_load(&run->stop)) {
+		if (i >= run->first + run->count || atomic_load(&run->stop)) {
 			break;
 		}
+		atomic_store(&run->in_flight[w], i + 1);
 		run_program(run, i, counts);
+		atomic_store(&run->in_flight[w], 0);
 	}
 	pthread_mutex_lock(&run->cov_lock);
 	for (size_t c = 0; c < n_cov; c++) {
@@ -1620,7 +1660,8 @@ static int open_targets(struct run *run, const char **only, size_t n_only)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: difffuzz [--seed S|random] [--count N] [--jobs N] [--backend ID]... "
+		"usage: difffuzz [--seed S|random] [--from I] [--count N] [--jobs N] [--backend "
+		"ID]... "
 		"[--require-coverage] [--coverage] [--self-test] [--reference-only] [--dump-glsl] "
 		"[--verbose]\n");
 }
@@ -1661,6 +1702,8 @@ int main(int argc, char **argv)
 			} else {
 				run.seed = strtoull(argv[i], NULL, 0);
 			}
+		} else if (strcmp(argv[i], "--from") == 0 && i + 1 < argc) {
+			run.first = strtoull(argv[++i], NULL, 0);
 		} else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
 			run.count = strtoull(argv[++i], NULL, 0);
 		} else if (strcmp(argv[i], "--jobs") == 0 && i + 1 < argc) {
@@ -1712,6 +1755,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	atomic_store(&run.next, run.first);
 	struct sigaction sa = {.sa_handler = on_stop_signal};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -1761,6 +1805,13 @@ int main(int argc, char **argv)
 					: "the wrong backend was never caught");
 		}
 		return atomic_load(&run.self_test_rc) || atomic_load(&run.refused) ? 1 : 0;
+	}
+	if (atomic_load(&run.lost)) {
+		printf("difffuzz: the device was lost (DEVICE LOST above); the run stopped there. "
+		       "Fix: "
+		       "replay the programs in flight one by one to find the one that fails the "
+		       "device\n");
+		return 1;
 	}
 	return atomic_load(&run.mismatches) || atomic_load(&run.refused) || validation ? 1 : 0;
 }
