@@ -93,6 +93,16 @@ static int need_program(const struct vy_program *p, struct vy_error *err)
 
 /* --- compile --- */
 
+/* The request's "config" entry, where the caller gave options (cfg from vy__make_config). */
+static void pack_config(struct vy__msg *m, const struct vy_dispatch_options *options,
+	const struct vy_request_config *cfg)
+{
+	if (options) {
+		vy_pack_cstr(&m->pk, "config");
+		vy_request_config_pack(&m->pk, cfg);
+	}
+}
+
 static int pack_compile(struct vy_client *c, struct vy__msg *m, const struct vy_program *p,
 	const struct vy_dispatch_options *options, struct vy_error *err)
 {
@@ -108,10 +118,7 @@ static int pack_compile(struct vy_client *c, struct vy__msg *m, const struct vy_
 	vy__msg_begin(c, m, VY_OP_COMPILE, options ? 2 : 1);
 	vy_pack_cstr(&m->pk, "program");
 	vy_program_pack(p, &m->pk);
-	if (options) {
-		vy_pack_cstr(&m->pk, "config");
-		vy_request_config_pack(&m->pk, &cfg);
-	}
+	pack_config(m, options, &cfg);
 	return 0;
 }
 
@@ -224,10 +231,7 @@ static int pack_dispatch(struct vy_client *c, struct vy__msg *m, const struct vy
 		vy_pack_cstr(&m->pk, a->program_id);
 	}
 	vy__pack_inputs(&m->pk, a->inputs, a->n_inputs);
-	if (a->options) {
-		vy_pack_cstr(&m->pk, "config");
-		vy_request_config_pack(&m->pk, &cfg);
-	}
+	pack_config(m, a->options, &cfg);
 	if (a->n_outputs_to > 0) {
 		vy_pack_cstr(&m->pk, "outputs_to");
 		msgpack_pack_array(&m->pk, a->n_outputs_to);
@@ -312,10 +316,7 @@ int vy_buffer_alloc_on(struct vy_client *c, uint64_t size, const char *name,
 		vy_pack_cstr(&m.pk, "name");
 		vy_pack_cstr(&m.pk, name);
 	}
-	if (options) {
-		vy_pack_cstr(&m.pk, "config");
-		vy_request_config_pack(&m.pk, &cfg);
-	}
+	pack_config(&m, options, &cfg);
 	struct vy_reply *rep = NULL;
 	rc = vy__msg_call(c, &m, -1, &rep, err);
 	if (rc == 0 && !vy_value_u64(vy_reply_get(rep, "handle"), handle)) {
@@ -519,9 +520,6 @@ int vy_inject_fault(struct vy_client *c, const char *fault,
 	vy__msg_begin(c, &m, VY_OP_INJECT_FAULT, options ? 2 : 1);
 	vy_pack_cstr(&m.pk, "fault");
 	vy_pack_cstr(&m.pk, fault);
-	if (options) {
-		vy_pack_cstr(&m.pk, "config");
-		vy_request_config_pack(&m.pk, &cfg);
-	}
+	pack_config(&m, options, &cfg);
 	return vy__msg_call(c, &m, -1, out, err);
 }

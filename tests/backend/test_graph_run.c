@@ -46,6 +46,16 @@ static void release(struct step *s)
 	vy_program_destroy(s->p);
 }
 
+/* The end of a test: its outputs, its plan and its n steps. */
+static void finish(struct vy_outputs *got, struct vy_graph_plan *g, struct step *steps, uint32_t n)
+{
+	vy_outputs_finish(got);
+	vy_graph_plan_destroy(g);
+	for (uint32_t i = 0; i < n; i++) {
+		release(&steps[i]);
+	}
+}
+
 static struct vy_graph_bind bind(
 	const char *buf, enum vy_graph_slot_kind kind, uint32_t index, const char *temp)
 {
@@ -182,11 +192,7 @@ static void chain_of_ten(struct vy_backend *b, struct mode *m)
 	cr_assert_eq(m->rec, first, "%s: the recording was replaced", id);
 	printf("graph_run: %s: 10 steps, 9 barriers, same bytes as 10 dispatches, 3 runs\n", id);
 	vy_outputs_finish(&one);
-	vy_outputs_finish(&got);
-	vy_graph_plan_destroy(g);
-	for (uint32_t i = 0; i < 10; i++) {
-		release(&steps[i]);
-	}
+	finish(&got, g, steps, 10);
 }
 
 Test(graph_run, a_chain_of_ten_steps_gives_the_bytes_of_ten_dispatches)
@@ -326,11 +332,8 @@ static void trap_in_step_seven(struct vy_backend *b, struct mode *m)
 		cr_assert_eq(back[i], i, "%s: element %u of step 9's resident buffer", id, i);
 	}
 	printf("graph_run: %s: %s (at %s); step 9 ran\n", id, err.message, err.at);
-	vy_graph_plan_destroy(g);
 	vy_backend_resident_free(b, r, NULL);
-	for (uint32_t i = 0; i < 10; i++) {
-		release(&steps[i]);
-	}
+	finish(&got, g, steps, 10);
 }
 
 Test(graph_run, a_trap_in_step_seven_of_ten_names_the_step_and_the_node)
@@ -377,11 +380,7 @@ static void timeout_in_step_three(struct vy_backend *b, struct mode *m)
 	cr_assert_eq(go(b, m, g, run, &in, NULL, 0, &got, &err), 0, "%s: %s", id, err.message);
 	cr_assert_eq(got.len, 5);
 	printf("graph_run: %s: %s (at %s)\n", id, err.message, err.at);
-	vy_outputs_finish(&got);
-	vy_graph_plan_destroy(g);
-	for (uint32_t i = 0; i < 5; i++) {
-		release(&steps[i]);
-	}
+	finish(&got, g, steps, 5);
 }
 
 Test(graph_run, a_step_that_outlasts_the_timeout_is_named)
