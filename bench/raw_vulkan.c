@@ -35,6 +35,7 @@ struct raw_kernel {
 	VkPipeline pipeline;
 	VkDescriptorPool pool;
 	VkDescriptorSet set;
+	VkDescriptorSet swapped; /* chain only: buffers 0 and 1 the other way round */
 	VkCommandBuffer cmd;
 	struct raw_buf bufs[RAW_MAX_BUFS];
 	uint32_t n_bufs;
@@ -60,6 +61,9 @@ struct vy_raw_vk {
 	struct raw_kernel stream;
 	struct raw_kernel reduce;
 	struct raw_kernel matmul;
+	struct raw_kernel chain;
+	uint32_t chain_n;
+	uint32_t chain_steps;
 };
 
 static const char tiny_glsl[] = "#version 450\n"
@@ -338,6 +342,7 @@ void vy_raw_vk_destroy(struct vy_raw_vk *raw)
 		kernel_destroy(raw, &raw->stream);
 		kernel_destroy(raw, &raw->reduce);
 		kernel_destroy(raw, &raw->matmul);
+		kernel_destroy(raw, &raw->chain);
 		if (raw->queries) {
 			raw->vk.vkDestroyQueryPool(raw->dev, raw->queries, NULL);
 		}
@@ -672,10 +677,11 @@ static int kernel_build(struct vy_raw_vk *raw, struct raw_kernel *k, const char 
 	if (rc) {
 		return rc;
 	}
-	VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, k->n_bufs};
+	/* Room for a second set (the chain's swapped one). */
+	VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2 * k->n_bufs};
 	VkDescriptorPoolCreateInfo dpi = {
 		.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-		.maxSets = 1,
+		.maxSets = 2,
 		.poolSizeCount = 1,
 		.pPoolSizes = &ps,
 	};
@@ -802,6 +808,118 @@ int vy_raw_vk_tiny_run(
 		       : submit_wait(raw, raw->tiny.cmd, err);
 	if (rc == 0) {
 		memcpy(out, raw->tiny.bufs[1].map, bytes);
+	}
+	return rc;
+}
+
+/* The chain's second set: binding 0 reads buffer 1, binding 1 writes buffer 0. */
+static int chain_swapped_set(struct vy_raw_vk *raw, struct raw_kernel *k, struct vy_err *err)
+{
+	VkDescriptorSetAllocateInfo dai = {
+		.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+		.descriptorPool = k->pool,
+		.descriptorSetCount = 1,
+		.pSetLayouts = &k->set_layout,
+	};
+	VK_TRY(raw->vk.vkAllocateDescriptorSets(raw->dev, &dai, &k->swapped));
+	VkDescriptorBufferInfo infos[2] = {
+		{k->bufs[1].buf, 0, k->bufs[1].size}, {k->bufs[0].buf, 0, k->bufs[0].size}};
+	VkWriteDescriptorSet writes[2];
+	for (uint32_t i = 0; i < 2; i++) {
+		writes[i] = (VkWriteDescriptorSet){
+			.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+			.dstSet = k->swapped,
+			.dstBinding = i,
+			.descriptorCount = 1,
+			.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+			.pBufferInfo = &infos[i],
+		};
+	}
+	raw->vk.vkUpdateDescriptorSets(raw->dev, 2, writes, 0, NULL);
+	return 0;
+}
+
+/* The chain's command buffer: `steps` dispatches, each reading what the one before wrote. */
+static int chain_record(
+	struct vy_raw_vk *raw, struct raw_kernel *k, uint32_t steps, struct vy_err *err)
+{
+	VkCommandBuffer cmd = k->cmd;
+	VkCommandBufferBeginInfo cbi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+	VK_TRY(raw->vk.vkBeginCommandBuffer(cmd, &cbi));
+	if (raw->timestamps) {
+		raw->vk.vkCmdResetQueryPool(cmd, raw->queries, 0, 2);
+		raw->vk.vkCmdWriteTimestamp(
+			cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, raw->queries, 0);
+	}
+	raw->vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipeline);
+	VkMemoryBarrier mb = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+	};
+	for (uint32_t s = 0; s < steps; s++) {
+		if (s > 0) {
+			raw->vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+				VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+		}
+		VkDescriptorSet set = s % 2 ? k->swapped : k->set;
+		raw->vk.vkCmdBindDescriptorSets(
+			cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->layout, 0, 1, &set, 0, NULL);
+		raw->vk.vkCmdDispatch(cmd, 1, 1, 1);
+	}
+	if (raw->timestamps) {
+		raw->vk.vkCmdWriteTimestamp(
+			cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, raw->queries, 1);
+	}
+	mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+	raw->vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+		VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+	VK_TRY(raw->vk.vkEndCommandBuffer(cmd));
+	return 0;
+}
+
+int vy_raw_vk_chain_prepare(struct vy_raw_vk *raw, uint32_t n, uint32_t steps, struct vy_err *err)
+{
+	if (n == 0 || n > TINY_MAX || steps == 0) {
+		return vy_err_set(err, VY_E_BAD_REQUEST, "chain",
+			"use 1 to 1024 elements and a step", "%u elements and %u steps asked for",
+			n, steps);
+	}
+	kernel_destroy(raw, &raw->chain);
+	raw->chain_n = n;
+	raw->chain_steps = steps;
+	struct raw_kernel *k = &raw->chain;
+	k->n_bufs = 2;
+	VkDeviceSize size = (VkDeviceSize)n * 4;
+	int rc = buf_create(raw, size, true, &k->bufs[0], err);
+	if (rc == 0) {
+		rc = buf_create(raw, size, true, &k->bufs[1], err);
+	}
+	char glsl[sizeof(tiny_glsl) + 16];
+	snprintf(glsl, sizeof(glsl), tiny_glsl, 1u);
+	uint32_t wg = n;
+	VkSpecializationMapEntry entry = {0, 0, sizeof(wg)};
+	VkSpecializationInfo spec = {1, &entry, sizeof(wg), &wg};
+	if (rc == 0) {
+		rc = kernel_build(raw, k, glsl, "chain.comp", &spec, err);
+	}
+	if (rc == 0) {
+		rc = chain_swapped_set(raw, k, err);
+	}
+	if (rc == 0) {
+		rc = chain_record(raw, k, steps, err);
+	}
+	return rc;
+}
+
+int vy_raw_vk_chain_run(struct vy_raw_vk *raw, const uint32_t *in, uint32_t *out,
+	struct vy_raw_vk_run *run, struct vy_err *err)
+{
+	size_t bytes = (size_t)raw->chain_n * 4;
+	memcpy(raw->chain.bufs[0].map, in, bytes);
+	int rc = kernel_run(raw, &raw->chain, run, err);
+	if (rc == 0) {
+		memcpy(out, raw->chain.bufs[raw->chain_steps % 2].map, bytes);
 	}
 	return rc;
 }

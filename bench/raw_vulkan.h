@@ -11,7 +11,10 @@
  *            buffers filled on the device;
  *   reduce   the u32 sum (wrapping) of device-local elements: a grid-stride loop per
  *            invocation, a tree in shared memory per workgroup, one atomicAdd per workgroup;
- *   matmul   C = A * B over n x n f32 matrices, 16 x 16 tiles staged in shared memory.
+ *   matmul   C = A * B over n x n f32 matrices, 16 x 16 tiles staged in shared memory;
+ *   chain    the tiny kernel `steps` times in one command buffer, each dispatch reading what
+ *            the one before wrote (two host-visible buffers in turn, a compute-to-compute
+ *            barrier between dispatches): what a recorded graph of tiny steps costs by hand.
  * stream, reduce and matmul are timed with timestamp queries where the queue has them.
  * vy_raw_vk_pipeline_times measures pipeline creation cold, from a warm VkPipelineCache and from
  * a pipeline cache blob, the anchors of the daemon's cache figures.
@@ -105,6 +108,13 @@ int vy_raw_vk_matmul_prepare(
 int vy_raw_vk_matmul_run(struct vy_raw_vk *raw, struct vy_raw_vk_run *run, struct vy_err *err);
 /* Copy the n x n elements of C into `c`. */
 int vy_raw_vk_matmul_read(struct vy_raw_vk *raw, float *c, struct vy_err *err);
+
+/* Make the chain's buffers for `n` u32 elements (1 to 1024) and record its `steps` dispatches. */
+int vy_raw_vk_chain_prepare(struct vy_raw_vk *raw, uint32_t n, uint32_t steps, struct vy_err *err);
+/* One run of the chain on `n` elements of `in` (each gets `steps` added), its results in `out`;
+ * the device time covers the dispatches and barriers. Needs vy_raw_vk_chain_prepare. */
+int vy_raw_vk_chain_run(struct vy_raw_vk *raw, const uint32_t *in, uint32_t *out,
+	struct vy_raw_vk_run *run, struct vy_err *err);
 
 /*
  * Build a kernel like tiny's that adds `nonce` instead of 1 (so no driver cache has seen it)
