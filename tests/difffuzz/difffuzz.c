@@ -15,6 +15,10 @@
  * generated from its own seed, a function of the run's seed and i alone (the first program uses
  * the run's seed), printed with each failure: `--seed THAT --count 1` replays it alone;
  * `--from I` starts the run at program I of the seed (programs I to I + N - 1).
+ * `--staged` runs the Vulkan backend with every buffer in device-local memory behind staging
+ * copies (none in host memory that the device reaches over the bus); `--kernel-cache N` sets how
+ * many compiled programs it keeps (default KERNEL_CACHE_ENTRIES): two ways to narrow down a
+ * difference that depends on the run.
  * A device loss stops the run: it is reported once, with the programs in flight then.
  * `--jobs N` (default: the online CPUs) runs N worker threads, each taking the next program
  * index; the programs, their seeds and their results do not depend on N, only the order of the
@@ -57,6 +61,7 @@
 #include "registry.h"
 #include "vk_keep.h"
 #ifdef VY_HAVE_VULKAN
+#include "vk_backend.h"
 #include "vk_codegen.h"
 #include "vmath.h"
 #endif
@@ -963,6 +968,8 @@ struct run {
 	struct target targets[MAX_TARGETS];
 	size_t n_targets;
 	bool dump_glsl, verbose, self_test, reference_only;
+	bool staged; /* --staged: the Vulkan backend copies every buffer (no direct ones) */
+	uint32_t kernel_cache; /* --kernel-cache: compiled programs the Vulkan backend keeps */
 	uint64_t seed, count;
 	uint64_t first;            /* --from: the index of the run's first program */
 	atomic_uint_fast64_t next; /* the next program index a worker takes */
@@ -1611,6 +1618,32 @@ static int add_reference_pair(struct run *run, const char *label, uint32_t subgr
 	return 0;
 }
 
+/*
+ * --staged: the Vulkan backend with every buffer in device-local memory behind staging copies,
+ * none read or written by the shaders in host memory (a test mode of the backend), to tell
+ * whether a difference comes from buffers the device reaches over the bus.
+ */
+static int open_staged(struct run *run)
+{
+#ifndef VY_HAVE_VULKAN
+	(void)run;
+	printf("difffuzz: --staged needs the Vulkan backend, which this build lacks\n");
+	return 2;
+#else
+	struct vy_vulkan_options opts = {.kernel_cache_entries = run->kernel_cache};
+	struct vy_backend *b = NULL;
+	struct vy_err err = {0};
+	int rc = vy__vk_backend_create_for_test(
+		&opts, VY__VK_TEST_STAGING | VY__VK_TEST_COPY_ALL, &b, &err);
+	if (rc) {
+		printf("difffuzz: the staged Vulkan backend did not open: %s\n", err.message);
+		return 2;
+	}
+	run->targets[run->n_targets].backend = b;
+	return add_reference_pair(run, "vulkan-staged", vy_backend_subgroup_size(b)) ? 2 : 0;
+#endif
+}
+
 static int open_targets(struct run *run, const char **only, size_t n_only)
 {
 	if (run->self_test) {
@@ -1623,7 +1656,7 @@ static int open_targets(struct run *run, const char **only, size_t n_only)
 	}
 	/* Every program is new, so a compiled program is never reused: no disk cache (it is off
 	 * without a key), and few compiled programs kept in memory. */
-	struct vy_registry_options vk_opts = {.kernel_cache_entries = KERNEL_CACHE_ENTRIES};
+	struct vy_registry_options vk_opts = {.kernel_cache_entries = run->kernel_cache};
 	struct vy_registry_set set;
 	vy_registry_open_all(&vk_opts, &set);
 	vy_test_keep_vulkan_drivers();
@@ -1634,7 +1667,8 @@ static int open_targets(struct run *run, const char **only, size_t n_only)
 		for (size_t j = 0; j < n_only; j++) {
 			wanted = wanted || strcmp(only[j], o->entry->id) == 0;
 		}
-		if (strcmp(o->entry->id, VY_REFERENCE_ID) == 0 || !wanted) {
+		if (strcmp(o->entry->id, VY_REFERENCE_ID) == 0 || !wanted ||
+			(run->staged && strcmp(o->entry->id, VY_VULKAN_BACKEND_ID) == 0)) {
 			continue;
 		}
 		if (!o->backend) {
@@ -1654,6 +1688,9 @@ static int open_targets(struct run *run, const char **only, size_t n_only)
 		}
 	}
 	vy_registry_set_finish(&set);
+	if (run->staged) {
+		rc = rc ? rc : open_staged(run);
+	}
 	return rc;
 }
 
@@ -1661,7 +1698,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: difffuzz [--seed S|random] [--from I] [--count N] [--jobs N] [--backend "
-		"ID]... "
+		"ID]... [--staged] [--kernel-cache N] "
 		"[--require-coverage] [--coverage] [--self-test] [--reference-only] [--dump-glsl] "
 		"[--verbose]\n");
 }
@@ -1682,6 +1719,7 @@ int main(int argc, char **argv)
 {
 	static struct run run;
 	signalled_run = &run;
+	run.kernel_cache = KERNEL_CACHE_ENTRIES;
 	run.seed = 1;
 	run.count = 100;
 	long jobs = sysconf(_SC_NPROCESSORS_ONLN);
@@ -1702,6 +1740,10 @@ int main(int argc, char **argv)
 			} else {
 				run.seed = strtoull(argv[i], NULL, 0);
 			}
+		} else if (strcmp(argv[i], "--staged") == 0) {
+			run.staged = true;
+		} else if (strcmp(argv[i], "--kernel-cache") == 0 && i + 1 < argc) {
+			run.kernel_cache = (uint32_t)strtoul(argv[++i], NULL, 0);
 		} else if (strcmp(argv[i], "--from") == 0 && i + 1 < argc) {
 			run.first = strtoull(argv[++i], NULL, 0);
 		} else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
