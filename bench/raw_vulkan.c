@@ -770,15 +770,11 @@ static int kernel_run(
 	return 0;
 }
 
-int vy_raw_vk_tiny_prepare(struct vy_raw_vk *raw, uint32_t n, struct vy_err *err)
+/* The tiny kernel (y = x + 1, one workgroup of n) over two new host-visible buffers of n u32. */
+static int tiny_kernel_make(struct vy_raw_vk *raw, struct raw_kernel *k, uint32_t n,
+	const char *name, struct vy_err *err)
 {
-	if (n == 0 || n > TINY_MAX) {
-		return vy_err_set(err, VY_E_BAD_REQUEST, "tiny", "use 1 to 1024 elements",
-			"%u elements asked for", n);
-	}
-	kernel_destroy(raw, &raw->tiny);
-	raw->tiny_n = n;
-	struct raw_kernel *k = &raw->tiny;
+	kernel_destroy(raw, k);
 	k->n_bufs = 2;
 	VkDeviceSize size = (VkDeviceSize)n * 4;
 	int rc = buf_create(raw, size, true, &k->bufs[0], err);
@@ -790,11 +786,19 @@ int vy_raw_vk_tiny_prepare(struct vy_raw_vk *raw, uint32_t n, struct vy_err *err
 	uint32_t wg = n;
 	VkSpecializationMapEntry entry = {0, 0, sizeof(wg)};
 	VkSpecializationInfo spec = {1, &entry, sizeof(wg), &wg};
-	if (rc == 0) {
-		rc = kernel_build(raw, k, glsl, "tiny.comp", &spec, err);
+	return rc ? rc : kernel_build(raw, k, glsl, name, &spec, err);
+}
+
+int vy_raw_vk_tiny_prepare(struct vy_raw_vk *raw, uint32_t n, struct vy_err *err)
+{
+	if (n == 0 || n > TINY_MAX) {
+		return vy_err_set(err, VY_E_BAD_REQUEST, "tiny", "use 1 to 1024 elements",
+			"%u elements asked for", n);
 	}
+	raw->tiny_n = n;
+	int rc = tiny_kernel_make(raw, &raw->tiny, n, "tiny.comp", err);
 	if (rc == 0) {
-		rc = kernel_record(raw, k, 1, 1, -1, false, err);
+		rc = kernel_record(raw, &raw->tiny, 1, 1, -1, false, err);
 	}
 	return rc;
 }
@@ -885,24 +889,10 @@ int vy_raw_vk_chain_prepare(struct vy_raw_vk *raw, uint32_t n, uint32_t steps, s
 			"use 1 to 1024 elements and a step", "%u elements and %u steps asked for",
 			n, steps);
 	}
-	kernel_destroy(raw, &raw->chain);
 	raw->chain_n = n;
 	raw->chain_steps = steps;
 	struct raw_kernel *k = &raw->chain;
-	k->n_bufs = 2;
-	VkDeviceSize size = (VkDeviceSize)n * 4;
-	int rc = buf_create(raw, size, true, &k->bufs[0], err);
-	if (rc == 0) {
-		rc = buf_create(raw, size, true, &k->bufs[1], err);
-	}
-	char glsl[sizeof(tiny_glsl) + 16];
-	snprintf(glsl, sizeof(glsl), tiny_glsl, 1u);
-	uint32_t wg = n;
-	VkSpecializationMapEntry entry = {0, 0, sizeof(wg)};
-	VkSpecializationInfo spec = {1, &entry, sizeof(wg), &wg};
-	if (rc == 0) {
-		rc = kernel_build(raw, k, glsl, "chain.comp", &spec, err);
-	}
+	int rc = tiny_kernel_make(raw, k, n, "chain.comp", err);
 	if (rc == 0) {
 		rc = chain_swapped_set(raw, k, err);
 	}
