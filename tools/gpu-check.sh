@@ -72,6 +72,6 @@ if [ "${fuzz_seconds#until:}" != "$fuzz_seconds" ]; then
 	[ "$fuzz_seconds" -gt 0 ] || fuzz_seconds=1
 fi
 echo "== difffuzz: seed $fuzz_seed for $fuzz_seconds s, one job per core"
-timeout "$fuzz_seconds" "$cur/tests/difffuzz/difffuzz" --seed "$fuzz_seed" --count 1000000 \
+timeout -k 30 "$fuzz_seconds" "$cur/tests/difffuzz/difffuzz" --seed "$fuzz_seed" --count 1000000 \
 	--jobs "$(nproc)" >"$out/difffuzz.txt" 2>&1
 grep -E 'MISMATCH|programs,' "$out/difffuzz.txt" | tail -n 3

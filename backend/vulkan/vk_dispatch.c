@@ -188,8 +188,10 @@ static int prepare_buffers(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 				job->imported_inputs++;
 				job->imported_bytes += len;
 			} else {
+				bool written =
+					bd->role != VY_ROLE_INPUT && bd->role != VY_ROLE_UNIFORM;
 				rc = vy__vk_xfer_prepare(
-					x, job->ctx, len, data, zero, back, xf, err);
+					x, job->ctx, len, data, zero, back, written, xf, err);
 			}
 			if (rc) {
 				return rc;
@@ -205,7 +207,7 @@ static int prepare_buffers(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 	job->sidecar_stride = (uint32_t)((trap + align - 1) / align * align);
 	job->sidecar = job->n_bufs++;
 	return vy__vk_xfer_prepare(x, job->ctx, (uint64_t)job->sidecar_stride * k->n_segments, NULL,
-		true, true, &job->bufs[job->sidecar], err);
+		true, true, true, &job->bufs[job->sidecar], err);
 }
 
 /*

@@ -17,8 +17,8 @@
 
 #define BATCH_LIMIT 16
 #define GPU_SPIN_NS 50000
-/* Below this, a GPU reading or writing host memory over the bus costs less than a copy command
- * and the barriers around it. */
+/* Below this, a GPU reading host memory over the bus costs less than a copy command and the
+ * barriers around it (buffers the shader writes are always in device memory: vk_xfer.c). */
 #define DIRECT_LIMIT ((uint64_t)64 << 10)
 /* Workgroups beyond which a dispatch is launched in parts (vk_dispatch.c): on lavapipe 4096
  * empty workgroups take about 3 ms, on a GPU a million take well under a millisecond. */

@@ -191,16 +191,16 @@ static int make_slots(
 		switch (sl->kind) {
 		case VY_GRAPH_INPUT:
 			rc = vy__vk_xfer_prepare(x, r->ctx, len,
-				len ? inputs[sl->index].data : NULL, false, false, &r->slots[s],
-				err);
+				len ? inputs[sl->index].data : NULL, false, false, sl->written,
+				&r->slots[s], err);
 			break;
 		case VY_GRAPH_OUTPUT:
 			rc = vy__vk_xfer_prepare(
-				x, r->ctx, len, NULL, true, true, &r->slots[s], err);
+				x, r->ctx, len, NULL, true, true, true, &r->slots[s], err);
 			break;
 		case VY_GRAPH_TEMP:
 			rc = vy__vk_xfer_prepare(
-				x, r->ctx, len, NULL, true, false, &r->slots[s], err);
+				x, r->ctx, len, NULL, true, false, true, &r->slots[s], err);
 			break;
 		case VY_GRAPH_RESIDENT:
 			atomic_fetch_add(&r->res[s]->refs, 1);
@@ -449,7 +449,7 @@ static int record_new(struct vy__vk_backend *b, const struct vy_graph_plan *plan
 	}
 	if (rc == 0) {
 		rc = vy__vk_xfer_prepare(&b->exec, r->ctx, (uint64_t)r->stride * r->n_ranges, NULL,
-			true, true, &r->sidecar, err);
+			true, true, true, &r->sidecar, err);
 	}
 	if (rc == 0) {
 		rc = make_parts(r, n_parts, err);

@@ -322,10 +322,12 @@ static int run_kernel(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes,
 		rc = vy__vk_ctx_acquire(x, &ctx, err);
 	}
 	if (rc == 0) {
-		rc = vy__vk_xfer_prepare(x, ctx, in_bytes, in, false, false, &job.bufs[0], err);
+		rc = vy__vk_xfer_prepare(
+			x, ctx, in_bytes, in, false, false, false, &job.bufs[0], err);
 	}
 	if (rc == 0) {
-		rc = vy__vk_xfer_prepare(x, ctx, out_bytes, NULL, true, true, &job.bufs[1], err);
+		rc = vy__vk_xfer_prepare(
+			x, ctx, out_bytes, NULL, true, true, true, &job.bufs[1], err);
 	}
 	if (rc == 0) {
 		rc = vy__vk_ctx_submit(

@@ -1,31 +1,28 @@
 /*
  * Host <-> device transfers of a job, with the barriers that order them against the compute
  * shaders. On unified memory the host touches the shader's buffers directly; the queue submission
- * makes host writes visible, and a compute -> host barrier makes the shader's writes visible.
+ * makes host writes visible, and a compute -> host barrier makes the shader's writes visible. On
+ * a discrete GPU a small buffer that no shader writes stays in host memory, and every buffer a
+ * shader writes lies in device memory the host does not map, zeroed or filled and read back by
+ * copy commands.
  */
 #include "vk_xfer.h"
 
 #include <string.h>
 
-/* A host-visible buffer the shader uses directly: filled by the host, read by the host. */
+/* A host-visible buffer the shaders only read, filled by the host. */
 static int prepare_direct(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t len,
-	const void *data, bool zero, bool read_back, struct vy_vk_xfer *out, struct vy_err *err)
+	const void *data, struct vy_vk_xfer *out, struct vy_err *err)
 {
-	enum vy_vk_pool_kind kind = read_back ? VY_VK_POOL_READBACK : VY_VK_POOL_UPLOAD;
-	int rc = vy__vk_ctx_slice(x, ctx, kind, len, &out->dev, err);
-	if (rc) {
-		return rc;
-	}
-	if (data) {
+	int rc = vy__vk_ctx_slice(x, ctx, VY_VK_POOL_UPLOAD, len, &out->dev, err);
+	if (rc == 0 && data) {
 		memcpy(out->dev.map, data, len);
-	} else if (zero) {
-		memset(out->dev.map, 0, len);
 	}
-	return 0;
+	return rc;
 }
 
 int vy__vk_xfer_prepare(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t len, const void *data,
-	bool zero, bool read_back, struct vy_vk_xfer *out, struct vy_err *err)
+	bool zero, bool read_back, bool written, struct vy_vk_xfer *out, struct vy_err *err)
 {
 	memset(out, 0, sizeof(*out));
 	out->len = len;
@@ -33,8 +30,12 @@ int vy__vk_xfer_prepare(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t le
 	if (len == 0) {
 		return 0;
 	}
-	if (!x->dev->unified && len <= x->direct_limit) {
-		return prepare_direct(x, ctx, len, data, zero, read_back, out, err);
+	/* On a discrete GPU, no shader writes memory the host maps: with many small jobs in
+	 * flight, an NVIDIA H200 returned words of other jobs, or zeros, in buffers that shaders
+	 * wrote in mapped memory (host memory or device memory alike), and then stopped finishing
+	 * work (docs/semantics.md section 10). */
+	if (!x->dev->unified && len <= x->direct_limit && !(written || zero || read_back)) {
+		return prepare_direct(x, ctx, len, data, out, err);
 	}
 	int rc = vy__vk_ctx_slice(x, ctx, VY_VK_POOL_DEVICE, len, &out->dev, err);
 	if (rc) {

@@ -42,11 +42,13 @@ struct vy_vk_xfer {
 
 /*
  * Give the job a buffer of `len` bytes: with `data` (len bytes) uploaded, or zero-filled when
- * `zero`, or left as it is; `read_back` makes it readable with vy__vk_xfer_read afterwards. The
- * slices belong to `ctx`. Errors: OUT_OF_MEMORY.
+ * `zero`, or left as it is; `read_back` makes it readable with vy__vk_xfer_read afterwards.
+ * `written` says that a shader may write it (`zero` and `read_back` imply it): on a discrete GPU
+ * only a buffer no shader writes may lie in host memory. The slices belong to `ctx`. Errors:
+ * OUT_OF_MEMORY.
  */
 int vy__vk_xfer_prepare(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t len, const void *data,
-	bool zero, bool read_back, struct vy_vk_xfer *out, struct vy_err *err);
+	bool zero, bool read_back, bool written, struct vy_vk_xfer *out, struct vy_err *err);
 
 /*
  * As vy__vk_xfer_prepare for an input of `len` bytes (len > 0) that already lie in a buffer the

@@ -16,9 +16,11 @@
  * the run's seed), printed with each failure: `--seed THAT --count 1` replays it alone;
  * `--from I` starts the run at program I of the seed (programs I to I + N - 1).
  * `--staged` runs the Vulkan backend with every buffer in device-local memory behind staging
- * copies (none in host memory that the device reaches over the bus); `--kernel-cache N` sets how
+ * copies (none in host memory that the device reaches over the bus); `--discrete` makes it take
+ * a discrete GPU's memory paths on a unified-memory device; `--kernel-cache N` sets how
  * many compiled programs it keeps (default KERNEL_CACHE_ENTRIES): two ways to narrow down a
- * difference that depends on the run.
+ * difference that depends on the run. `--no-shrink` reports each mismatch as it is found,
+ * without running it again or shrinking it: for a first look on a shared device.
  * A device loss stops the run: it is reported once, with the programs in flight then.
  * `--jobs N` (default: the online CPUs) runs N worker threads, each taking the next program
  * index; the programs, their seeds and their results do not depend on N, only the order of the
@@ -64,6 +66,10 @@
 #include "vk_backend.h"
 #include "vk_codegen.h"
 #include "vmath.h"
+#else
+/* Without the Vulkan backend --staged and --discrete are refused (open_test_mode). */
+#define VY__VK_TEST_STAGING 1u
+#define VY__VK_TEST_COPY_ALL 1u
 #endif
 
 #define MAX_VARS 256
@@ -968,7 +974,11 @@ struct run {
 	struct target targets[MAX_TARGETS];
 	size_t n_targets;
 	bool dump_glsl, verbose, self_test, reference_only;
-	bool staged; /* --staged: the Vulkan backend copies every buffer (no direct ones) */
+	bool no_shrink; /* --no-shrink: report each mismatch as found, without reruns or shrinking
+			 */
+	/* --staged or --discrete: the Vulkan backend's test flags (0: neither) and its label */
+	unsigned vk_test_flags;
+	const char *vk_test_label;
 	uint32_t kernel_cache; /* --kernel-cache: compiled programs the Vulkan backend keeps */
 	uint64_t seed, count;
 	uint64_t first;            /* --from: the index of the run's first program */
@@ -1046,11 +1056,37 @@ static int load_case(struct vy_test_case *k, const char *text, char *why)
 	return vy_test_case_load_json(k, root, why);
 }
 
+/* Every word of each output in which `res` differs from `ref`, both ways, for a report: a
+ * difference that depends on the run shows its whole pattern there, not only its first word. */
+static void dump_outputs(
+	FILE *f, const struct vy_test_result *ref, const struct vy_test_result *res)
+{
+	for (size_t o = 0; o < ref->outputs.len && o < res->outputs.len; o++) {
+		const struct vy_output *a = &res->outputs.items[o];
+		const struct vy_output *b = &ref->outputs.items[o];
+		if (a->len == b->len && memcmp(a->data, b->data, a->len) == 0) {
+			continue;
+		}
+		const struct vy_output *both[2] = {a, b};
+		for (int w = 0; w < 2; w++) {
+			fprintf(f, "  output %zu, %s:", o, w == 0 ? "backend  " : "reference");
+			for (size_t i = 0; i + 4 <= both[w]->len; i += 4) {
+				uint32_t word;
+				memcpy(&word, both[w]->data + i, sizeof(word));
+				fprintf(f, " %08" PRIx32, word);
+			}
+			fprintf(f, "\n");
+		}
+	}
+}
+
 /*
  * Load the case from its JSON text, as a file would be, and run it everywhere. SAME when every
  * backend gave the reference's result; `why` describes the first difference or the refusal.
+ * With `dump`, outputs that differ are written there whole (dump_outputs).
  */
-static enum outcome try_case(struct run *run, const char *text, uint32_t timeout_ms, char *why)
+static enum outcome try_case(
+	struct run *run, const char *text, uint32_t timeout_ms, char *why, FILE *dump)
 {
 	struct vy_test_case k;
 	if (load_case(&k, text, why)) {
@@ -1093,6 +1129,9 @@ static enum outcome try_case(struct run *run, const char *text, uint32_t timeout
 		} else if (!vy_test_same_as_reference(&k, &ref, &res, t->label, detail)) {
 			vy_test_why(why, "%s: %s", t->label, detail);
 			out = DIFFERENT;
+			if (dump && ref.rc == 0 && res.rc == 0) {
+				dump_outputs(dump, &ref, &res);
+			}
 		}
 		vy_outputs_finish(&ref.outputs);
 		vy_outputs_finish(&res.outputs);
@@ -1150,7 +1189,7 @@ static bool keeps(struct shrink *s)
 	}
 	char *text = text_of(s->root);
 	char why[VY_TEST_WHY_MAX] = "";
-	enum outcome o = try_case(s->run, text, SHRINK_TIMEOUT_MS, why);
+	enum outcome o = try_case(s->run, text, SHRINK_TIMEOUT_MS, why, NULL);
 	free(text);
 	if (o != REFUSED) {
 		s->budget--;
@@ -1371,11 +1410,17 @@ static size_t report_mismatch(
 {
 	fprintf(out, "MISMATCH program %016" PRIx64 " (number %" PRIu64 " of the run): %s\n", seed,
 		i, why);
+	if (run->no_shrink) {
+		fprintf(out,
+			"  not run again nor shrunk (--no-shrink); as a conformance case:\n%s\n",
+			text);
+		return 0;
+	}
 	/* The same program again: a difference that comes and goes depends on the run. */
 	int again = 0;
 	for (int r = 0; r < RERUNS; r++) {
 		char rwhy[VY_TEST_WHY_MAX] = "";
-		again += try_case(run, text, RUN_TIMEOUT_MS, rwhy) != SAME;
+		again += try_case(run, text, RUN_TIMEOUT_MS, rwhy, out) != SAME;
 	}
 	fprintf(out, "  run again %d times: %d differed%s\n", RERUNS, again,
 		again < RERUNS ? " (the difference depends on the run, not only on the program)"
@@ -1508,7 +1553,7 @@ static void run_program(struct run *run, uint64_t i, uint64_t *counts)
 	}
 #endif
 	char why[VY_TEST_WHY_MAX] = "";
-	enum outcome o = try_case(run, text, RUN_TIMEOUT_MS, why);
+	enum outcome o = try_case(run, text, RUN_TIMEOUT_MS, why, b.f);
 	if (o == LOST && !atomic_exchange(&run->lost, true)) {
 		atomic_store(&run->stop, true);
 		report_lost(run, b.f, i, ps, why);
@@ -1619,28 +1664,31 @@ static int add_reference_pair(struct run *run, const char *label, uint32_t subgr
 }
 
 /*
- * --staged: the Vulkan backend with every buffer in device-local memory behind staging copies,
- * none read or written by the shaders in host memory (a test mode of the backend), to tell
- * whether a difference comes from buffers the device reaches over the bus.
+ * The Vulkan backend in one of its test modes (vk_backend.h), in place of the plain one:
+ * --staged puts every buffer in device-local memory behind staging copies, none read or written
+ * by the shaders in host memory, to tell whether a difference comes from buffers the device
+ * reaches over the bus; --discrete makes a unified-memory device (lavapipe) take a discrete
+ * GPU's paths, small buffers in host-visible memory and large ones staged, to look on lavapipe
+ * for what only a GPU showed.
  */
-static int open_staged(struct run *run)
+static int open_test_mode(struct run *run)
 {
 #ifndef VY_HAVE_VULKAN
-	(void)run;
-	printf("difffuzz: --staged needs the Vulkan backend, which this build lacks\n");
+	printf("difffuzz: --%s needs the Vulkan backend, which this build lacks\n",
+		run->vk_test_label + strlen("vulkan-"));
 	return 2;
 #else
 	struct vy_vulkan_options opts = {.kernel_cache_entries = run->kernel_cache};
 	struct vy_backend *b = NULL;
 	struct vy_err err = {0};
-	int rc = vy__vk_backend_create_for_test(
-		&opts, VY__VK_TEST_STAGING | VY__VK_TEST_COPY_ALL, &b, &err);
+	int rc = vy__vk_backend_create_for_test(&opts, run->vk_test_flags, &b, &err);
 	if (rc) {
-		printf("difffuzz: the staged Vulkan backend did not open: %s\n", err.message);
+		printf("difffuzz: the %s backend did not open: %s\n", run->vk_test_label,
+			err.message);
 		return 2;
 	}
 	run->targets[run->n_targets].backend = b;
-	return add_reference_pair(run, "vulkan-staged", vy_backend_subgroup_size(b)) ? 2 : 0;
+	return add_reference_pair(run, run->vk_test_label, vy_backend_subgroup_size(b)) ? 2 : 0;
 #endif
 }
 
@@ -1668,7 +1716,7 @@ static int open_targets(struct run *run, const char **only, size_t n_only)
 			wanted = wanted || strcmp(only[j], o->entry->id) == 0;
 		}
 		if (strcmp(o->entry->id, VY_REFERENCE_ID) == 0 || !wanted ||
-			(run->staged && strcmp(o->entry->id, VY_VULKAN_BACKEND_ID) == 0)) {
+			(run->vk_test_flags && strcmp(o->entry->id, VY_VULKAN_BACKEND_ID) == 0)) {
 			continue;
 		}
 		if (!o->backend) {
@@ -1688,8 +1736,8 @@ static int open_targets(struct run *run, const char **only, size_t n_only)
 		}
 	}
 	vy_registry_set_finish(&set);
-	if (run->staged) {
-		rc = rc ? rc : open_staged(run);
+	if (run->vk_test_flags) {
+		rc = rc ? rc : open_test_mode(run);
 	}
 	return rc;
 }
@@ -1698,7 +1746,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: difffuzz [--seed S|random] [--from I] [--count N] [--jobs N] [--backend "
-		"ID]... [--staged] [--kernel-cache N] "
+		"ID]... [--staged|--discrete] [--kernel-cache N] [--no-shrink] "
 		"[--require-coverage] [--coverage] [--self-test] [--reference-only] [--dump-glsl] "
 		"[--verbose]\n");
 }
@@ -1741,7 +1789,13 @@ int main(int argc, char **argv)
 				run.seed = strtoull(argv[i], NULL, 0);
 			}
 		} else if (strcmp(argv[i], "--staged") == 0) {
-			run.staged = true;
+			run.vk_test_flags = VY__VK_TEST_STAGING | VY__VK_TEST_COPY_ALL;
+			run.vk_test_label = "vulkan-staged";
+		} else if (strcmp(argv[i], "--no-shrink") == 0) {
+			run.no_shrink = true;
+		} else if (strcmp(argv[i], "--discrete") == 0) {
+			run.vk_test_flags = VY__VK_TEST_STAGING;
+			run.vk_test_label = "vulkan-discrete";
 		} else if (strcmp(argv[i], "--kernel-cache") == 0 && i + 1 < argc) {
 			run.kernel_cache = (uint32_t)strtoul(argv[++i], NULL, 0);
 		} else if (strcmp(argv[i], "--from") == 0 && i + 1 < argc) {

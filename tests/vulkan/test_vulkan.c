@@ -514,8 +514,8 @@ static void check_vector_add(struct vy_backend *b, uint32_t n)
 Test(vulkan, paths_of_other_devices_give_the_same_results)
 {
 	/* Devices without VK_KHR_push_descriptor bind descriptor sets, without null descriptors
-	 * bind empty buffers to a dummy range; discrete GPUs keep small buffers in host-visible
-	 * memory and copy large ones through staging. */
+	 * bind empty buffers to a dummy range; discrete GPUs keep small read-only buffers in
+	 * host-visible memory and copy the others through staging. */
 	unsigned flags[] = {
 		VY__VK_TEST_NO_PUSH_DESCRIPTORS | VY__VK_TEST_STAGING |
 			VY__VK_TEST_NO_NULL_DESCRIPTOR,
@@ -530,6 +530,43 @@ Test(vulkan, paths_of_other_devices_give_the_same_results)
 		check_lengths(b);
 		vy_backend_destroy(b);
 	}
+	done();
+}
+
+Test(vulkan, on_a_discrete_gpu_shaders_write_only_device_memory)
+{
+	/* A discrete GPU's shaders read small inputs from host memory, but every buffer they
+	 * write lies in device memory behind copies: an NVIDIA H200 running many small jobs lost
+	 * and mixed up words that shaders wrote to mapped memory (docs/semantics.md section 10). */
+	struct vy_backend *be2 = open_with(NULL, VY__VK_TEST_STAGING);
+	struct vy__vk_backend *b = vy__vk_from(be2);
+	struct vy_err err = {0};
+	struct vy_vk_ctx *ctx = NULL;
+	cr_assert_eq(vy__vk_ctx_acquire(&b->exec, &ctx, &err), 0, "%s", err.message);
+	const uint32_t data[4] = {1, 2, 3, 4};
+	struct vy_vk_xfer in, out, rw, temp;
+	struct vy_vk_exec *x = &b->exec;
+	cr_assert_eq(vy__vk_xfer_prepare(x, ctx, 16, data, false, false, false, &in, &err), 0);
+	cr_assert_eq(vy__vk_xfer_prepare(x, ctx, 16, NULL, true, true, true, &out, &err), 0);
+	cr_assert_eq(vy__vk_xfer_prepare(x, ctx, 16, data, false, true, true, &rw, &err), 0);
+	cr_assert_eq(vy__vk_xfer_prepare(x, ctx, 16, data, false, false, true, &temp, &err), 0);
+	/* The read-only input: host memory the shader reads, no copy. */
+	cr_assert_eq(in.dev.kind, VY_VK_POOL_UPLOAD);
+	cr_assert(!in.up.buffer && !in.down.buffer && !in.fill_zero);
+	cr_assert_eq(memcmp(in.dev.map, data, sizeof(data)), 0);
+	/* The output: zeroed on the device and copied back. */
+	cr_assert_eq(out.dev.kind, VY_VK_POOL_DEVICE);
+	cr_assert(out.fill_zero && out.down.buffer && !out.up.buffer);
+	/* The read_write buffer: copied in and copied back. */
+	cr_assert_eq(rw.dev.kind, VY_VK_POOL_DEVICE);
+	cr_assert(rw.up.buffer && rw.down.buffer);
+	cr_assert_eq(memcmp(rw.up.map, data, sizeof(data)), 0);
+	/* A buffer a shader writes but nobody reads back (a read_write buffer that is not an
+	 * output, a graph's temp): copied in, not back. */
+	cr_assert_eq(temp.dev.kind, VY_VK_POOL_DEVICE);
+	cr_assert(temp.up.buffer && !temp.down.buffer);
+	vy__vk_ctx_release(&b->exec, ctx);
+	vy_backend_destroy(be2);
 	done();
 }
 
