@@ -205,6 +205,11 @@ struct vy_expr *vy__vm_cast(struct vy__vm *m, enum vy_type type, struct vy_expr 
 	return vy_ir_cast(m->p, type, a);
 }
 
+struct vy_expr *vy__vm_bitcast(struct vy__vm *m, enum vy_type type, struct vy_expr *a)
+{
+	return vy_ir_bitcast(m->p, type, a);
+}
+
 struct vy_expr *vy__vm_fma(
 	struct vy__vm *m, struct vy_expr *a, struct vy_expr *b, struct vy_expr *c)
 {

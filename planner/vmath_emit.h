@@ -35,6 +35,8 @@ struct vy_expr *vy__vm_un(struct vy__vm *m, enum vy_unop op, struct vy_expr *a);
 struct vy_expr *vy__vm_sel(
 	struct vy__vm *m, struct vy_expr *cond, struct vy_expr *a, struct vy_expr *b);
 struct vy_expr *vy__vm_cast(struct vy__vm *m, enum vy_type type, struct vy_expr *a);
+/* The same 32 bits as another type (ir.md, bitcast). */
+struct vy_expr *vy__vm_bitcast(struct vy__vm *m, enum vy_type type, struct vy_expr *a);
 struct vy_expr *vy__vm_fma(
 	struct vy__vm *m, struct vy_expr *a, struct vy_expr *b, struct vy_expr *c);
 /* c[n-1] * z^(n-1) + ... + c[0], in Horner form with fma; `z` is a leaf. */
@@ -108,6 +110,8 @@ VY__VM_BIN(divide, VY_BIN_DIV)
 VY__VM_BIN(vmin, VY_BIN_MIN)
 VY__VM_BIN(vmax, VY_BIN_MAX)
 VY__VM_BIN(band, VY_BIN_BIT_AND)
+VY__VM_BIN(bor, VY_BIN_BIT_OR)
+VY__VM_BIN(mulhi, VY_BIN_MUL_HIGH)
 VY__VM_BIN(shl, VY_BIN_SHL)
 VY__VM_BIN(shr, VY_BIN_SHR)
 VY__VM_BIN(eq, VY_BIN_EQ)
@@ -128,6 +132,7 @@ VY__VM_UN(absv, VY_UN_ABS)
 VY__VM_UN(rnd, VY_UN_ROUND)
 VY__VM_UN(sqrtv, VY_UN_SQRT)
 VY__VM_UN(clz, VY_UN_CLZ)
+VY__VM_UN(bnot, VY_UN_BIT_NOT)
 #undef VY__VM_UN
 
 static inline struct vy_expr *sel(

@@ -51,6 +51,8 @@ static const float atan_b[] = {
 #define PI_HI 3.14159274f        /* 0x40490FDB */
 #define PI_LO -8.74227766e-08f   /* 0xB3BBBD2E */
 #define TAN_PI_8 0.414213568f    /* 0x3ED413CD */
+/* From this |x| on the reduction is Payne-Hanek's (reduce_large), below it Cody-Waite's. */
+#define LARGE_REDUCTION 4096.0f /* 2^12 */
 
 struct quadrant {
 	struct vy_expr *n; /* i32 leaf: the multiple of pi/2 */
@@ -58,12 +60,129 @@ struct quadrant {
 	struct vy_expr *z; /* leaf: r^2 */
 };
 
+/*
+ * 2/pi in binary, 32 zero bits first: bit i of this string (from the top of word 0) is the bit of
+ * weight 2^(32 - i - 1) of 2/pi, so that a window may start before the binary point.
+ */
+static const uint32_t two_over_pi_bits[8] = {0x00000000, 0xA2F9836E, 0x4E441529, 0xFC2757D1,
+	0xF534DDC0, 0xDB629599, 0x3C439041, 0xFE5163AB};
+
+/* Word w + k of the table for a u32 leaf w in [0, 4] (other w give word k). */
+static struct vy_expr *table_word(struct vy__vm *m, const struct vy_expr *w, uint32_t k)
+{
+	struct vy_expr *v = ul(m, two_over_pi_bits[k]);
+	for (uint32_t j = 1; j <= 4; j++) {
+		v = sel(m, eq(m, cp(m, w), ul(m, j)), ul(m, two_over_pi_bits[j + k]), v);
+	}
+	return v;
+}
+
+/* The 32 bits of a:b starting s bits into a, for u32 leaves a, b, s (s in [0, 31]). */
+static struct vy_expr *funnel(
+	struct vy__vm *m, const struct vy_expr *a, const struct vy_expr *b, const struct vy_expr *s)
+{
+	struct vy_expr *joined =
+		bor(m, shl(m, cp(m, a), cp(m, s)), shr(m, cp(m, b), sub(m, ul(m, 32), cp(m, s))));
+	return sel(m, eq(m, cp(m, s), ul(m, 0)), cp(m, a), joined);
+}
+
+/* a + b as u32 and its carry (0 or 1) as u32, for u32 leaves. */
+static struct vy_expr *carry_of(
+	struct vy__vm *m, const struct vy_expr *sum, const struct vy_expr *a)
+{
+	return to_u32(m, lt(m, cp(m, sum), cp(m, a)));
+}
+
+/*
+ * Payne-Hanek reduction, exact for every finite |x| >= 2^-7 (DESIGN.md §4.4): with |x| = M 2^e
+ * (M the 24-bit significand), x 2/pi mod 4 is M times the 96 bits of 2/pi that begin at weight
+ * 2^(1 - e), as a fixed-point number with two integer bits; the bits of 2/pi before that window
+ * only add multiples of 4, and those after it less than 2^-69. The 94-bit fraction is rounded to
+ * the nearest quadrant (a fraction of 1/2 or more moves to the next one and becomes negative),
+ * normalized, converted to a pair of f32 that hold its top 48 bits exactly, and multiplied by
+ * pi/2 in two parts. Every step is an integer operation, an exact conversion or scaling, or one
+ * of three f32 operations at the end, so every backend computes the same bits. Returns n mod 4
+ * (i32) and r = x - n pi/2 (f32, the sign of x).
+ */
+static void reduce_large(
+	struct vy__vm *m, const struct vy_expr *x, struct vy_expr **n_out, struct vy_expr **r_out)
+{
+	struct vy_expr *bits = bind(m, vy__vm_bitcast(m, VY_TYPE_U32, absv(m, cp(m, x))));
+	struct vy_expr *mant =
+		bind(m, bor(m, band(m, cp(m, bits), ul(m, 0x7FFFFF)), ul(m, 0x800000)));
+	/* The window starts at bit i0 = e + 30 of the table, e = biased exponent - 150. */
+	struct vy_expr *i0 = bind(m, sub(m, shr(m, cp(m, bits), ul(m, 23)), ul(m, 120)));
+	struct vy_expr *w = bind(m, shr(m, cp(m, i0), ul(m, 5)));
+	struct vy_expr *s = bind(m, band(m, cp(m, i0), ul(m, 31)));
+	struct vy_expr *t[4];
+	for (uint32_t k = 0; k < 4; k++) {
+		t[k] = bind(m, table_word(m, w, k));
+	}
+	struct vy_expr *win[3];
+	for (uint32_t k = 0; k < 3; k++) {
+		win[k] = bind(m, funnel(m, t[k], t[k + 1], s));
+	}
+	/* M * win as words R2:R1:R0 (the bits above R2 are whole multiples of 4). */
+	struct vy_expr *r0 = bind(m, mul(m, cp(m, mant), cp(m, win[2])));
+	struct vy_expr *hi2 = bind(m, mulhi(m, cp(m, mant), cp(m, win[2])));
+	struct vy_expr *r1 = bind(m, add(m, cp(m, hi2), mul(m, cp(m, mant), cp(m, win[1]))));
+	struct vy_expr *c1 = carry_of(m, r1, hi2);
+	struct vy_expr *r2 = bind(m, add(m,
+					     add(m, mulhi(m, cp(m, mant), cp(m, win[1])),
+						     mul(m, cp(m, mant), cp(m, win[0]))),
+					     c1));
+	/* The quadrant is bits 31:30 of R2; the fraction's top 64 bits follow. */
+	struct vy_expr *frac_hi =
+		bind(m, bor(m, shl(m, band(m, cp(m, r2), ul(m, 0x3FFFFFFF)), ul(m, 2)),
+				shr(m, cp(m, r1), ul(m, 30))));
+	struct vy_expr *frac_lo =
+		bind(m, bor(m, shl(m, cp(m, r1), ul(m, 2)), shr(m, cp(m, r0), ul(m, 30))));
+	struct vy_expr *up = bind(m, ne(m, band(m, cp(m, frac_hi), ul(m, 0x80000000u)), ul(m, 0)));
+	struct vy_expr *quad = bind(m, add(m, shr(m, cp(m, r2), ul(m, 30)), to_u32(m, cp(m, up))));
+	/* |fraction| as a 64-bit integer mh:ml. */
+	struct vy_expr *nl = bind(m, add(m, bnot(m, cp(m, frac_lo)), ul(m, 1)));
+	struct vy_expr *nh = add(m, bnot(m, cp(m, frac_hi)), to_u32(m, eq(m, cp(m, nl), ul(m, 0))));
+	struct vy_expr *mh = bind(m, sel(m, cp(m, up), nh, cp(m, frac_hi)));
+	struct vy_expr *ml = bind(m, sel(m, cp(m, up), cp(m, nl), cp(m, frac_lo)));
+	/* Normalized: top:next = (mh:ml) << lz, top's high bit set (all zero for a zero fraction).
+	 */
+	struct vy_expr *hz = bind(m, eq(m, cp(m, mh), ul(m, 0)));
+	struct vy_expr *a = bind(m, sel(m, cp(m, hz), cp(m, ml), cp(m, mh)));
+	struct vy_expr *b = bind(m, sel(m, cp(m, hz), ul(m, 0), cp(m, ml)));
+	struct vy_expr *l = bind(m, clz(m, cp(m, a)));
+	struct vy_expr *top = bind(m, funnel(m, a, b, l));
+	struct vy_expr *next = bind(m, shl(m, cp(m, b), cp(m, l)));
+	struct vy_expr *lz = add(m, cp(m, l), sel(m, cp(m, hz), ul(m, 32), ul(m, 0)));
+	/* fraction = (top >> 8) 2^-24 + (24 bits below them) 2^-48, times 2^-lz (lz <= 64). */
+	struct vy_expr *scale =
+		bind(m, vy__vm_bitcast(m, VY_TYPE_F32, shl(m, sub(m, ul(m, 127), lz), ul(m, 23))));
+	struct vy_expr *hi24 = to_f32(m, shr(m, cp(m, top), ul(m, 8)));
+	struct vy_expr *lo24 = to_f32(m, bor(m, shl(m, band(m, cp(m, top), ul(m, 0xFF)), ul(m, 16)),
+						 shr(m, cp(m, next), ul(m, 16))));
+	struct vy_expr *qh =
+		bind(m, mul(m, mul(m, hi24, fbits(m, 0x33800000u /* 2^-24 */)), cp(m, scale)));
+	struct vy_expr *ql =
+		bind(m, mul(m, mul(m, lo24, fbits(m, 0x27800000u /* 2^-48 */)), cp(m, scale)));
+	/* r = (qh + ql) pi/2, pi/2 = PIO2_1 + PIO2_2. */
+	struct vy_expr *rh = bind(m, mul(m, cp(m, qh), fl(m, PIO2_1)));
+	struct vy_expr *re = fma3(m, cp(m, qh), fl(m, PIO2_1), neg(m, cp(m, rh)));
+	struct vy_expr *tail =
+		fma3(m, cp(m, qh), fl(m, PIO2_2), fma3(m, cp(m, ql), fl(m, PIO2_1), re));
+	struct vy_expr *rm = bind(m, add(m, cp(m, rh), tail));
+	/* The fraction was negative after rounding up; x < 0 mirrors both. */
+	struct vy_expr *xneg = bind(m, lt(m, cp(m, x), fl(m, 0.0f)));
+	struct vy_expr *rs = bind(m, sel(m, cp(m, up), neg(m, cp(m, rm)), cp(m, rm)));
+	*r_out = sel(m, cp(m, xneg), neg(m, cp(m, rs)), cp(m, rs));
+	struct vy_expr *nq = sel(m, cp(m, xneg), sub(m, ul(m, 0), cp(m, quad)), cp(m, quad));
+	*n_out = to_i32(m, band(m, nq, ul(m, 3)));
+}
+
 static struct quadrant reduce(struct vy__vm *m, const struct vy_expr *x)
 {
 	struct quadrant q;
 	struct vy_expr *nf = rnd(m, mul(m, cp(m, x), fl(m, TWO_OVER_PI)));
-	q.n = bind(m, to_i32(m, nf));
-	struct vy_expr *nz = bind(m, to_f32(m, cp(m, q.n)));
+	struct vy_expr *n = bind(m, to_i32(m, nf));
+	struct vy_expr *nz = bind(m, to_f32(m, cp(m, n)));
 	/* r1 = x - n PIO2_1 is exact; n PIO2_2 = ph + pl exactly (fma gives the product's error).
 	 */
 	struct vy_expr *r1 = bind(m, fma3(m, cp(m, nz), fl(m, -PIO2_1), cp(m, x)));
@@ -76,7 +195,13 @@ static struct quadrant reduce(struct vy__vm *m, const struct vy_expr *x)
 		sub(m, neg(m, cp(m, ph)), cp(m, bb)));
 	/* The tail is a few units of s's last place; adding it rounds once. */
 	struct vy_expr *tail = fma3(m, cp(m, nz), fl(m, -PIO2_3), sub(m, e, pl));
-	q.r = bind(m, add(m, cp(m, s), tail));
+	struct vy_expr *r = add(m, cp(m, s), tail);
+	struct vy_expr *n_large = NULL;
+	struct vy_expr *r_large = NULL;
+	reduce_large(m, x, &n_large, &r_large);
+	struct vy_expr *large = bind(m, ge(m, absv(m, cp(m, x)), fl(m, LARGE_REDUCTION)));
+	q.n = bind(m, sel(m, cp(m, large), n_large, cp(m, n)));
+	q.r = bind(m, sel(m, cp(m, large), r_large, r));
 	q.z = bind(m, mul(m, cp(m, q.r), cp(m, q.r)));
 	return q;
 }

@@ -950,6 +950,40 @@ for _k, _o in enumerate(LOWERED):
     lowered_case(_o, 200 + 2 * _k)
 
 
+def trig_full_range_case():
+    """sin, cos and tan over the whole finite f32 range, where the reduction is exact."""
+    big = [1e10, -1e10, 3.4028235e38, -3.4028235e38, 1e38, 16777216.0, 16777215.0, 4194304.0,
+           4194303.5, 4096.0, 4095.9998, 123456789.0, 1e22, 7.7e28, 2.0 ** 100, 3.0e30,
+           1.5e20, 6.2831855e8]
+    g = {"concat": [{"random": "f32", "count": 256, "seed": 260, "min": -3.4e38, "max": 3.4e38},
+                    {"random": "f32", "count": 128, "seed": 261, "min": -1e12, "max": 1e12},
+                    {"random": "f32", "count": 128, "seed": 262, "min": -1e6, "max": 1e6},
+                    {"values": big}]}
+    n = len(gen_eval(g, "f32"))
+    name = "lowered_trig_full_range"
+    outs = ["sin", "cos", "tan"]
+    entry = [let("i", gid()), guard(length("x")), let("v", load("x", V("i")))]
+    for o in outs:
+        entry.append(store(o, V("i"), op(o, V("v"))))
+    # cos is even, sin and tan odd, exactly: 0 where f(-v) is f(v) or -f(v) to the bit.
+    sym = op("or", op("ne", op("sin", op("neg", V("v"))), op("neg", op("sin", V("v")))),
+             op("or", op("ne", op("cos", op("neg", V("v"))), op("cos", V("v"))),
+                op("ne", op("tan", op("neg", V("v"))), op("neg", op("tan", V("v"))))))
+    entry.append(store("asym", V("i"), ["cast", "u32", sym]))
+    prog = program(name, 64, [buf("x", 0, "read_only", "f32", n)] +
+                   [buf(o, 1 + k, "write_only", "f32", n) for k, o in enumerate(outs)] +
+                   [buf("asym", 4, "write_only", "u32", n)], entry)
+    case(name, "sin, cos and tan of finite arguments up to FLT_MAX: the Payne-Hanek reduction "
+         "of planner/vmath_trig.c is exact there, so each result is within 2 ULP of libm "
+         "(which reduces exactly too) and cos is even, sin and tan odd, to the bit.",
+         prog, [g], expect=[None, None, None, [0] * n],
+         ulp=[{"op": o, "input": 0, "output": k, "domain": [-3.4028235e38, 3.4028235e38],
+               "max": 2} for k, o in enumerate(outs)])
+
+
+trig_full_range_case()
+
+
 # ---------------------------------------------------------------------------------------------
 # fma
 

@@ -627,6 +627,70 @@ Test(vmath, sin_and_cos_stay_within_one_everywhere)
 	}
 }
 
+/* One result of sin, cos or tan at a large argument, within 2 ULP of the true value. */
+#define CLOSE(x, bits)                                                                             \
+	{                                                                                          \
+		(x), (bits), 2                                                                     \
+	}
+
+Test(vmath, sin_cos_tan_of_large_arguments_reduce_exactly)
+{
+	/* The wanted bits are glibc's double sin, cos and tan (whose reduction is exact) rounded to
+	 * f32; before the Payne-Hanek reduction sin(1e10) was 1.0 and cos(FLT_MAX) 1. */
+	const float max = 0x1.fffffep127f;
+	CHECK(SIN, CLOSE(1e10f, 0xBEF99A64u), CLOSE(max, 0xBF0599B3u), CLOSE(-max, 0x3F0599B3u),
+		CLOSE(0x1p100f, 0xBF5F476Du));
+	CHECK(COS, CLOSE(1e10f, 0x3F5F84C5u), CLOSE(max, 0x3F5A5F96u), CLOSE(-max, 0x3F5A5F96u),
+		CLOSE(0x1p100f, 0x3EFA75A0u));
+	CHECK(TAN, CLOSE(1e10f, 0xBF0EF000u), CLOSE(max, 0xBF1C9ECAu), CLOSE(-max, 0x3F1C9ECAu));
+}
+
+static struct vy_expr *unary_of_x(struct vy_program *p, enum vy_unop op, bool negate)
+{
+	struct vy_expr *x = vy_ir_load(p, "x", vy_ir_var(p, "i"));
+	return vy_ir_unary(p, op, negate ? vy_ir_unary(p, VY_UN_NEG, x) : x);
+}
+
+/* f(-x) differs from f(x) (`odd`: from -f(x)) in any bit. */
+static struct vy_expr *asymmetric(struct vy_program *p, enum vy_unop op, bool odd)
+{
+	struct vy_expr *plus = unary_of_x(p, op, false);
+	return vy_ir_binary(p, VY_BIN_NE, unary_of_x(p, op, true),
+		odd ? vy_ir_unary(p, VY_UN_NEG, plus) : plus);
+}
+
+Test(vmath, cos_is_even_and_sin_and_tan_odd_to_the_bit)
+{
+	enum { N = 32 };
+	struct vy_program *p = program_xyc(N);
+	struct vy_expr *any = vy_ir_binary(p, VY_BIN_OR, asymmetric(p, VY_UN_SIN, true),
+		vy_ir_binary(p, VY_BIN_OR, asymmetric(p, VY_UN_COS, false),
+			asymmetric(p, VY_UN_TAN, true)));
+	vy_program_set_entry(
+		p, vy_ir_seq(p,
+			   vy_ir_loop(p, "i", vy_ir_u32(p, 0), vy_ir_u32(p, N),
+				   vy_ir_seq(p,
+					   vy_ir_store(p, "y", vy_ir_var(p, "i"),
+						   vy_ir_select(p, any, vy_ir_f32(p, 1.0f),
+							   vy_ir_f32(p, 0.0f))),
+					   NULL)),
+			   NULL));
+	/* Magnitudes from 2^-20 to 2^127, both reductions and their border at 2^12. */
+	float x[N];
+	uint32_t c[N] = {0};
+	uint32_t y[N];
+	for (uint32_t i = 0; i < N; i++) {
+		x[i] = ldexpf(1.2345678f + (float)i / 64.0f, -20 + (int)(i * 147 / (N - 1)));
+	}
+	x[0] = 4096.0f;
+	x[1] = 4095.9998f;
+	run_reference(p, x, c, N, y);
+	for (uint32_t i = 0; i < N; i++) {
+		cr_expect_eq(y[i], 0, "f(-x) is not +-f(x) to the bit at x = %.9g", (double)x[i]);
+	}
+	vy_program_destroy(p);
+}
+
 Test(vmath, special_values_of_asin_acos_atan)
 {
 	CHECK(ASIN, EXACT(0.0f, PZERO), EXACT(-0.0f, NZERO), EXACT(1.0f, PIO2),
