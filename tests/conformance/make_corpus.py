@@ -974,11 +974,13 @@ def trig_full_range_case():
                    [buf(o, 1 + k, "write_only", "f32", n) for k, o in enumerate(outs)] +
                    [buf("asym", 4, "write_only", "u32", n)], entry)
     case(name, "sin, cos and tan of finite arguments up to FLT_MAX: the Payne-Hanek reduction "
-         "of planner/vmath_trig.c is exact there, so each result is within 2 ULP of libm "
-         "(which reduces exactly too) and cos is even, sin and tan odd, to the bit.",
+         "of planner/vmath_trig.c is exact there, so sin and cos are within 2 ULP of libm "
+         "(which reduces exactly too) and tan within 3 (measured against the exact value, "
+         "a stricter scale than the steps to the correctly rounded result, where tan is within "
+         "2), and cos is even, sin and tan odd, to the bit.",
          prog, [g], expect=[None, None, None, [0] * n],
          ulp=[{"op": o, "input": 0, "output": k, "domain": [-3.4028235e38, 3.4028235e38],
-               "max": 2} for k, o in enumerate(outs)])
+               "max": 3 if o == "tan" else 2} for k, o in enumerate(outs)])
 
 
 trig_full_range_case()
