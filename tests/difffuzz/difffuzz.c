@@ -989,6 +989,7 @@ struct run {
 	atomic_bool lost;          /* a device was lost: reported once */
 	atomic_uint_fast64_t done; /* programs finished */
 	atomic_uint_fast64_t mismatches, refused;
+	atomic_uint_fast64_t slow_then_clean; /* timeouts that ran clean when run again */
 	atomic_bool stop;         /* the self-test found its mismatch, or a signal asked to stop */
 	atomic_int self_test_rc;  /* 0 once the self-test's shrunk case was small enough */
 	pthread_mutex_t out_lock; /* whole reports on stdout */
@@ -997,8 +998,9 @@ struct run {
 };
 
 /* SLOW: a run reached the dispatch timeout (SHRINK_TIMEOUT_MS while shrinking, RUN_TIMEOUT_MS
- * otherwise); a program the generator made is then reported as a mismatch, and a shrinking
- * candidate is not kept, so that no edit can hold the shared device for long. */
+ * otherwise); a program the generator made is then run again, and reported as a mismatch unless
+ * every rerun finishes with the reference's result (slow_then_clean); a shrinking candidate is
+ * not kept, so that no edit can hold the shared device for long. */
 /* LOST: the backend's device was lost: the run stops, naming the programs then in flight. */
 enum outcome { SAME, DIFFERENT, REFUSED, SLOW, LOST };
 
@@ -1402,6 +1404,29 @@ static bool drop_config(struct shrink *s)
 }
 
 /*
+ * A run of program `seed` that reached its timeout is run again RERUNS times: when every rerun
+ * finishes with the reference's result, the first run was slow, not wrong (on a machine loaded by
+ * other work lavapipe's shaders can take many times their usual time), and this says so in `out`
+ * and returns true. A device that hung, or a program that loops, times out again.
+ */
+static bool slow_then_clean(
+	struct run *run, FILE *out, uint64_t i, uint64_t seed, const char *text, const char *why)
+{
+	for (int r = 0; r < RERUNS; r++) {
+		char rwhy[VY_TEST_WHY_MAX] = "";
+		if (try_case(run, text, RUN_TIMEOUT_MS, rwhy, NULL) != SAME) {
+			return false;
+		}
+	}
+	fprintf(out,
+		"SLOW program %016" PRIx64 " (number %" PRIu64
+		" of the run): %s; run again %d times, it finished each time with the reference's "
+		"result (not counted as a mismatch)\n",
+		seed, i, why, RERUNS);
+	return true;
+}
+
+/*
  * Shrink the mismatch of program `seed` (number i of the run) and write the report to `out`;
  * returns the shrunk program's node count.
  */
@@ -1561,6 +1586,9 @@ static void run_program(struct run *run, uint64_t i, uint64_t *counts)
 	if (o == REFUSED) {
 		atomic_fetch_add(&run->refused, 1);
 		fprintf(b.f, "GENERATOR BUG program %016" PRIx64 ": %s\n%s\n", ps, why, text);
+	} else if (o == SLOW && !run->no_shrink && !run->self_test &&
+		   slow_then_clean(run, b.f, i, ps, text, why)) {
+		atomic_fetch_add(&run->slow_then_clean, 1);
 	} else if (o == DIFFERENT || o == SLOW) {
 		atomic_fetch_add(&run->mismatches, 1);
 		size_t nodes = report_mismatch(run, b.f, i, ps, text, why);
@@ -1875,6 +1903,11 @@ int main(int argc, char **argv)
 	       " mismatches, %" PRIu64 " refused by the validator (generator bugs)\n",
 		done, secs, secs > 0 ? (double)done / secs : 0.0,
 		(uint64_t)atomic_load(&run.mismatches), (uint64_t)atomic_load(&run.refused));
+	if (atomic_load(&run.slow_then_clean)) {
+		printf("difffuzz: %" PRIu64 " runs reached the timeout and then ran clean %d times "
+		       "(SLOW above; not mismatches)\n",
+			(uint64_t)atomic_load(&run.slow_then_clean), RERUNS);
+	}
 	size_t missing = print_coverage(&run, show_coverage);
 	int validation = vy_test_vulkan_validation_check();
 	for (size_t i = 0; i < run.n_targets; i++) {
