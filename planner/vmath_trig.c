@@ -86,7 +86,7 @@ static struct vy_expr *funnel(
 	return sel(m, eq(m, cp(m, s), ul(m, 0)), cp(m, a), joined);
 }
 
-/* a + b as u32 and its carry (0 or 1) as u32, for u32 leaves. */
+/* The carry (0 or 1, as u32) of the u32 sum `sum` = a + b, for u32 leaves. */
 static struct vy_expr *carry_of(
 	struct vy__vm *m, const struct vy_expr *sum, const struct vy_expr *a)
 {
