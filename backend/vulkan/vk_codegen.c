@@ -711,7 +711,8 @@ static void node(struct vy__vk_gen *g, const struct vy_node *n)
 			return;
 		}
 		vy__vk_var_ident(g, n->name, text, sizeof(text));
-		vy__vk_line(g, "%s = %s%s;", text, v.text, vy__vk_opaque(g, v.type));
+		vy__vk_opaque(g, &v);
+		vy__vk_line(g, "%s = %s;", text, v.text);
 		return;
 	case VY_NODE_STORE:
 		store(g, n);

@@ -22,11 +22,6 @@ const char *vy__vk_glsl_type(enum vy_type t)
 	return t == VY_TYPE_BOOL ? "bool" : "uint";
 }
 
-const char *vy__vk_opaque(const struct vy__vk_gen *g, enum vy_type t)
-{
-	return g->opts->math.select_exact || t == VY_TYPE_BOOL ? "" : " | vy_z";
-}
-
 void vy__vk_cond_text(const struct vy__vk_val *v, char *buf, size_t size)
 {
 	if (v->type == VY_TYPE_BOOL) {
@@ -65,6 +60,15 @@ static void temp(
 	uint32_t id = g->next_temp++;
 	vy__vk_line(g, "%s t%u = %s;", vy__vk_glsl_type(type), id, rhs);
 	set(out, type, "t%u", id);
+}
+
+void vy__vk_opaque(struct vy__vk_gen *g, struct vy__vk_val *v)
+{
+	if (g->opts->math.select_exact || v->type == VY_TYPE_BOOL) {
+		return;
+	}
+	struct vy__vk_val x = *v;
+	temp(g, v, x.type, "%s + (%s & vy_z)", x.text, x.text);
 }
 
 void vy__vk_index(struct vy__vk_gen *g, struct vy__vk_val *idx)
@@ -797,8 +801,9 @@ void vy__vk_expr(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_va
 			return;
 		}
 		vy__vk_cond_text(&c, cond, sizeof(cond));
-		temp(g, out, a.type, "%s ? %s%s : %s%s", cond, a.text, vy__vk_opaque(g, a.type),
-			b.text, vy__vk_opaque(g, a.type));
+		vy__vk_opaque(g, &a);
+		vy__vk_opaque(g, &b);
+		temp(g, out, a.type, "%s ? %s : %s", cond, a.text, b.text);
 		return;
 	case VY_EXPR_CAST:
 		cast(g, e, out);

@@ -180,11 +180,14 @@ void vy__vk_cond_text(const struct vy__vk_val *v, char *buf, size_t size);
 const char *vy__vk_glsl_type(enum vy_type t);
 
 /*
- * The text to append to a selected or assigned operand of type t: " | vy_z" (the push constant
- * that is always 0) where the device's select between two constants is not exact and t is a
- * 32-bit type, else "" (vy_vk_math.select_exact).
+ * Make a selected or assigned 32-bit value opaque where the device's select between two
+ * constants is not exact (vy_vk_math.select_exact): `v` becomes a temp holding
+ * `v + (v & vy_z)`, vy_z being a push constant that is always 0. The operand of the opaque
+ * addition is the value itself, so no two values merged by a select or a phi share an operation
+ * with a common operand that the driver could take out, leaving a select between constants
+ * (docs/semantics.md section 10). Booleans and exact devices keep `v` as it is.
  */
-const char *vy__vk_opaque(const struct vy__vk_gen *g, enum vy_type t);
+void vy__vk_opaque(struct vy__vk_gen *g, struct vy__vk_val *v);
 
 /* Emit the code that raises trap `kind` at the current node and ends the invocation, guarded by
  * the GLSL condition `cond`. */

@@ -2716,35 +2716,52 @@ def exactness_cases():
 
     # Selects, and ifs that assign in both branches, between the words of +-0.0 and +-1.0 (of
     # f32 and of u32): lavapipe turns them into a conversion of the condition, matching -0.0 as
-    # 0.0, so select(c, -0.0, 1.0) gave +0.
+    # 0.0, so select(c, -0.0, 1.0) gave +0. The same with the words as spec constants, which the
+    # driver folds only once the pipeline is specialized.
     m1 = 0xBF800000
-    sel = [("neg_zero", -0.0, nzero, "one", 1.0, one), ("one", 1.0, one, "neg_zero", -0.0, nzero),
-           ("zero", 0.0, zero, "neg_one", -1.0, m1), ("neg_one", -1.0, m1, "zero", 0.0, zero)]
-    outs, expect = [], []
-    body = [let("i", gid()), guard(length("x")), let("v", load("x", V("i"))),
-            let("c", op("lt", V("v"), F(0.0)))]
-    neg = [fcmp(x, zero, "lt") for x in xs]
-    for k, (na, a, wa, nb, b, wb) in enumerate(sel):
-        name = f"sel_{na}_{nb}"
-        outs.append((name, "f32"))
-        body.append(store(name, V("i"), ["select", V("c"), F(a), F(b)]))
-        expect.append(shown([wa if c else wb for c in neg], "f32"))
-        if k < 2:
-            name, t = f"if_{na}_{nb}", f"t{k}"
-            outs.append((name, "f32"))
-            body += [let(t, F(2.0)), if_(V("c"), [assign(t, F(a))], [assign(t, F(b))]),
-                     store(name, V("i"), V(t))]
-            expect.append(shown([wa if c else wb for c in neg], "f32"))
-    outs.append(("sel_u32_words", "u32"))
-    body.append(store("sel_u32_words", V("i"), ["select", V("c"), U(nzero), U(one)]))
-    expect.append(shown([nzero if c else one for c in neg], "u32"))
-    bufs = [buf("x", 0, "read_only", "f32", n)]
-    bufs += [buf(o, 1 + k, "write_only", ty, n) for k, (o, ty) in enumerate(outs)]
-    case("exact_select_constant", "select, and an if that assigns in both branches, between "
-         "the words of -0.0 and 1.0 or of +0.0 and -1.0 keep their bits, as f32 and as u32. "
-         "Drivers turn a select between 0.0 and 1.0 into a conversion of the condition and may "
-         "match -0.0 as 0.0 (lavapipe: select(c, -0.0, 1.0) gave +0).",
-         program("exact_select_constant", 64, bufs, body), [gx], expect=expect)
+    words = {"neg_zero": (-0.0, nzero), "one": (1.0, one), "zero": (0.0, zero),
+             "neg_one": (-1.0, m1)}
+
+    def select_constant_case(name, const, config, notes):
+        outs, expect = [], []
+        body = [let("i", gid()), guard(length("x")), let("v", load("x", V("i"))),
+                let("c", op("lt", V("v"), F(0.0)))]
+        neg = [fcmp(x, zero, "lt") for x in xs]
+        pairs = [("neg_zero", "one"), ("one", "neg_zero"), ("zero", "neg_one"),
+                 ("neg_one", "zero")]
+        for k, (na, nb) in enumerate(pairs):
+            a, b = const(na), const(nb)
+            want = shown([words[na][1] if c else words[nb][1] for c in neg], "f32")
+            out = f"sel_{na}_{nb}"
+            outs.append((out, "f32"))
+            body.append(store(out, V("i"), ["select", V("c"), a, b]))
+            expect.append(want)
+            if k < 2:
+                out, t = f"if_{na}_{nb}", f"t{k}"
+                outs.append((out, "f32"))
+                body += [let(t, F(2.0)), if_(V("c"), [assign(t, a)], [assign(t, b)]),
+                         store(out, V("i"), V(t))]
+                expect.append(want)
+        outs.append(("sel_u32_words", "u32"))
+        body.append(store("sel_u32_words", V("i"), ["select", V("c"), U(nzero), U(one)]))
+        expect.append(shown([nzero if c else one for c in neg], "u32"))
+        bufs = [buf("x", 0, "read_only", "f32", n)]
+        bufs += [buf(o, 1 + k, "write_only", ty, n) for k, (o, ty) in enumerate(outs)]
+        case(name, notes, program(name, 64, bufs, body), [gx], config=config, expect=expect)
+
+    select_constant_case(
+        "exact_select_constant", lambda w: F(words[w][0]), None,
+        "select, and an if that assigns in both branches, between the words of -0.0 and 1.0 "
+        "or of +0.0 and -1.0 keep their bits, as f32 and as u32. Drivers turn a select between "
+        "0.0 and 1.0 into a conversion of the condition and may match -0.0 as 0.0 (lavapipe: "
+        "select(c, -0.0, 1.0) gave +0).")
+    select_constant_case(
+        "exact_select_spec_constant", lambda w: ["spec", w, "f32", F(2.0)],
+        {"spec": {w: f"0x{words[w][1]:08x}" for w in words}},
+        "as exact_select_constant, with each f32 word a spec constant, which the driver folds "
+        "once the pipeline is specialized (difffuzz program 0d9e7c15dd21bddc: lavapipe gave +0 "
+        "for select(c, spec -0.0, 1.0) after it took the `| vy_z` that both arms shared out of "
+        "the select).")
 
 
 exactness_cases()
