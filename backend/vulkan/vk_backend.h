@@ -301,6 +301,7 @@ struct vy__vk_job {
 	uint64_t enqueue_ns;
 	uint32_t imported_inputs; /* inputs copied from imports */
 	uint64_t imported_bytes;
+	struct vy_vk_pack pack;             /* the small buffers shaders write, on a discrete GPU */
 	uint32_t n_bufs;                    /* the non-workgroup buffers, then the sidecar */
 	uint32_t buf_of[VY_IR_MAX_BUFFERS]; /* program buffer index -> bufs index */
 	/* The non-workgroup buffers in plan order, then the trap sidecar: one range per segment. */

@@ -190,8 +190,8 @@ static int prepare_buffers(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 			} else {
 				bool written =
 					bd->role != VY_ROLE_INPUT && bd->role != VY_ROLE_UNIFORM;
-				rc = vy__vk_xfer_prepare(
-					x, job->ctx, len, data, zero, back, written, xf, err);
+				rc = vy__vk_xfer_prepare(x, job->ctx, len, data, zero, back,
+					written, &job->pack, xf, err);
 			}
 			if (rc) {
 				return rc;
@@ -206,8 +206,12 @@ static int prepare_buffers(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 	uint32_t trap = k->segments[0].layout.trap_bytes;
 	job->sidecar_stride = (uint32_t)((trap + align - 1) / align * align);
 	job->sidecar = job->n_bufs++;
-	return vy__vk_xfer_prepare(x, job->ctx, (uint64_t)job->sidecar_stride * k->n_segments, NULL,
-		true, true, true, &job->bufs[job->sidecar], err);
+	int rc = vy__vk_xfer_prepare(x, job->ctx, (uint64_t)job->sidecar_stride * k->n_segments,
+		NULL, true, true, true, &job->pack, &job->bufs[job->sidecar], err);
+	if (rc == 0) {
+		rc = vy__vk_xfer_pack(x, job->ctx, &job->pack, job->bufs, job->n_bufs, err);
+	}
+	return rc;
 }
 
 /*
@@ -378,7 +382,7 @@ static int record_job(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, str
 	if (job->resident) {
 		vy__vk_entry_barrier(d, cmd);
 	}
-	vy__vk_xfer_record_in(x, cmd, job->bufs, job->n_bufs);
+	vy__vk_xfer_record_in(x, cmd, &job->pack, job->bufs, job->n_bufs);
 	vy__vk_ctx_stamp(x, ctx, 0);
 	int rc = vy__vk_record_launches(b, ctx, cmd, job, ra->loop_limit, err);
 	if (rc) {
@@ -391,7 +395,7 @@ static int record_job(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, str
 		out[n_out++] = job->bufs[job->output_buf[i]];
 	}
 	out[n_out++] = job->bufs[job->sidecar];
-	vy__vk_xfer_record_out(x, cmd, out, n_out);
+	vy__vk_xfer_record_out(x, cmd, &job->pack, out, n_out);
 	return 0;
 }
 

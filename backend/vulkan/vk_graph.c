@@ -192,15 +192,15 @@ static int make_slots(
 		case VY_GRAPH_INPUT:
 			rc = vy__vk_xfer_prepare(x, r->ctx, len,
 				len ? inputs[sl->index].data : NULL, false, false, sl->written,
-				&r->slots[s], err);
+				NULL, &r->slots[s], err);
 			break;
 		case VY_GRAPH_OUTPUT:
 			rc = vy__vk_xfer_prepare(
-				x, r->ctx, len, NULL, true, true, true, &r->slots[s], err);
+				x, r->ctx, len, NULL, true, true, true, NULL, &r->slots[s], err);
 			break;
 		case VY_GRAPH_TEMP:
 			rc = vy__vk_xfer_prepare(
-				x, r->ctx, len, NULL, true, false, true, &r->slots[s], err);
+				x, r->ctx, len, NULL, true, false, true, NULL, &r->slots[s], err);
 			break;
 		case VY_GRAPH_RESIDENT:
 			atomic_fetch_add(&r->res[s]->refs, 1);
@@ -378,7 +378,7 @@ static int record_graph(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, s
 	vy__vk_entry_barrier(d, cmd);
 	struct vy_vk_xfer *set = xcalloc(r->n_slots + 1, sizeof(*set));
 	uint32_t n = transfer_set(r, false, set);
-	vy__vk_xfer_record_in(x, cmd, set, n);
+	vy__vk_xfer_record_in(x, cmd, NULL, set, n);
 	if (r->stamps) {
 		d->vk.vkCmdWriteTimestamp(
 			cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, r->stamps->pool, 0);
@@ -411,7 +411,7 @@ static int record_graph(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, s
 	}
 	if (rc == 0) {
 		n = transfer_set(r, true, set);
-		vy__vk_xfer_record_out(x, cmd, set, n);
+		vy__vk_xfer_record_out(x, cmd, NULL, set, n);
 	}
 	free(job);
 	free(set);
@@ -449,7 +449,7 @@ static int record_new(struct vy__vk_backend *b, const struct vy_graph_plan *plan
 	}
 	if (rc == 0) {
 		rc = vy__vk_xfer_prepare(&b->exec, r->ctx, (uint64_t)r->stride * r->n_ranges, NULL,
-			true, true, true, &r->sidecar, err);
+			true, true, true, NULL, &r->sidecar, err);
 	}
 	if (rc == 0) {
 		rc = make_parts(r, n_parts, err);

@@ -186,7 +186,7 @@ static int record_probe(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, s
 {
 	struct probe_job *j = arg;
 	struct vy_vk_device *d = j->x->dev;
-	vy__vk_xfer_record_in(j->x, cmd, j->bufs, 2);
+	vy__vk_xfer_record_in(j->x, cmd, NULL, j->bufs, 2);
 	d->vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, j->pipeline);
 	uint32_t bindings[2] = {0, 1};
 	VkDescriptorBufferInfo infos[2] = {
@@ -200,7 +200,7 @@ static int record_probe(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, s
 	d->vk.vkCmdPushConstants(cmd, j->layout->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
 		sizeof(j->n), &j->n);
 	d->vk.vkCmdDispatch(cmd, (j->n + PROBE_GROUP - 1) / PROBE_GROUP, 1, 1);
-	vy__vk_xfer_record_out(j->x, cmd, j->bufs, 2);
+	vy__vk_xfer_record_out(j->x, cmd, NULL, j->bufs, 2);
 	return 0;
 }
 
@@ -323,11 +323,11 @@ static int run_kernel(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes,
 	}
 	if (rc == 0) {
 		rc = vy__vk_xfer_prepare(
-			x, ctx, in_bytes, in, false, false, false, &job.bufs[0], err);
+			x, ctx, in_bytes, in, false, false, false, NULL, &job.bufs[0], err);
 	}
 	if (rc == 0) {
 		rc = vy__vk_xfer_prepare(
-			x, ctx, out_bytes, NULL, true, true, true, &job.bufs[1], err);
+			x, ctx, out_bytes, NULL, true, true, true, NULL, &job.bufs[1], err);
 	}
 	if (rc == 0) {
 		rc = vy__vk_ctx_submit(

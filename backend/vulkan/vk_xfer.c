@@ -22,7 +22,8 @@ static int prepare_direct(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t 
 }
 
 int vy__vk_xfer_prepare(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t len, const void *data,
-	bool zero, bool read_back, bool written, struct vy_vk_xfer *out, struct vy_err *err)
+	bool zero, bool read_back, bool written, struct vy_vk_pack *pack, struct vy_vk_xfer *out,
+	struct vy_err *err)
 {
 	memset(out, 0, sizeof(*out));
 	out->len = len;
@@ -36,6 +37,11 @@ int vy__vk_xfer_prepare(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t le
 	 * work (docs/semantics.md section 10). */
 	if (!x->dev->unified && len <= x->direct_limit && !(written || zero || read_back)) {
 		return prepare_direct(x, ctx, len, data, out, err);
+	}
+	if (pack && !x->dev->unified && len <= x->direct_limit) {
+		out->packed = true;
+		out->data = data;
+		return 0;
 	}
 	int rc = vy__vk_ctx_slice(x, ctx, VY_VK_POOL_DEVICE, len, &out->dev, err);
 	if (rc) {
@@ -81,6 +87,92 @@ int vy__vk_xfer_prepare_copy(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64
 	return rc;
 }
 
+/* Where a packed buffer goes: its group's index in the layout of struct vy_vk_pack. */
+static int pack_group(const struct vy_vk_xfer *b)
+{
+	if (b->data) {
+		return b->read_back ? 1 : 0;
+	}
+	return b->read_back ? 2 : 3;
+}
+
+static VkDeviceSize round_up(VkDeviceSize v, VkDeviceSize to)
+{
+	return (v + to - 1) / to * to;
+}
+
+/* A view of `len` bytes of `whole` starting `at` bytes in, for one buffer of a pack. */
+static struct vy_vk_slice pack_view(const struct vy_vk_slice *whole, VkDeviceSize at, uint64_t len)
+{
+	struct vy_vk_slice v = *whole;
+	v.offset += at;
+	v.size = round_up(len, 4);
+	v.map = whole->map ? whole->map + at : NULL;
+	return v;
+}
+
+int vy__vk_xfer_pack(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, struct vy_vk_pack *pack,
+	struct vy_vk_xfer *bufs, size_t n, struct vy_err *err)
+{
+	memset(pack, 0, sizeof(*pack));
+	VkDeviceSize align = x->dev->props.limits.minStorageBufferOffsetAlignment;
+	align = align < 4 ? 4 : align;
+	VkDeviceSize starts[4];
+	VkDeviceSize ends[4];
+	VkDeviceSize end = 0;
+	/* Offsets within the pack, group by group; a buffer's dev.offset holds its own until the
+	 * slices exist. */
+	for (int g = 0; g < 4; g++) {
+		starts[g] = round_up(end, align);
+		end = starts[g];
+		for (size_t i = 0; i < n; i++) {
+			if (bufs[i].packed && pack_group(&bufs[i]) == g) {
+				bufs[i].dev.offset = round_up(end, align);
+				end = bufs[i].dev.offset + round_up(bufs[i].len, 4);
+			}
+		}
+		ends[g] = end;
+	}
+	if (end == 0) {
+		return 0;
+	}
+	pack->up_len = ends[1];
+	pack->fill_at = starts[2];
+	pack->fill_len = ends[3] - starts[2];
+	pack->down_at = starts[1];
+	pack->down_len = ends[2] - starts[1];
+	int rc = vy__vk_ctx_slice(x, ctx, VY_VK_POOL_DEVICE, end, &pack->dev, err);
+	if (rc == 0 && pack->up_len) {
+		rc = vy__vk_ctx_slice(x, ctx, VY_VK_POOL_UPLOAD, pack->up_len, &pack->up, err);
+	}
+	if (rc == 0 && pack->down_len) {
+		rc = vy__vk_ctx_slice(
+			x, ctx, VY_VK_POOL_READBACK, pack->down_len, &pack->down, err);
+	}
+	if (rc) {
+		return rc;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct vy_vk_xfer *b = &bufs[i];
+		if (!b->packed) {
+			continue;
+		}
+		VkDeviceSize at = b->dev.offset;
+		b->dev = pack_view(&pack->dev, at, b->len);
+		if (b->data) {
+			b->up = pack_view(&pack->up, at, b->len);
+			memcpy(b->up.map, b->data, b->len);
+			b->data = NULL;
+		} else {
+			b->fill_zero = true;
+		}
+		if (b->read_back) {
+			b->down = pack_view(&pack->down, at - pack->down_at, b->len);
+		}
+	}
+	return 0;
+}
+
 void vy__vk_xfer_wrap(
 	const struct vy_vk_slice *dev, uint64_t len, bool zero, struct vy_vk_xfer *out)
 {
@@ -103,13 +195,26 @@ static void barrier(struct vy_vk_exec *x, VkCommandBuffer cmd, VkPipelineStageFl
 	x->dev->vk.vkCmdPipelineBarrier(cmd, src, dst, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
-void vy__vk_xfer_record_in(
-	struct vy_vk_exec *x, VkCommandBuffer cmd, const struct vy_vk_xfer *bufs, size_t n)
+void vy__vk_xfer_record_in(struct vy_vk_exec *x, VkCommandBuffer cmd, const struct vy_vk_pack *pack,
+	const struct vy_vk_xfer *bufs, size_t n)
 {
 	struct vy_vk_device *d = x->dev;
 	bool any = false;
+	if (pack && pack->up_len) {
+		VkBufferCopy region = {pack->up.offset, pack->dev.offset, pack->up_len};
+		d->vk.vkCmdCopyBuffer(cmd, pack->up.buffer, pack->dev.buffer, 1, &region);
+		any = true;
+	}
+	if (pack && pack->fill_len) {
+		d->vk.vkCmdFillBuffer(
+			cmd, pack->dev.buffer, pack->dev.offset + pack->fill_at, pack->fill_len, 0);
+		any = true;
+	}
 	for (size_t i = 0; i < n; i++) {
 		const struct vy_vk_xfer *b = &bufs[i];
+		if (b->packed) {
+			continue;
+		}
 		if (b->src) {
 			VkBufferCopy region = {b->src_offset, b->dev.offset, b->len};
 			d->vk.vkCmdCopyBuffer(cmd, b->src, b->dev.buffer, 1, &region);
@@ -133,13 +238,13 @@ void vy__vk_xfer_record_in(
 	}
 }
 
-void vy__vk_xfer_record_out(
-	struct vy_vk_exec *x, VkCommandBuffer cmd, const struct vy_vk_xfer *bufs, size_t n)
+void vy__vk_xfer_record_out(struct vy_vk_exec *x, VkCommandBuffer cmd,
+	const struct vy_vk_pack *pack, const struct vy_vk_xfer *bufs, size_t n)
 {
 	struct vy_vk_device *d = x->dev;
-	bool copies = false;
+	bool copies = pack && pack->down_len;
 	for (size_t i = 0; i < n; i++) {
-		copies = copies || bufs[i].down.buffer;
+		copies = copies || (bufs[i].down.buffer && !bufs[i].packed);
 	}
 	/* Buffers the host reads directly need the shader's writes; staged ones need the copies. */
 	barrier(x, cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
@@ -148,9 +253,14 @@ void vy__vk_xfer_record_out(
 	if (!copies) {
 		return;
 	}
+	if (pack && pack->down_len) {
+		VkBufferCopy region = {
+			pack->dev.offset + pack->down_at, pack->down.offset, pack->down_len};
+		d->vk.vkCmdCopyBuffer(cmd, pack->dev.buffer, pack->down.buffer, 1, &region);
+	}
 	for (size_t i = 0; i < n; i++) {
 		const struct vy_vk_xfer *b = &bufs[i];
-		if (b->down.buffer) {
+		if (b->down.buffer && !b->packed) {
 			VkBufferCopy region = {b->dev.offset, b->down.offset, b->len};
 			d->vk.vkCmdCopyBuffer(cmd, b->dev.buffer, b->down.buffer, 1, &region);
 		}

@@ -6,7 +6,10 @@
  * memory (write-combined for inputs, host-cached for what is read back), which the shader
  * reads and writes over the bus; larger inputs go through persistently mapped upload staging
  * and a transfer copy into device-local memory, larger outputs are zero-filled with
- * vkCmdFillBuffer, and their results come back through host-cached readback staging. An input
+ * vkCmdFillBuffer, and their results come back through host-cached readback staging. A job may
+ * pack its small buffers that shaders write into one device slice (struct vy_vk_pack): then one
+ * copy fills those with data, one fill zeroes the others, and one copy brings back those read
+ * back, however many buffers the job has. An input
  * whose bytes lie in imported host memory (vk_import.c) is copied by the device from there into
  * its buffer, on every device, and the host copies nothing.
  *
@@ -38,17 +41,47 @@ struct vy_vk_xfer {
 	uint64_t len;            /* bytes the job uses */
 	bool fill_zero;          /* zero-fill on the device before the dispatches */
 	bool read_back;          /* copy back after the dispatches */
+	bool packed;             /* lies in its job's pack: no copy or fill of its own */
+	const void *data; /* borrowed until vy__vk_xfer_pack: the bytes a packed buffer gets */
+};
+
+/*
+ * The small buffers of one job that shaders write, on a discrete GPU, laid out in one device
+ * slice as [data, not read back][data, read back][zeroed, read back][zeroed, not read back]:
+ * `up` mirrors the first two groups, `down` the middle two, and the last two are zeroed by one
+ * fill. Each buffer starts at a multiple of the device's storage-buffer offset alignment.
+ */
+struct vy_vk_pack {
+	struct vy_vk_slice dev;  /* owned by the context, like every slice */
+	struct vy_vk_slice up;   /* upload staging for [0, up_len) */
+	struct vy_vk_slice down; /* readback staging for [down_at, down_at + down_len) */
+	VkDeviceSize up_len;     /* bytes copied in, from offset 0 */
+	VkDeviceSize fill_at;    /* bytes zeroed */
+	VkDeviceSize fill_len;
+	VkDeviceSize down_at; /* bytes copied back */
+	VkDeviceSize down_len;
 };
 
 /*
  * Give the job a buffer of `len` bytes: with `data` (len bytes) uploaded, or zero-filled when
  * `zero`, or left as it is; `read_back` makes it readable with vy__vk_xfer_read afterwards.
  * `written` says that a shader may write it (`zero` and `read_back` imply it): on a discrete GPU
- * only a buffer no shader writes may lie in host memory. The slices belong to `ctx`. Errors:
- * OUT_OF_MEMORY.
+ * only a buffer no shader writes may lie in host memory. The slices belong to `ctx`. With `pack`
+ * (else NULL), a small buffer that a shader writes on a discrete GPU is only noted, `data` kept
+ * by pointer, and vy__vk_xfer_pack places it (a buffer neither uploaded nor zeroed is zeroed
+ * there). Errors: OUT_OF_MEMORY.
  */
 int vy__vk_xfer_prepare(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t len, const void *data,
-	bool zero, bool read_back, bool written, struct vy_vk_xfer *out, struct vy_err *err);
+	bool zero, bool read_back, bool written, struct vy_vk_pack *pack, struct vy_vk_xfer *out,
+	struct vy_err *err);
+
+/*
+ * Place the packed buffers among `bufs` (n) in one device slice of `ctx`, with one upload and one
+ * readback slice, and copy their data into the upload slice. Call once every buffer of the job
+ * is prepared; `pack` is overwritten. Errors: OUT_OF_MEMORY.
+ */
+int vy__vk_xfer_pack(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, struct vy_vk_pack *pack,
+	struct vy_vk_xfer *bufs, size_t n, struct vy_err *err);
 
 /*
  * As vy__vk_xfer_prepare for an input of `len` bytes (len > 0) that already lie in a buffer the
@@ -66,14 +99,15 @@ int vy__vk_xfer_prepare_copy(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64
 void vy__vk_xfer_wrap(
 	const struct vy_vk_slice *dev, uint64_t len, bool zero, struct vy_vk_xfer *out);
 
-/* Record the uploads and fills of `n` buffers and the barrier that makes them visible to compute
- * shaders. */
-void vy__vk_xfer_record_in(
-	struct vy_vk_exec *x, VkCommandBuffer cmd, const struct vy_vk_xfer *bufs, size_t n);
+/* Record the uploads and fills of `n` buffers and of `pack` (or NULL) and the barrier that makes
+ * them visible to compute shaders. */
+void vy__vk_xfer_record_in(struct vy_vk_exec *x, VkCommandBuffer cmd, const struct vy_vk_pack *pack,
+	const struct vy_vk_xfer *bufs, size_t n);
 
-/* Record the barrier after the dispatches and the readback copies of `n` buffers. */
-void vy__vk_xfer_record_out(
-	struct vy_vk_exec *x, VkCommandBuffer cmd, const struct vy_vk_xfer *bufs, size_t n);
+/* Record the barrier after the dispatches and the readback copies of `n` buffers and of `pack`
+ * (or NULL). */
+void vy__vk_xfer_record_out(struct vy_vk_exec *x, VkCommandBuffer cmd,
+	const struct vy_vk_pack *pack, const struct vy_vk_xfer *bufs, size_t n);
 
 /* Copy `len` bytes (at most b->len) of a read-back buffer to `dst` once the job is done. Errors:
  * OUT_OF_MEMORY, DEVICE_LOST (from invalidating non-coherent memory). */

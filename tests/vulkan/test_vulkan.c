@@ -546,10 +546,12 @@ Test(vulkan, on_a_discrete_gpu_shaders_write_only_device_memory)
 	const uint32_t data[4] = {1, 2, 3, 4};
 	struct vy_vk_xfer in, out, rw, temp;
 	struct vy_vk_exec *x = &b->exec;
-	cr_assert_eq(vy__vk_xfer_prepare(x, ctx, 16, data, false, false, false, &in, &err), 0);
-	cr_assert_eq(vy__vk_xfer_prepare(x, ctx, 16, NULL, true, true, true, &out, &err), 0);
-	cr_assert_eq(vy__vk_xfer_prepare(x, ctx, 16, data, false, true, true, &rw, &err), 0);
-	cr_assert_eq(vy__vk_xfer_prepare(x, ctx, 16, data, false, false, true, &temp, &err), 0);
+	cr_assert_eq(
+		vy__vk_xfer_prepare(x, ctx, 16, data, false, false, false, NULL, &in, &err), 0);
+	cr_assert_eq(vy__vk_xfer_prepare(x, ctx, 16, NULL, true, true, true, NULL, &out, &err), 0);
+	cr_assert_eq(vy__vk_xfer_prepare(x, ctx, 16, data, false, true, true, NULL, &rw, &err), 0);
+	cr_assert_eq(
+		vy__vk_xfer_prepare(x, ctx, 16, data, false, false, true, NULL, &temp, &err), 0);
 	/* The read-only input: host memory the shader reads, no copy. */
 	cr_assert_eq(in.dev.kind, VY_VK_POOL_UPLOAD);
 	cr_assert(!in.up.buffer && !in.down.buffer && !in.fill_zero);
@@ -566,6 +568,69 @@ Test(vulkan, on_a_discrete_gpu_shaders_write_only_device_memory)
 	cr_assert_eq(temp.dev.kind, VY_VK_POOL_DEVICE);
 	cr_assert(temp.up.buffer && !temp.down.buffer);
 	vy__vk_ctx_release(&b->exec, ctx);
+	vy_backend_destroy(be2);
+	done();
+}
+
+Test(vulkan, a_jobs_small_written_buffers_share_one_slice_one_fill_and_one_copy_back)
+{
+	/* On a discrete GPU the small buffers a job's shaders write are packed: those with data
+	 * first, then those read back, then those zeroed, so that one copy in, one fill and one
+	 * copy back serve them all. */
+	struct vy_backend *be2 = open_with(NULL, VY__VK_TEST_STAGING);
+	struct vy__vk_backend *b = vy__vk_from(be2);
+	struct vy_vk_exec *x = &b->exec;
+	struct vy_err err = {0};
+	struct vy_vk_ctx *ctx = NULL;
+	cr_assert_eq(vy__vk_ctx_acquire(x, &ctx, &err), 0, "%s", err.message);
+	const uint32_t data[5] = {1, 2, 3, 4, 5};
+	struct vy_vk_pack pack;
+	enum { IN, OUT, RW, TEMP, SCRATCH, SIDECAR, N };
+	struct vy_vk_xfer bufs[N];
+	cr_assert_eq(
+		vy__vk_xfer_prepare(x, ctx, 20, data, false, false, false, &pack, &bufs[IN], &err),
+		0);
+	cr_assert_eq(
+		vy__vk_xfer_prepare(x, ctx, 12, NULL, true, true, true, &pack, &bufs[OUT], &err),
+		0);
+	cr_assert_eq(
+		vy__vk_xfer_prepare(x, ctx, 20, data, false, true, true, &pack, &bufs[RW], &err),
+		0);
+	cr_assert_eq(
+		vy__vk_xfer_prepare(x, ctx, 8, data, false, false, true, &pack, &bufs[TEMP], &err),
+		0);
+	cr_assert_eq(vy__vk_xfer_prepare(
+			     x, ctx, 6, NULL, false, false, true, &pack, &bufs[SCRATCH], &err),
+		0);
+	cr_assert_eq(
+		vy__vk_xfer_prepare(x, ctx, 4, NULL, true, true, true, &pack, &bufs[SIDECAR], &err),
+		0);
+	cr_assert(!bufs[IN].packed && bufs[IN].dev.kind == VY_VK_POOL_UPLOAD);
+	cr_assert_eq(vy__vk_xfer_pack(x, ctx, &pack, bufs, N, &err), 0, "%s", err.message);
+	VkDeviceSize align = b->dev.props.limits.minStorageBufferOffsetAlignment;
+	VkDeviceSize at[N];
+	for (int i = OUT; i < N; i++) {
+		cr_assert(bufs[i].packed);
+		cr_assert_eq(bufs[i].dev.buffer, pack.dev.buffer);
+		at[i] = bufs[i].dev.offset - pack.dev.offset;
+		cr_assert_eq(at[i] % align, 0, "buffer %d at %llu", i, (unsigned long long)at[i]);
+	}
+	/* [temp][rw] uploaded, [rw][out][sidecar] read back, [out][sidecar][scratch] zeroed. */
+	cr_assert_eq(at[TEMP], 0);
+	cr_assert(at[RW] > at[TEMP] && at[OUT] > at[RW] && at[SIDECAR] > at[OUT]);
+	cr_assert(at[SCRATCH] > at[SIDECAR]);
+	cr_assert_eq(pack.up_len, at[RW] + 20);
+	cr_assert_eq(pack.down_at, at[RW]);
+	cr_assert_eq(pack.down_len, at[SIDECAR] + 4 - at[RW]);
+	cr_assert_eq(pack.fill_at, at[OUT]);
+	cr_assert_eq(pack.fill_len, at[SCRATCH] + 8 - at[OUT]);
+	cr_assert_eq(memcmp(pack.up.map + at[RW], data, 20), 0);
+	cr_assert_eq(memcmp(pack.up.map + at[TEMP], data, 8), 0);
+	cr_assert_eq(bufs[RW].down.map, pack.down.map + (at[RW] - pack.down_at));
+	cr_assert_eq(bufs[OUT].down.map, pack.down.map + (at[OUT] - pack.down_at));
+	cr_assert(bufs[OUT].fill_zero && bufs[SCRATCH].fill_zero && !bufs[RW].fill_zero);
+	cr_assert(!bufs[TEMP].down.buffer && !bufs[SCRATCH].down.buffer);
+	vy__vk_ctx_release(x, ctx);
 	vy_backend_destroy(be2);
 	done();
 }
