@@ -186,7 +186,7 @@ static int raw_rate(struct vy_raw_vk *raw, double *per_s, struct vy_err *err)
 	for (uint32_t i = 0; i < N; i++) {
 		in[i] = vy_bench_hash(i);
 	}
-	int rc = vy_raw_vk_tiny_prepare(raw, N, err);
+	int rc = vy_raw_vk_tiny_prepare(raw, N, false, err);
 	uint64_t t0 = vy_bench_now_ns(), t = t0, count = 0;
 	while (rc == 0 && t - t0 < RAW_RATE_NS) {
 		rc = vy_raw_vk_tiny_run(raw, in, out, false, err);

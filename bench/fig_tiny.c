@@ -43,11 +43,14 @@ static int check(
 	return 0;
 }
 
-static int raw_tiny(struct vy_raw_vk *raw, uint32_t iterations, bool block, uint64_t *samples,
-	struct vy_err *err)
+/* The sample series of the tiny figures (see vy_bench_tiny_run). */
+#define SERIES 7
+
+static int raw_tiny(struct vy_raw_vk *raw, uint32_t iterations, bool block, bool staged,
+	uint64_t *samples, struct vy_err *err)
 {
 	uint32_t in[N], out[N];
-	int rc = vy_raw_vk_tiny_prepare(raw, N, err);
+	int rc = vy_raw_vk_tiny_prepare(raw, N, staged, err);
 	for (uint32_t it = 0; rc == 0 && it < WARMUP + iterations; it++) {
 		fill(in, it);
 		uint64_t t0 = vy_bench_now_ns();
@@ -142,13 +145,16 @@ static double us(uint64_t ns)
 	return (double)ns / 1e3;
 }
 
-static int measure(struct vy_bench_ctx *ctx, uint64_t *const s[6], struct vy_err *err)
+static int measure(struct vy_bench_ctx *ctx, uint64_t *const s[SERIES], struct vy_err *err)
 {
 	uint32_t iters = ctx->sizes.tiny_iterations;
 	uint32_t sends = ctx->sizes.send_iterations;
-	int rc = raw_tiny(ctx->raw, iters, false, s[0], err);
+	int rc = raw_tiny(ctx->raw, iters, false, false, s[0], err);
 	if (rc == 0) {
-		rc = raw_tiny(ctx->raw, iters, true, s[5], err);
+		rc = raw_tiny(ctx->raw, iters, true, false, s[5], err);
+	}
+	if (rc == 0) {
+		rc = raw_tiny(ctx->raw, iters, false, true, s[6], err);
 	}
 	if (rc == 0) {
 		rc = vy_bench_inproc_tiny(ctx->inproc, N, WARMUP, iters, s[1], err);
@@ -185,10 +191,10 @@ int vy_bench_tiny_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 	uint32_t iters = ctx->sizes.tiny_iterations;
 	uint32_t sends = ctx->sizes.send_iterations;
 	/* raw spinning, backend in-process, vyred by id, the daemon's own time, vyred sending the
-	 * program, raw sleeping in vkWaitForFences */
-	uint64_t *s[6];
+	 * program, raw sleeping in vkWaitForFences, raw staged spinning */
+	uint64_t *s[SERIES];
 	int rc = 0;
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < SERIES; i++) {
 		s[i] = calloc(i == 4 ? sends : iters, sizeof(uint64_t));
 		if (!s[i]) {
 			rc = vy_err_set(err, VY_E_OUT_OF_MEMORY, NULL, "use fewer iterations",
@@ -227,12 +233,21 @@ int vy_bench_tiny_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 			ip50, VY_BENCH_GOAL_NONE, 0, NULL);
 		vy_bench_report_add(r, "tiny_p50_backend", "tiny dispatch p50, backend in-process",
 			"us", ip50, "raw Vulkan spin", raw50, VY_BENCH_GOAL_NONE, 0, NULL);
+		double staged50 = us(vy_bench_percentile(s[6], iters, 50));
+		f = vy_bench_report_add(r, "tiny_p50_raw_staged",
+			"tiny dispatch p50, raw Vulkan with y in device memory", "us", staged50,
+			"raw Vulkan spin", raw50, VY_BENCH_GOAL_NONE, 0, NULL);
+		vy_bench_figure_note(f, "fill, dispatch, copy back to host memory; what a discrete "
+					"GPU's safe path costs by hand");
+		vy_bench_report_add(r, "tiny_p50_backend_vs_staged",
+			"tiny dispatch p50, backend in-process vs raw staged", "us", ip50,
+			"raw Vulkan staged spin", staged50, VY_BENCH_GOAL_NONE, 0, NULL);
 		vy_bench_report_add(r, "tiny_p50_send_program",
 			"tiny dispatch p50, program sent each time", "us",
 			us(vy_bench_percentile(s[4], sends, 50)), "by program id", vy50,
 			VY_BENCH_GOAL_NONE, 0, NULL);
 	}
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < SERIES; i++) {
 		free(s[i]);
 	}
 	return rc;

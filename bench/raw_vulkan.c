@@ -713,10 +713,11 @@ static int kernel_build(struct vy_raw_vk *raw, struct raw_kernel *k, const char 
 /*
  * Record the kernel's command buffer once: zero buffer `zero` first where it is not -1, the
  * dispatch between timestamps where `timed` and the queue has them, and a barrier after it so
- * that the next run and the host see what the dispatch wrote.
+ * that the next run and the host see what the dispatch wrote; where `back` is not -1, then copy
+ * buffer `back` into the kernel's last buffer (host-visible) for the host to read.
  */
 static int kernel_record(struct vy_raw_vk *raw, struct raw_kernel *k, uint32_t gx, uint32_t gy,
-	int zero, bool timed, struct vy_err *err)
+	int zero, int back, bool timed, struct vy_err *err)
 {
 	VkCommandBuffer cmd = k->cmd;
 	VkCommandBufferBeginInfo cbi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
@@ -743,11 +744,19 @@ static int kernel_record(struct vy_raw_vk *raw, struct raw_kernel *k, uint32_t g
 		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
 		.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
 		.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-				 VK_ACCESS_HOST_READ_BIT,
+				 VK_ACCESS_HOST_READ_BIT |
+				 (back >= 0 ? VK_ACCESS_TRANSFER_READ_BIT : 0),
 	};
 	raw->vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-		VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
-		NULL, 0, NULL);
+		VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_HOST_BIT |
+			(back >= 0 ? VK_PIPELINE_STAGE_TRANSFER_BIT : 0),
+		0, 1, &mb, 0, NULL, 0, NULL);
+	if (back >= 0) {
+		const struct raw_buf *src = &k->bufs[back];
+		VkBufferCopy region = {0, 0, src->size};
+		raw->vk.vkCmdCopyBuffer(cmd, src->buf, k->bufs[k->n_bufs - 1].buf, 1, &region);
+		transfer_barrier(raw, cmd);
+	}
 	VK_TRY(raw->vk.vkEndCommandBuffer(cmd));
 	return 0;
 }
@@ -770,16 +779,22 @@ static int kernel_run(
 	return 0;
 }
 
-/* The tiny kernel (y = x + 1, one workgroup of n) over two new host-visible buffers of n u32. */
-static int tiny_kernel_make(struct vy_raw_vk *raw, struct raw_kernel *k, uint32_t n,
+/*
+ * The tiny kernel (y = x + 1, one workgroup of n) over two new host-visible buffers of n u32;
+ * `staged`: y in device-local memory instead, with a third, host-visible buffer to copy it into.
+ */
+static int tiny_kernel_make(struct vy_raw_vk *raw, struct raw_kernel *k, uint32_t n, bool staged,
 	const char *name, struct vy_err *err)
 {
 	kernel_destroy(raw, k);
-	k->n_bufs = 2;
+	k->n_bufs = staged ? 3 : 2;
 	VkDeviceSize size = (VkDeviceSize)n * 4;
 	int rc = buf_create(raw, size, true, &k->bufs[0], err);
 	if (rc == 0) {
-		rc = buf_create(raw, size, true, &k->bufs[1], err);
+		rc = buf_create(raw, size, !staged, &k->bufs[1], err);
+	}
+	if (rc == 0 && staged) {
+		rc = buf_create(raw, size, true, &k->bufs[2], err);
 	}
 	char glsl[sizeof(tiny_glsl) + 16];
 	snprintf(glsl, sizeof(glsl), tiny_glsl, 1u);
@@ -789,16 +804,17 @@ static int tiny_kernel_make(struct vy_raw_vk *raw, struct raw_kernel *k, uint32_
 	return rc ? rc : kernel_build(raw, k, glsl, name, &spec, err);
 }
 
-int vy_raw_vk_tiny_prepare(struct vy_raw_vk *raw, uint32_t n, struct vy_err *err)
+int vy_raw_vk_tiny_prepare(struct vy_raw_vk *raw, uint32_t n, bool staged, struct vy_err *err)
 {
 	if (n == 0 || n > TINY_MAX) {
 		return vy_err_set(err, VY_E_BAD_REQUEST, "tiny", "use 1 to 1024 elements",
 			"%u elements asked for", n);
 	}
 	raw->tiny_n = n;
-	int rc = tiny_kernel_make(raw, &raw->tiny, n, "tiny.comp", err);
+	int rc = tiny_kernel_make(raw, &raw->tiny, n, staged, "tiny.comp", err);
 	if (rc == 0) {
-		rc = kernel_record(raw, &raw->tiny, 1, 1, -1, false, err);
+		rc = kernel_record(
+			raw, &raw->tiny, 1, 1, staged ? 1 : -1, staged ? 1 : -1, false, err);
 	}
 	return rc;
 }
@@ -811,7 +827,7 @@ int vy_raw_vk_tiny_run(
 	int rc = block ? submit_block(raw, raw->tiny.cmd, err)
 		       : submit_wait(raw, raw->tiny.cmd, err);
 	if (rc == 0) {
-		memcpy(out, raw->tiny.bufs[1].map, bytes);
+		memcpy(out, raw->tiny.bufs[raw->tiny.n_bufs - 1].map, bytes);
 	}
 	return rc;
 }
@@ -892,7 +908,7 @@ int vy_raw_vk_chain_prepare(struct vy_raw_vk *raw, uint32_t n, uint32_t steps, s
 	raw->chain_n = n;
 	raw->chain_steps = steps;
 	struct raw_kernel *k = &raw->chain;
-	int rc = tiny_kernel_make(raw, k, n, "chain.comp", err);
+	int rc = tiny_kernel_make(raw, k, n, false, "chain.comp", err);
 	if (rc == 0) {
 		rc = chain_swapped_set(raw, k, err);
 	}
@@ -954,7 +970,7 @@ int vy_raw_vk_stream_prepare(struct vy_raw_vk *raw, uint64_t n, struct vy_err *e
 	uint32_t gx, gy;
 	fold_grid((n / 4 + STREAM_WG - 1) / STREAM_WG, &gx, &gy);
 	if (rc == 0) {
-		rc = kernel_record(raw, k, gx, gy, -1, true, err);
+		rc = kernel_record(raw, k, gx, gy, -1, -1, true, err);
 	}
 	return rc;
 }
@@ -1001,7 +1017,7 @@ int vy_raw_vk_reduce_prepare(struct vy_raw_vk *raw, const uint32_t *x, uint64_t 
 		rc = kernel_build(raw, k, reduce_glsl, "reduce.comp", &spec, err);
 	}
 	if (rc == 0) {
-		rc = kernel_record(raw, k, groups, 1, 1, true, err);
+		rc = kernel_record(raw, k, groups, 1, 1, -1, true, err);
 	}
 	return rc;
 }
@@ -1045,7 +1061,7 @@ int vy_raw_vk_matmul_prepare(
 	}
 	if (rc == 0) {
 		rc = kernel_record(
-			raw, k, n / VY_RAW_MATMUL_TILE, n / VY_RAW_MATMUL_TILE, -1, true, err);
+			raw, k, n / VY_RAW_MATMUL_TILE, n / VY_RAW_MATMUL_TILE, -1, -1, true, err);
 	}
 	return rc;
 }

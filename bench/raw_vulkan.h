@@ -7,6 +7,7 @@
  * from GLSL with shaderc when it is prepared:
  *   tiny     y[i] = x[i] + 1 over a few u32 elements in host-visible coherent memory, one
  *            pre-recorded command buffer, submitted and waited on (spinning on the fence);
+ *            staged, y in device-local memory behind a fill and a copy back;
  *   stream   y[i] = x[i] + y[i] over f32 elements read and written as vec4, on device-local
  *            buffers filled on the device;
  *   reduce   the u32 sum (wrapping) of device-local elements: a grid-stride loop per
@@ -68,8 +69,12 @@ void vy_raw_vk_destroy(struct vy_raw_vk *raw);
 const char *vy_raw_vk_device_name(const struct vy_raw_vk *raw);
 bool vy_raw_vk_is_cpu(const struct vy_raw_vk *raw);
 
-/* Make the tiny kernel's buffers and command buffer for `n` u32 elements (1 to 1024). */
-int vy_raw_vk_tiny_prepare(struct vy_raw_vk *raw, uint32_t n, struct vy_err *err);
+/*
+ * Make the tiny kernel's buffers and command buffer for `n` u32 elements (1 to 1024); `staged`:
+ * y lies in device-local memory, zeroed by a fill before the dispatch and copied into
+ * host-visible memory after it, as a discrete GPU's safe path has it (docs/semantics.md §10).
+ */
+int vy_raw_vk_tiny_prepare(struct vy_raw_vk *raw, uint32_t n, bool staged, struct vy_err *err);
 /*
  * One round trip of the tiny kernel: copy `n` elements of `in` into the input buffer, submit,
  * wait for the fence (spinning on its status, or with `block` sleeping in vkWaitForFences), copy
