@@ -389,6 +389,7 @@ static int record_job(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, str
 		return rc;
 	}
 	vy__vk_ctx_stamp(x, ctx, 1);
+	vy__vk_ctx_scrub(x, ctx, cmd);
 	struct vy_vk_xfer out[VY_IR_MAX_BUFFERS + 1];
 	uint32_t n_out = 0;
 	for (uint32_t i = 0; i < job->n_outputs; i++) {

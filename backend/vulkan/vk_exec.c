@@ -55,6 +55,8 @@ int vy__vk_exec_init(struct vy_vk_exec *x, struct vy_vk_device *dev, struct vy_v
 	/* A part of a split launch should end within milliseconds once its job is stopped. */
 	x->part_min =
 		dev->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? PART_MIN_CPU : PART_MIN_GPU;
+	x->clean = xrealloc(NULL, VY_VK_KEPT_PACKS, sizeof(*x->clean));
+	x->dirty = xrealloc(NULL, VY_VK_KEPT_PACKS, sizeof(*x->dirty));
 	pthread_mutex_init(&x->lock, NULL);
 	int rc = 0;
 	VkCommandPoolCreateInfo pool = {
@@ -83,12 +85,55 @@ error:
 	return rc;
 }
 
+static uint64_t counter_value(struct vy_vk_exec *x);
+
+/* Keep a pack slice in `list` (clean or dirty) for reuse, or free it when the list is full. */
+static void keep_pack(
+	struct vy_vk_exec *x, struct vy_vk_used *list, size_t *n, const struct vy_vk_used *u)
+{
+	if (*n < VY_VK_KEPT_PACKS) {
+		list[(*n)++] = *u;
+	} else {
+		struct vy_vk_slice s = u->slice;
+		vy__vk_slice_free(x->mem, &s);
+	}
+}
+
+/* The context's pack slice becomes dirty; those it zeroed become clean if its job ran. */
+static void release_packs_locked(struct vy_vk_exec *x, struct vy_vk_ctx *ctx)
+{
+	if (ctx->pack.slice.buffer) {
+		keep_pack(x, x->dirty, &x->n_dirty, &ctx->pack);
+		memset(&ctx->pack, 0, sizeof(ctx->pack));
+	}
+	if (ctx->n_scrubbing == 0) {
+		return;
+	}
+	bool ran = ctx->value && !ctx->failed && counter_value(x) >= ctx->value;
+	for (size_t i = 0; i < ctx->n_scrubbing; i++) {
+		if (ran) {
+			keep_pack(x, x->clean, &x->n_clean, &ctx->scrubbing[i]);
+		} else {
+			keep_pack(x, x->dirty, &x->n_dirty, &ctx->scrubbing[i]);
+		}
+	}
+	ctx->n_scrubbing = 0;
+}
+
+static void free_packs(struct vy_vk_exec *x, struct vy_vk_used *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		vy__vk_slice_free(x->mem, &list[i].slice);
+	}
+}
+
 static void ctx_release_locked(struct vy_vk_exec *x, struct vy_vk_ctx *ctx)
 {
 	for (size_t i = 0; i < ctx->n_slices; i++) {
 		vy__vk_slice_free(x->mem, &ctx->slices[i]);
 	}
 	ctx->n_slices = 0;
+	release_packs_locked(x, ctx);
 	for (size_t i = 0; i < ctx->n_holds; i++) {
 		ctx->holds[i].release(ctx->holds[i].arg);
 	}
@@ -115,6 +160,9 @@ static void ctx_destroy(struct vy_vk_exec *x, struct vy_vk_ctx *ctx)
 	}
 	free(ctx->holds);
 	free(ctx->slices);
+	vy__vk_slice_free(x->mem, &ctx->pack.slice);
+	free_packs(x, ctx->scrubbing, ctx->n_scrubbing);
+	free(ctx->scrubbing);
 	vy__vk_slice_free(x->mem, &ctx->stop);
 	if (ctx->queries) {
 		d->vk.vkDestroyQueryPool(d->dev, ctx->queries, NULL);
@@ -139,6 +187,10 @@ void vy__vk_exec_finish(struct vy_vk_exec *x)
 	}
 	free(x->all);
 	free(x->batch);
+	free_packs(x, x->clean, x->n_clean);
+	free_packs(x, x->dirty, x->n_dirty);
+	free(x->clean);
+	free(x->dirty);
 	vy__vk_slice_free(x->mem, &x->dummy);
 	if (x->reap) {
 		if (x->reap_queued && !x->lost) {
@@ -278,6 +330,56 @@ int vy__vk_ctx_slice(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, enum vy_vk_poo
 	}
 	ctx->slices[ctx->n_slices++] = *out;
 	return 0;
+}
+
+int vy__vk_ctx_pack_slice(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t size,
+	struct vy_vk_slice *out, bool *zeroed, struct vy_err *err)
+{
+	*zeroed = false;
+	if (size > VY_VK_KEPT_PACK_BYTES || ctx->pack.slice.buffer) {
+		return vy__vk_ctx_slice(x, ctx, VY_VK_POOL_DEVICE, size, out, err);
+	}
+	pthread_mutex_lock(&x->lock);
+	size_t best = x->n_clean;
+	for (size_t i = 0; i < x->n_clean; i++) {
+		VkDeviceSize cap = x->clean[i].slice.size;
+		if (cap >= size && (best == x->n_clean || cap < x->clean[best].slice.size)) {
+			best = i;
+		}
+	}
+	if (best < x->n_clean) {
+		ctx->pack.slice = x->clean[best].slice;
+		x->clean[best] = x->clean[--x->n_clean];
+		x->clean_packs++;
+		*zeroed = true;
+	}
+	pthread_mutex_unlock(&x->lock);
+	if (!*zeroed) {
+		int rc = vy__vk_slice_alloc(x->mem, VY_VK_POOL_DEVICE, size, &ctx->pack.slice, err);
+		if (rc) {
+			return rc;
+		}
+	}
+	/* A new slice holds whatever its memory held, beyond the job's bytes too. */
+	ctx->pack.used = ctx->pack.slice.size;
+	*out = ctx->pack.slice;
+	return 0;
+}
+
+void vy__vk_ctx_scrub(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, VkCommandBuffer cmd)
+{
+	if (x->n_dirty == 0) {
+		return;
+	}
+	if (!ctx->scrubbing) {
+		ctx->scrubbing = xrealloc(NULL, VY_VK_KEPT_PACKS, sizeof(*ctx->scrubbing));
+	}
+	while (x->n_dirty > 0 && ctx->n_scrubbing < VY_VK_KEPT_PACKS) {
+		const struct vy_vk_used *u = &x->dirty[--x->n_dirty];
+		x->dev->vk.vkCmdFillBuffer(cmd, u->slice.buffer, u->slice.offset, u->used, 0);
+		ctx->scrubbing[ctx->n_scrubbing++] = *u;
+		x->scrubs++;
+	}
 }
 
 int vy__vk_ctx_parts(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint32_t n,

@@ -47,6 +47,12 @@ struct vy_vk_hold {
 	void *arg;
 };
 
+/* A device slice of a job's pack (vk_xfer.h) and the bytes from its start that jobs wrote. */
+struct vy_vk_used {
+	struct vy_vk_slice slice;
+	VkDeviceSize used;
+};
+
 struct vy_vk_ctx {
 	VkCommandBuffer cmd;
 	VkQueryPool queries;          /* two timestamps; VK_NULL_HANDLE without timestamp support */
@@ -63,6 +69,11 @@ struct vy_vk_ctx {
 	struct vy_vk_hold *holds; /* owned */
 	size_t n_holds;
 	size_t cap_holds;
+	/* The pack's device slice, kept for reuse when released (vy__vk_ctx_pack_slice), and the
+	 * released pack slices whose fills this job records (vy__vk_ctx_scrub). */
+	struct vy_vk_used pack;
+	struct vy_vk_used *scrubbing; /* owned: room for VY_VK_KEPT_PACKS */
+	size_t n_scrubbing;
 	struct vy_vk_ctx *next; /* free list or abandoned list */
 	/* One word the dispatch's shaders poll: 0 while the job is wanted, 1 once abandoned. */
 	struct vy_vk_slice stop;
@@ -104,7 +115,22 @@ struct vy_vk_exec {
 	VkFence reap;     /* of vy__vk_exec_reap, or VK_NULL_HANDLE */
 	bool reap_queued; /* `reap` was submitted and not reset since */
 	uint64_t reaps;
+	/*
+	 * Pack slices of released jobs: `dirty` ones wait for a later job's fill, `clean` ones are
+	 * all zeros and need no fill before their next job, so that a small job on a discrete GPU
+	 * records no fill and no barrier before its dispatches (at most VY_VK_KEPT_PACKS each).
+	 */
+	struct vy_vk_used *clean; /* owned */
+	size_t n_clean;
+	struct vy_vk_used *dirty; /* owned */
+	size_t n_dirty;
+	uint64_t clean_packs; /* packs that needed no fill, for tests and stats */
+	uint64_t scrubs;      /* pack slices zeroed behind their jobs */
 };
+
+/* Pack slices kept for reuse, clean and dirty each; and the largest one kept. */
+#define VY_VK_KEPT_PACKS 32
+#define VY_VK_KEPT_PACK_BYTES ((uint64_t)256 << 10)
 
 int vy__vk_exec_init(struct vy_vk_exec *x, struct vy_vk_device *dev, struct vy_vk_memory *mem,
 	struct vy_err *err);
@@ -120,6 +146,22 @@ int vy__vk_ctx_acquire(struct vy_vk_exec *x, struct vy_vk_ctx **out, struct vy_e
 /* A slice from pool `kind`, owned by the context from now on. Errors: OUT_OF_MEMORY. */
 int vy__vk_ctx_slice(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, enum vy_vk_pool_kind kind,
 	uint64_t size, struct vy_vk_slice *out, struct vy_err *err);
+
+/*
+ * The device slice of the job's pack, at least `size` bytes, owned by the context: a clean one
+ * (all zeros: *zeroed is true, no fill needed) where one is kept, else a new one. Once the
+ * context is released, the slice waits for a later job to zero it (vy__vk_ctx_scrub) and is
+ * used again. Errors: OUT_OF_MEMORY.
+ */
+int vy__vk_ctx_pack_slice(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t size,
+	struct vy_vk_slice *out, bool *zeroed, struct vy_err *err);
+
+/*
+ * Record fills that zero released pack slices waiting for one, from a record function (the
+ * queue lock held). Nothing of this job touches them, so they need no barrier before them; the
+ * job's end makes them clean for the next jobs, once it is done.
+ */
+void vy__vk_ctx_scrub(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, VkCommandBuffer cmd);
 
 /* Call release(arg) when the context is released (after its job is done). */
 void vy__vk_ctx_hold(struct vy_vk_ctx *ctx, void (*release)(void *arg), void *arg);

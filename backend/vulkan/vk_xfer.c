@@ -141,7 +141,11 @@ int vy__vk_xfer_pack(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, struct vy_vk_p
 	pack->fill_len = ends[3] - starts[2];
 	pack->down_at = starts[1];
 	pack->down_len = ends[2] - starts[1];
-	int rc = vy__vk_ctx_slice(x, ctx, VY_VK_POOL_DEVICE, end, &pack->dev, err);
+	bool zeroed = false;
+	int rc = vy__vk_ctx_pack_slice(x, ctx, end, &pack->dev, &zeroed, err);
+	if (zeroed) {
+		pack->fill_len = 0;
+	}
 	if (rc == 0 && pack->up_len) {
 		rc = vy__vk_ctx_slice(x, ctx, VY_VK_POOL_UPLOAD, pack->up_len, &pack->up, err);
 	}

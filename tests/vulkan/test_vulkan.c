@@ -635,6 +635,60 @@ Test(vulkan, a_jobs_small_written_buffers_share_one_slice_one_fill_and_one_copy_
 	done();
 }
 
+/* y[i] = x[i] + 1 where i % 3 == k[0]; the other elements of y are left as they are (zero). */
+static struct vy_program *every_third(uint32_t n)
+{
+	struct vy_program *p = vy_program_create("every_third", 64, 1, 1);
+	vy_program_add_buffer(p, "x", 0, VY_ACCESS_READ_ONLY, VY_TYPE_U32, n);
+	vy_program_add_buffer(p, "k", 1, VY_ACCESS_READ_ONLY, VY_TYPE_U32, 1);
+	vy_program_add_buffer(p, "y", 2, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, n);
+	struct vy_expr *mine =
+		vy_ir_binary(p, VY_BIN_EQ, vy_ir_binary(p, VY_BIN_MOD, EXPR_I(p), vy_ir_u32(p, 3)),
+			vy_ir_load(p, "k", vy_ir_u32(p, 0)));
+	struct vy_node *store = vy_ir_store(p, "y", EXPR_I(p),
+		vy_ir_binary(p, VY_BIN_ADD, vy_ir_load(p, "x", EXPR_I(p)), vy_ir_u32(p, 1)));
+	vy_program_set_entry(
+		p, vy_ir_seq(p, vy_ir_let(p, "i", vy_ir_gid(p, 0)),
+			   vy_ir_if(p, mine, vy_ir_seq(p, store, NULL), vy_ir_seq(p, NULL)), NULL));
+	return p;
+}
+
+Test(vulkan, pack_slices_are_zeroed_behind_their_jobs_and_reused_without_a_fill)
+{
+	/* Each job writes a third of y, another third each time: a reused pack slice that kept an
+	 * earlier job's words would show them. After the first jobs, packs come clean from
+	 * the fills that later jobs recorded, and need no fill of their own. */
+	enum { N = 64, ROUNDS = 24 };
+	struct vy_backend *be2 = open_with(NULL, VY__VK_TEST_STAGING);
+	struct vy__vk_backend *b = vy__vk_from(be2);
+	struct vy_program *p = every_third(N);
+	for (uint32_t round = 0; round < ROUNDS; round++) {
+		uint32_t x[N], k = round % 3;
+		for (uint32_t i = 0; i < N; i++) {
+			x[i] = i * 3 + round * 1000;
+		}
+		struct vy_bytes in[2] = {{(uint8_t *)x, sizeof(x)}, {(uint8_t *)&k, sizeof(k)}};
+		struct vy_outputs outs;
+		vy_outputs_init(&outs);
+		dispatch_ok(be2, p, in, 2, NULL, &outs);
+		cr_assert_eq(outs.len, 1);
+		cr_assert_eq(outs.items[0].len, sizeof(x));
+		const uint32_t *y = (const uint32_t *)(const void *)outs.items[0].data;
+		for (uint32_t i = 0; i < N; i++) {
+			uint32_t want = i % 3 == k ? x[i] + 1 : 0;
+			cr_assert_eq(
+				y[i], want, "round %u: y[%u] = %u, want %u", round, i, y[i], want);
+		}
+		vy_outputs_finish(&outs);
+	}
+	cr_assert_gt(b->exec.clean_packs, ROUNDS / 2, "%llu clean packs",
+		(unsigned long long)b->exec.clean_packs);
+	cr_assert_gt(b->exec.scrubs, ROUNDS / 2);
+	vy_program_destroy(p);
+	vy_backend_destroy(be2);
+	done();
+}
+
 Test(vulkan, launches_folded_over_y_and_z_cover_every_workgroup_once)
 {
 	/* With a grid limit of [16, 4, 65535], 1-D launches fold: 16 workgroups (1024 elements)
