@@ -587,24 +587,23 @@ Test(vulkan, a_jobs_small_written_buffers_share_one_slice_one_fill_and_one_copy_
 	struct vy_vk_pack pack;
 	enum { IN, OUT, RW, TEMP, SCRATCH, SIDECAR, N };
 	struct vy_vk_xfer bufs[N];
-	cr_assert_eq(
-		vy__vk_xfer_prepare(x, ctx, 20, data, false, false, false, &pack, &bufs[IN], &err),
-		0);
-	cr_assert_eq(
-		vy__vk_xfer_prepare(x, ctx, 12, NULL, true, true, true, &pack, &bufs[OUT], &err),
-		0);
-	cr_assert_eq(
-		vy__vk_xfer_prepare(x, ctx, 20, data, false, true, true, &pack, &bufs[RW], &err),
-		0);
-	cr_assert_eq(
-		vy__vk_xfer_prepare(x, ctx, 8, data, false, false, true, &pack, &bufs[TEMP], &err),
-		0);
-	cr_assert_eq(vy__vk_xfer_prepare(
-			     x, ctx, 6, NULL, false, false, true, &pack, &bufs[SCRATCH], &err),
-		0);
-	cr_assert_eq(
-		vy__vk_xfer_prepare(x, ctx, 4, NULL, true, true, true, &pack, &bufs[SIDECAR], &err),
-		0);
+	static const struct {
+		uint64_t len;
+		bool data, zero, back, written;
+	} spec[N] = {
+		[IN] = {20, true, false, false, false},
+		[OUT] = {12, false, true, true, true},
+		[RW] = {20, true, false, true, true},
+		[TEMP] = {8, true, false, false, true},
+		[SCRATCH] = {6, false, false, false, true},
+		[SIDECAR] = {4, false, true, true, true},
+	};
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(
+			vy__vk_xfer_prepare(x, ctx, spec[i].len, spec[i].data ? data : NULL,
+				spec[i].zero, spec[i].back, spec[i].written, &pack, &bufs[i], &err),
+			0, "buffer %d: %s", i, err.message);
+	}
 	cr_assert(!bufs[IN].packed && bufs[IN].dev.kind == VY_VK_POOL_UPLOAD);
 	cr_assert_eq(vy__vk_xfer_pack(x, ctx, &pack, bufs, N, &err), 0, "%s", err.message);
 	VkDeviceSize align = b->dev.props.limits.minStorageBufferOffsetAlignment;
