@@ -1,17 +1,18 @@
 /*
  * Moving bytes between the host and the buffers of one job (DESIGN.md §8). On a unified-memory
  * device the shader's buffers are host-mapped: inputs are copied straight into them, outputs
- * zero-filled by the host and read straight out of them, and no staging copy is recorded. On
- * other devices small buffers (up to the context's direct limit) do the same in host-visible
- * memory (write-combined for inputs, host-cached for what is read back), which the shader
- * reads and writes over the bus; larger inputs go through persistently mapped upload staging
- * and a transfer copy into device-local memory, larger outputs are zero-filled with
- * vkCmdFillBuffer, and their results come back through host-cached readback staging. A job may
- * pack its small buffers that shaders write into one device slice (struct vy_vk_pack): then one
- * copy fills those with data, one fill zeroes the others, and one copy brings back those read
- * back, however many buffers the job has. An input
- * whose bytes lie in imported host memory (vk_import.c) is copied by the device from there into
- * its buffer, on every device, and the host copies nothing.
+ * zero-filled by the host and read straight out of them, and no staging copy is recorded. On a
+ * discrete GPU only a small buffer that no shader writes (up to the context's direct limit) lies
+ * in host-visible memory, written by the host and read by the shader over the bus; every buffer
+ * a shader writes lies in device-local memory that the host does not map (docs/semantics.md
+ * section 10): inputs go through persistently mapped upload staging and a transfer copy,
+ * outputs are zero-filled with vkCmdFillBuffer, and results come back through host-cached
+ * readback staging. A job may pack its small buffers that shaders write into one device slice
+ * (struct vy_vk_pack): then one copy fills those with data, one fill zeroes the others (none
+ * where the slice comes already zeroed: vy__vk_ctx_pack_slice), and one copy brings back those
+ * read back, however many buffers the job has. An input whose bytes lie in imported host memory
+ * (vk_import.c) is copied by the device from there into its buffer, on every device, and the
+ * host copies nothing.
  *
  * Use: prepare every buffer of the job (outside the queue lock: this is where bytes are copied),
  * then from the record function record_in before the dispatches and record_out after them, then,
@@ -77,8 +78,9 @@ int vy__vk_xfer_prepare(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint64_t le
 
 /*
  * Place the packed buffers among `bufs` (n) in one device slice of `ctx`, with one upload and one
- * readback slice, and copy their data into the upload slice. Call once every buffer of the job
- * is prepared; `pack` is overwritten. Errors: OUT_OF_MEMORY.
+ * readback slice, and copy their data into the upload slice. The device slice comes zeroed where
+ * the context keeps a clean one (vy__vk_ctx_pack_slice), and then nothing is filled. Call once
+ * every buffer of the job is prepared; `pack` is overwritten. Errors: OUT_OF_MEMORY.
  */
 int vy__vk_xfer_pack(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, struct vy_vk_pack *pack,
 	struct vy_vk_xfer *bufs, size_t n, struct vy_err *err);
