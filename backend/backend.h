@@ -196,6 +196,10 @@ struct vy_device_profile {
 	uint32_t device_id;
 	uint32_t driver_version;
 	uint8_t pipeline_cache_uuid[16];
+	/* The physical device's identity (Vulkan's deviceUUID): two handles with the same one
+	 * are one GPU. has_device_uuid is false where the backend has no physical device. */
+	bool has_device_uuid;
+	uint8_t device_uuid[16];
 
 	bool supports_subgroup_ops;
 	bool has_subgroup_shuffle;

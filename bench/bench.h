@@ -66,6 +66,7 @@ struct vy_bench_ctx {
 	double tiny_p50_us;
 	double stream_gbps;
 	double rate16_per_s;
+	double stream_all_gbps; /* stream_bandwidth_all, with two devices or more */
 };
 
 /* The figure groups, in the order vybench runs them (the cache group restarts the daemon). */

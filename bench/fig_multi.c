@@ -289,6 +289,8 @@ static int stream_all(struct vy_bench_ctx *ctx, uint32_t n, struct vy_err *err)
 		(double)(last - first) / 1e6);
 	if (!several) {
 		vy_bench_figure_note(f, "the daemon opened one device: no target");
+	} else {
+		ctx->stream_all_gbps = sum;
 	}
 	return 0;
 }

@@ -5,6 +5,10 @@ vybench runs this script and merges the one JSON object it prints on stdout:
 
   elementwise      y.add_(x) on float32 CUDA tensors of --elements elements, timed with CUDA
                    events, median of --runs runs after one warm-up; 12 bytes per element.
+  elementwise_all  the same y.add_(x) on every CUDA device at once (each device's runs queued
+                   together, then all waited for): each device's median, their sum, and the
+                   device count; only with two devices or more. The anchor of vybench's
+                   stream_bandwidth_all: how far this machine lets its GPUs stream together.
   tiny_sync        y = x + 1 on 64 int32 elements already on the device, then
                    torch.cuda.synchronize(): the launch-and-wait round trip.
   tiny_roundtrip   the same op with the input copied to the device and the result copied back,
@@ -68,6 +72,44 @@ def elementwise(torch, n, runs):
     }, None
 
 
+def elementwise_all(torch, n, runs):
+    devices = torch.cuda.device_count()
+    side = []
+    for d in range(devices):
+        dev = f"cuda:{d}"
+        with torch.cuda.device(d):
+            side.append({
+                "x": torch.ones(n, dtype=torch.float32, device=dev),
+                "y": torch.zeros(n, dtype=torch.float32, device=dev),
+                "events": [(torch.cuda.Event(enable_timing=True),
+                            torch.cuda.Event(enable_timing=True)) for _ in range(runs + 1)],
+            })
+    for d in range(devices):
+        torch.cuda.synchronize(d)
+    # Every device's runs are queued before any is waited for, so that all stream together.
+    for r in range(runs + 1):
+        for d, s in enumerate(side):
+            with torch.cuda.device(d):
+                start, end = s["events"][r]
+                start.record()
+                s["y"].add_(s["x"])
+                end.record()
+    per = []
+    for d, s in enumerate(side):
+        torch.cuda.synchronize(d)
+        if not bool(torch.all(s["y"] == float(runs + 1)).item()):
+            return None, f"elementwise_all: y on device {d} does not hold the number of runs"
+        times_ms = sorted(a.elapsed_time(b) for a, b in s["events"][1:])
+        per.append(12.0 * n / (times_ms[len(times_ms) // 2] * 1e6))
+    return {
+        "elements": n,
+        "runs": runs,
+        "devices": devices,
+        "gbps_by_device": per,
+        "gbps": sum(per),
+    }, None
+
+
 def tiny_sync(torch, iterations):
     x = torch.arange(TINY_N, dtype=torch.int32, device="cuda")
     samples = []
@@ -122,6 +164,8 @@ def main():
         ("tiny_sync", lambda: tiny_sync(torch, a.iterations)),
         ("tiny_roundtrip", lambda: tiny_roundtrip(torch, a.iterations)),
     )
+    if torch.cuda.device_count() >= 2:
+        parts += (("elementwise_all", lambda: elementwise_all(torch, a.elements, a.runs)),)
     for name, measure in parts:
         result, problem = measure()
         if problem:

@@ -296,6 +296,29 @@ static void torch_rows(struct vy_bench_ctx *ctx, json_object *torch)
 	vy_bench_report_add(r, "torch_elementwise", "elementwise f32 vs PyTorch", "GB/s",
 		ctx->stream_gbps, "PyTorch add_", jget(torch, "elementwise", "gbps"),
 		VY_BENCH_GOAL_NONE, 0, NULL);
+	double all = jget(torch, "elementwise_all", "gbps");
+	if (isnan(all) || isnan(ctx->stream_all_gbps)) {
+		return;
+	}
+	/* How far PyTorch's own kernel scales on this machine: the floor of stream_bandwidth_all. */
+	struct vy_bench_figure *f = vy_bench_report_add(r, "torch_elementwise_all",
+		"elementwise f32 on every device vs PyTorch", "GB/s", ctx->stream_all_gbps,
+		"PyTorch add_ on every device", all, VY_BENCH_GOAL_NONE, 0, NULL);
+	json_object *x = NULL, *per = NULL;
+	json_object_object_get_ex(torch, "elementwise_all", &x);
+	json_object_object_get_ex(x, "gbps_by_device", &per);
+	char by[256] = "";
+	size_t len = 0;
+	size_t n = per ? json_object_array_length(per) : 0;
+	for (size_t i = 0; i < n && len < sizeof(by); i++) {
+		len += (size_t)snprintf(by + len, sizeof(by) - len, "%s%zu: %.4g", i ? ", " : "", i,
+			json_object_get_double(json_object_array_get_idx(per, i)));
+	}
+	vy_bench_figure_note(f,
+		"PyTorch on %zu devices at once: GB/s by device %s, sum %.4g, %.3g times its one "
+		"device (%.4g GB/s)",
+		n, by, all, all / jget(torch, "elementwise", "gbps"),
+		jget(torch, "elementwise", "gbps"));
 }
 
 static json_object *sizes_json(const struct vy_bench_sizes *s)
@@ -480,6 +503,7 @@ int main(int argc, char **argv)
 		.tiny_p50_us = NAN,
 		.stream_gbps = NAN,
 		.rate16_per_s = NAN,
+		.stream_all_gbps = NAN,
 	};
 	int rc = report ? run(&o, &ctx, &daemon) : 1;
 	vy_bench_daemon_finish(&daemon);

@@ -826,6 +826,35 @@ static size_t parse_devices(const char *list, uint32_t *out, size_t cap, bool *a
 	return n;
 }
 
+#ifdef VY_HAVE_VULKAN
+/*
+ * Whether the enumerated device i is a GPU listed before it (device 0, opened already, or an
+ * earlier entry): a driver listed by two manifests shows each GPU twice, and `devices = all`
+ * opens every GPU once. A list that names one index twice (`devices = 0,0`) is taken as written.
+ */
+static bool seen_before(
+	const struct vy_server *s, const struct vy_vulkan_device_info *info, uint32_t i)
+{
+	static const uint8_t none[16];
+	if (memcmp(info[i].uuid, none, sizeof(none)) == 0) {
+		return false;
+	}
+	for (uint32_t k = 0; k < i; k++) {
+		bool opened = k == 0 && s->n_devices > 0 && s->devices[0].profile.has_device_uuid &&
+			      memcmp(s->devices[0].profile.device_uuid, info[i].uuid, 16) == 0;
+		bool listed = k > 0 && info[k].usable && memcmp(info[k].uuid, info[i].uuid, 16) == 0;
+		if (opened || listed) {
+			vy_log(VY_LOG_NOTICE,
+				"vulkan device %u (%s) is device %u again (the same device UUID): "
+				"not opened twice",
+				i, info[i].name, k);
+			return true;
+		}
+	}
+	return false;
+}
+#endif
+
 static int open_backend(struct vy_server *s, const char *id, struct vy_err *err)
 {
 	struct vy_registry_options opts = {
@@ -873,7 +902,8 @@ static int open_backend(struct vy_server *s, const char *id, struct vy_err *err)
 			return s->n_devices ? 0 : (err ? err->code : VY_E_UNSUPPORTED_FEATURE);
 		}
 		for (uint32_t i = 0; i < total && i < VY_MAX_DEVICES; i++) {
-			if (info[i].usable && info[i].index != 0) {
+			if (info[i].usable && info[i].index != 0 &&
+				!seen_before(s, info, i)) {
 				indices[n++] = info[i].index;
 			}
 		}
@@ -1041,12 +1071,22 @@ void vy_devices_pack(struct vy_server *s, msgpack_packer *pk, bool brief)
 				used += p.heaps[h].used_bytes;
 			}
 		}
-		msgpack_pack_map(pk, brief ? 16 : 28);
+		msgpack_pack_map(pk, brief ? 17 : 29);
 		pack_u64(pk, "index", d->index);
 		vy_pack_cstr(pk, "backend");
 		vy_pack_cstr(pk, d->backend->id);
 		vy_pack_cstr(pk, "name");
 		vy_pack_cstr(pk, p.name);
+		vy_pack_cstr(pk, "uuid");
+		if (p.has_device_uuid) {
+			char hex[33];
+			for (int k = 0; k < 16; k++) {
+				snprintf(hex + 2 * k, 3, "%02x", p.device_uuid[k]);
+			}
+			vy_pack_cstr(pk, hex);
+		} else {
+			msgpack_pack_nil(pk);
+		}
 		vy_pack_cstr(pk, "driver");
 		vy_pack_cstr(pk, p.driver_info);
 		vy_pack_cstr(pk, "version");

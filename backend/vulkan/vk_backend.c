@@ -915,6 +915,8 @@ static void vk_device_profile(struct vy_backend *base, struct vy_device_profile 
 	out->device_id = d->props.deviceID;
 	out->driver_version = d->props.driverVersion;
 	memcpy(out->pipeline_cache_uuid, d->props.pipelineCacheUUID, 16);
+	out->has_device_uuid = true;
+	memcpy(out->device_uuid, d->device_uuid, 16);
 	out->supports_subgroup_ops = b->subgroups;
 	out->has_subgroup_shuffle = b->subgroups;
 	out->subgroup_size = d->subgroup_size;
@@ -1241,8 +1243,12 @@ int vy_vulkan_devices_enumerate(
 	}
 	VY_VK(vkEnumeratePhysicalDevices(instance, &count, phys));
 	for (uint32_t i = 0; i < count && i < cap; i++) {
-		VkPhysicalDeviceProperties p;
-		vkGetPhysicalDeviceProperties(phys[i], &p);
+		VkPhysicalDeviceIDProperties ids = {
+			.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+		VkPhysicalDeviceProperties2 p2 = {
+			.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &ids};
+		vkGetPhysicalDeviceProperties2(phys[i], &p2);
+		const VkPhysicalDeviceProperties p = p2.properties;
 		out[i] = (struct vy_vulkan_device_info){
 			.index = i,
 			.type = type_name(p.deviceType),
@@ -1253,6 +1259,7 @@ int vy_vulkan_devices_enumerate(
 			.usable = p.apiVersion >= VK_API_VERSION_1_2 && has_compute_queue(phys[i]),
 		};
 		snprintf(out[i].name, sizeof(out[i].name), "%s", p.deviceName);
+		memcpy(out[i].uuid, ids.deviceUUID, sizeof(out[i].uuid));
 	}
 	*n = count;
 	free(phys);

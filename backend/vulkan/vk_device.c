@@ -544,7 +544,12 @@ int vy__vk_device_open(struct vy_vk_device *d, uint32_t index, bool validation, 
 	free(phys);
 	phys = NULL;
 
-	vkGetPhysicalDeviceProperties(d->phys, &d->props);
+	VkPhysicalDeviceIDProperties ids = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+	VkPhysicalDeviceProperties2 props = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &ids};
+	vkGetPhysicalDeviceProperties2(d->phys, &props);
+	d->props = props.properties;
+	memcpy(d->device_uuid, ids.deviceUUID, sizeof(d->device_uuid));
 	vkGetPhysicalDeviceMemoryProperties(d->phys, &d->mem);
 	if (d->props.apiVersion < VK_API_VERSION_1_2) {
 		rc = vy_err_set(err, VY_E_UNSUPPORTED_FEATURE, NULL,

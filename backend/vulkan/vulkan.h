@@ -76,7 +76,8 @@ struct vy_vulkan_device_info {
 	uint32_t device_id;
 	uint32_t driver_version;
 	uint32_t api_version;
-	bool usable; /* Vulkan 1.2 or newer with a compute queue */
+	uint8_t uuid[16]; /* deviceUUID: the same for every handle of one physical device */
+	bool usable;      /* Vulkan 1.2 or newer with a compute queue */
 };
 
 /*

@@ -431,8 +431,9 @@ static void device_print(const struct vy_value *d)
 	printf("device %" PRIu64 ": %s\n", ctl_u64(d, "index"), ctl_str(d, "name"));
 	printf("  backend     %s (%s)\n", ctl_str(d, "backend"), ctl_str(d, "version"));
 	printf("  driver      %s\n", ctl_str(d, "driver"));
-	printf("  ids         vendor 0x%04" PRIx64 ", device 0x%04" PRIx64 "\n",
-		ctl_u64(d, "vendor_id"), ctl_u64(d, "device_id"));
+	const char *uuid = ctl_str(d, "uuid");
+	printf("  ids         vendor 0x%04" PRIx64 ", device 0x%04" PRIx64 "%s%s\n",
+		ctl_u64(d, "vendor_id"), ctl_u64(d, "device_id"), *uuid ? ", uuid " : "", uuid);
 	printf("  memory      %s\n", memory_text(d, mem, sizeof(mem)));
 	printf("  subgroups   %s, size %" PRIu64 "\n",
 		ctl_bool(d, "subgroup_ops") ? "supported" : "not supported",
