@@ -520,9 +520,11 @@ static void complete_done(struct vy_device *d)
 		vy_caches_drop_device(d->srv, d);
 		vy_resident_device_lost(d->srv, d);
 	}
+	uint64_t now = vy_now_ns();
 	while (!vy_list_empty(&done)) {
 		struct vy_job *j = VY_CONTAINER_OF(done.next, struct vy_job, link);
 		vy_list_remove(&j->link);
+		j->t_loop = now;
 		loop_job_done(d);
 		vy_ops_on_job(j);
 	}

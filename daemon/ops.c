@@ -656,9 +656,14 @@ static void reply_dispatch(struct vy_req *req)
 		}
 	}
 	vy_pack_cstr(pk, "timing");
-	msgpack_pack_map(pk, 4);
+	msgpack_pack_map(pk, 7);
 	vy_pack_kv_u64(pk, "wall_ns", vy_now_ns() - req->t_start);
+	/* The stages between: frame in to the device's queue (decode, lookup, inputs), waiting
+	 * there, the backend's own part, and the hand-back to the event loop. */
+	vy_pack_kv_u64(pk, "prepare_ns", j->t_enqueue - req->t_start);
 	vy_pack_kv_u64(pk, "queue_ns", j->t_start - j->t_enqueue);
+	vy_pack_kv_u64(pk, "backend_ns", j->t_end - j->t_start);
+	vy_pack_kv_u64(pk, "handback_ns", j->t_loop - j->t_end);
 	vy_pack_kv_u64(pk, "compile_ns", req->compile_ns);
 	vy_pack_cstr(pk, "device_ns");
 	if (j->timing.device_ns == VY_TIMING_NONE) {

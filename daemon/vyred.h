@@ -163,9 +163,12 @@ struct vy_job {
 	struct vy_fair_user *user; /* a reference while the submit thread runs it */
 	uint64_t cost_ns;          /* expected device time, charged to the user when taken */
 	bool canceled;
+	/* The stages of the dispatch path (CLOCK_MONOTONIC ns): handed to the device, taken by its
+	 * submit thread, back from the backend, and taken back by the event loop. */
 	uint64_t t_enqueue;
 	uint64_t t_start;
 	uint64_t t_end;
+	uint64_t t_loop;
 	int rc;
 	struct vy_err err;
 	/* dispatches */
