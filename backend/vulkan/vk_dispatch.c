@@ -370,6 +370,7 @@ struct record_arg {
 	struct vy__vk_backend *b;
 	struct vy__vk_job *job;
 	uint64_t loop_limit;
+	bool tail; /* leave the copies back to the batch's tail */
 };
 
 static int record_job(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, struct vy_err *err)
@@ -396,7 +397,7 @@ static int record_job(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, str
 		out[n_out++] = job->bufs[job->output_buf[i]];
 	}
 	out[n_out++] = job->bufs[job->sidecar];
-	vy__vk_xfer_record_out(x, cmd, &job->pack, out, n_out);
+	vy__vk_xfer_record_out(x, cmd, ra->tail ? ctx : NULL, &job->pack, out, n_out);
 	return 0;
 }
 
@@ -450,7 +451,10 @@ int vy__vk_job_start(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 	}
 	uint64_t limit = req->config->max_loop_iterations ? req->config->max_loop_iterations
 							  : VY_DISPATCH_DEFAULT_MAX_LOOP_ITERATIONS;
-	struct record_arg ra = {b, job, limit};
+	/* A job queued behind others (not submitted at once) with no resident buffer and no
+	 * timestamps leaves its copies back to the batch's tail: the batch's dispatches then run
+	 * without a barrier between them. */
+	struct record_arg ra = {b, job, limit, !now && !job->resident && !job->timed};
 	if (rc == 0) {
 		uint32_t sets = b->pipes.push_descriptors ? 0 : k->n_segments;
 		rc = vy__vk_ctx_submit(

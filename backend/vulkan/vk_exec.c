@@ -140,6 +140,7 @@ static void ctx_release_locked(struct vy_vk_exec *x, struct vy_vk_ctx *ctx)
 	ctx->n_holds = 0;
 	ctx->parts = NULL;
 	ctx->n_parts = 0;
+	ctx->n_tail = 0;
 	ctx->value = 0;
 	ctx->timed = false;
 	ctx->submitted = false;
@@ -160,6 +161,7 @@ static void ctx_destroy(struct vy_vk_exec *x, struct vy_vk_ctx *ctx)
 	}
 	free(ctx->holds);
 	free(ctx->slices);
+	free(ctx->tail);
 	vy__vk_slice_free(x->mem, &ctx->pack.slice);
 	free_packs(x, ctx->scrubbing, ctx->n_scrubbing);
 	free(ctx->scrubbing);
@@ -187,6 +189,10 @@ void vy__vk_exec_finish(struct vy_vk_exec *x)
 	}
 	free(x->all);
 	free(x->batch);
+	for (size_t i = 0; i < x->n_tails; i++) {
+		d->vk.vkFreeCommandBuffers(d->dev, x->pool, 1, &x->tails[i].cmd);
+	}
+	free(x->tails);
 	free_packs(x, x->clean, x->n_clean);
 	free_packs(x, x->dirty, x->n_dirty);
 	free(x->clean);
@@ -406,32 +412,164 @@ void vy__vk_ctx_hold(struct vy_vk_ctx *ctx, void (*release)(void *arg), void *ar
 	ctx->holds[ctx->n_holds++] = (struct vy_vk_hold){release, arg};
 }
 
+/* Drop a half-recorded command buffer. A failed reset leaves it to the next
+ * vkBeginCommandBuffer, which resets it too (the pool allows resetting single buffers). */
+static void reset_recording(struct vy_vk_device *d, VkCommandBuffer cmd)
+{
+	struct vy_err *err = NULL;
+	int rc = 0;
+	VY_VK(d->vk.vkResetCommandBuffer(cmd, 0));
+error:
+	(void)rc;
+}
+
+void vy__vk_ctx_defer_copy(
+	struct vy_vk_ctx *ctx, VkBuffer src, VkBuffer dst, const VkBufferCopy *region)
+{
+	if (ctx->n_tail == ctx->cap_tail) {
+		ctx->cap_tail = ctx->cap_tail ? ctx->cap_tail * 2 : 8;
+		ctx->tail = xrealloc(ctx->tail, ctx->cap_tail, sizeof(*ctx->tail));
+	}
+	ctx->tail[ctx->n_tail++] = (struct vy_vk_copy){src, dst, *region};
+}
+
+/* A tail command buffer the device is done with, or a new one (x->lock held). */
+static int tail_take_locked(struct vy_vk_exec *x, struct vy_vk_tail **out, struct vy_err *err)
+{
+	struct vy_vk_device *d = x->dev;
+	int rc = 0;
+	uint64_t done = x->n_tails ? counter_value(x) : 0;
+	for (size_t i = 0; i < x->n_tails; i++) {
+		if (x->tails[i].value <= done) {
+			*out = &x->tails[i];
+			return 0;
+		}
+	}
+	VkCommandBufferAllocateInfo info = {
+		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+		.commandPool = x->pool,
+		.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+		.commandBufferCount = 1,
+	};
+	VkCommandBuffer cmd;
+	VY_VK(d->vk.vkAllocateCommandBuffers(d->dev, &info, &cmd));
+	x->tails = xrealloc(x->tails, x->n_tails + 1, sizeof(*x->tails));
+	x->tails[x->n_tails] = (struct vy_vk_tail){cmd, 0};
+	*out = &x->tails[x->n_tails++];
+	return 0;
+error:
+	return rc;
+}
+
+/*
+ * Record the batch's tail (x->lock held): one barrier after every dispatch and fill before it,
+ * the copies back of every job in the batch, and one barrier that makes them visible to the
+ * host. NULL in *out when no job of the batch left a copy to it.
+ */
+static int tail_record_locked(struct vy_vk_exec *x, VkCommandBuffer *out, struct vy_err *err)
+{
+	struct vy_vk_device *d = x->dev;
+	*out = VK_NULL_HANDLE;
+	size_t copies = 0;
+	for (size_t i = 0; i < x->n_batch; i++) {
+		copies += x->batch[i]->n_tail;
+	}
+	if (copies == 0) {
+		return 0;
+	}
+	struct vy_vk_tail *t = NULL;
+	int rc = tail_take_locked(x, &t, err);
+	if (rc) {
+		return rc;
+	}
+	VkCommandBufferBeginInfo begin = {
+		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+		.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+	};
+	VY_VK(d->vk.vkBeginCommandBuffer(t->cmd, &begin));
+	VkMemoryBarrier before = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_HOST_READ_BIT,
+	};
+	d->vk.vkCmdPipelineBarrier(t->cmd,
+		VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+		VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &before, 0, NULL, 0,
+		NULL);
+	for (size_t i = 0; i < x->n_batch; i++) {
+		struct vy_vk_ctx *ctx = x->batch[i];
+		for (size_t k = 0; k < ctx->n_tail; k++) {
+			const struct vy_vk_copy *c = &ctx->tail[k];
+			d->vk.vkCmdCopyBuffer(t->cmd, c->src, c->dst, 1, &c->region);
+		}
+	}
+	VkMemoryBarrier after = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_HOST_READ_BIT,
+	};
+	d->vk.vkCmdPipelineBarrier(t->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+		VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &after, 0, NULL, 0, NULL);
+	VY_VK(d->vk.vkEndCommandBuffer(t->cmd));
+	t->value = x->batch[x->n_batch - 1]->value;
+	x->tail_copies += copies;
+	*out = t->cmd;
+	return 0;
+error:
+	reset_recording(d, t->cmd);
+	return rc;
+}
+
 static int submit_batch_locked(struct vy_vk_exec *x, struct vy_err *err)
 {
 	if (x->n_batch == 0) {
 		return 0;
 	}
 	struct vy_vk_device *d = x->dev;
-	int rc = 0;
-	VkSubmitInfo infos[BATCH_LIMIT];
-	VkTimelineSemaphoreSubmitInfo timelines[BATCH_LIMIT];
+	VkSubmitInfo infos[BATCH_LIMIT + 1];
+	VkTimelineSemaphoreSubmitInfo timelines[BATCH_LIMIT + 1];
 	assert(x->n_batch <= BATCH_LIMIT);
 	const VkPipelineStageFlags wait_stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+	VkCommandBuffer tail = VK_NULL_HANDLE;
+	int rc = tail_record_locked(x, &tail, err);
+	if (rc) {
+		goto error;
+	}
+	/* With a tail, it alone signals: the batch's last value, once every job's copies are in. */
+	uint32_t n = (uint32_t)x->n_batch;
 	for (size_t i = 0; i < x->n_batch; i++) {
 		struct vy_vk_ctx *ctx = x->batch[i];
 		timelines[i] = (VkTimelineSemaphoreSubmitInfo){
 			.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
-			.signalSemaphoreValueCount = 1,
-			.pSignalSemaphoreValues = &ctx->value,
+			.signalSemaphoreValueCount = tail ? 0 : 1,
+			.pSignalSemaphoreValues = tail ? NULL : &ctx->value,
 		};
 		infos[i] = (VkSubmitInfo){
 			.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
 			.pNext = &timelines[i],
 			.commandBufferCount = 1,
 			.pCommandBuffers = &ctx->cmd,
+			.signalSemaphoreCount = tail ? 0 : 1,
+			.pSignalSemaphores = tail ? NULL : &x->timeline,
+		};
+		ctx->n_tail = 0;
+	}
+	if (tail) {
+		timelines[n] = (VkTimelineSemaphoreSubmitInfo){
+			.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+			.signalSemaphoreValueCount = 1,
+			.pSignalSemaphoreValues = &x->batch[n - 1]->value,
+		};
+		infos[n] = (VkSubmitInfo){
+			.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+			.pNext = &timelines[n],
+			.commandBufferCount = 1,
+			.pCommandBuffers = &tail,
 			.signalSemaphoreCount = 1,
 			.pSignalSemaphores = &x->timeline,
 		};
+		n++;
+		x->tail_batches++;
 	}
 	if (x->gate_closed) {
 		timelines[0].waitSemaphoreValueCount = 1;
@@ -440,7 +578,7 @@ static int submit_batch_locked(struct vy_vk_exec *x, struct vy_err *err)
 		infos[0].pWaitSemaphores = &x->gate;
 		infos[0].pWaitDstStageMask = &wait_stage;
 	}
-	VY_VK(d->vk.vkQueueSubmit(d->queue, (uint32_t)x->n_batch, infos, VK_NULL_HANDLE));
+	VY_VK(d->vk.vkQueueSubmit(d->queue, n, infos, VK_NULL_HANDLE));
 	x->submits++;
 	x->jobs += x->n_batch;
 	x->submitted_value = x->batch[x->n_batch - 1]->value;
@@ -495,16 +633,6 @@ error:
 	return rc;
 }
 
-/* Drop a half-recorded command buffer. A failed reset leaves it to the next
- * vkBeginCommandBuffer, which resets it too (the pool allows resetting single buffers). */
-static void reset_recording(struct vy_vk_device *d, VkCommandBuffer cmd)
-{
-	struct vy_err *err = NULL;
-	int rc = 0;
-	VY_VK(d->vk.vkResetCommandBuffer(cmd, 0));
-error:
-	(void)rc;
-}
 
 /* Record `ctx` with `record` (x->lock held); `keep` allows submitting the recording again. */
 static int record_locked(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, bool timed, bool keep,

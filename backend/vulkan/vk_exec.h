@@ -47,6 +47,19 @@ struct vy_vk_hold {
 	void *arg;
 };
 
+/* A copy back that a job leaves to the tail of its batch (vy__vk_ctx_defer_copy). */
+struct vy_vk_copy {
+	VkBuffer src;
+	VkBuffer dst;
+	VkBufferCopy region;
+};
+
+/* A command buffer of batch tails, free again once the timeline reaches `value`. */
+struct vy_vk_tail {
+	VkCommandBuffer cmd;
+	uint64_t value;
+};
+
 /* A device slice of a job's pack (vk_xfer.h) and the bytes from its start that jobs wrote. */
 struct vy_vk_used {
 	struct vy_vk_slice slice;
@@ -81,6 +94,10 @@ struct vy_vk_ctx {
 	 * abandoning the context empties the parts the device has not started. */
 	uint32_t *parts;
 	uint32_t n_parts;
+	/* Copies back recorded at the tail of the job's batch instead of in `cmd`. */
+	struct vy_vk_copy *tail; /* owned */
+	size_t n_tail;
+	size_t cap_tail;
 };
 
 struct vy_vk_exec {
@@ -126,6 +143,15 @@ struct vy_vk_exec {
 	size_t n_dirty;
 	uint64_t clean_packs; /* packs that needed no fill, for tests and stats */
 	uint64_t scrubs;      /* pack slices zeroed behind their jobs */
+	/*
+	 * Batch tails: the jobs of a batch that leave their copies back to it run their dispatches
+	 * without a barrier between them, and one command buffer after them makes all their
+	 * writes visible once, copies every job's results back, and signals the batch's last value.
+	 */
+	struct vy_vk_tail *tails; /* owned */
+	size_t n_tails;
+	uint64_t tail_batches; /* batches submitted with a tail, for tests and stats */
+	uint64_t tail_copies;  /* copies recorded in tails */
 };
 
 /* Pack slices kept for reuse, clean and dirty each; and the largest one kept. */
@@ -220,6 +246,14 @@ uint64_t vy__vk_ctx_device_ns(struct vy_vk_exec *x, struct vy_vk_ctx *ctx);
  * before the submission; abandoning the context sets every part's x count to 0. One set per
  * context. Errors: OUT_OF_MEMORY.
  */
+/*
+ * Leave a copy back of the job in `ctx` to the tail of its batch (call from its record
+ * function, instead of recording the copy and the barriers around it). The tail orders it
+ * after every dispatch of the batch and before the host reads `dst`.
+ */
+void vy__vk_ctx_defer_copy(
+	struct vy_vk_ctx *ctx, VkBuffer src, VkBuffer dst, const VkBufferCopy *region);
+
 int vy__vk_ctx_parts(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint32_t n,
 	struct vy_vk_slice *out, uint32_t **map, struct vy_err *err);
 

@@ -411,7 +411,7 @@ static int record_graph(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, s
 	}
 	if (rc == 0) {
 		n = transfer_set(r, true, set);
-		vy__vk_xfer_record_out(x, cmd, NULL, set, n);
+		vy__vk_xfer_record_out(x, cmd, NULL, NULL, set, n);
 	}
 	free(job);
 	free(set);

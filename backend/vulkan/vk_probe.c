@@ -200,7 +200,7 @@ static int record_probe(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, s
 	d->vk.vkCmdPushConstants(cmd, j->layout->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
 		sizeof(j->n), &j->n);
 	d->vk.vkCmdDispatch(cmd, (j->n + PROBE_GROUP - 1) / PROBE_GROUP, 1, 1);
-	vy__vk_xfer_record_out(j->x, cmd, NULL, j->bufs, 2);
+	vy__vk_xfer_record_out(j->x, cmd, NULL, NULL, j->bufs, 2);
 	return 0;
 }
 

@@ -242,13 +242,30 @@ void vy__vk_xfer_record_in(struct vy_vk_exec *x, VkCommandBuffer cmd, const stru
 	}
 }
 
-void vy__vk_xfer_record_out(struct vy_vk_exec *x, VkCommandBuffer cmd,
+void vy__vk_xfer_record_out(struct vy_vk_exec *x, VkCommandBuffer cmd, struct vy_vk_ctx *tail,
 	const struct vy_vk_pack *pack, const struct vy_vk_xfer *bufs, size_t n)
 {
 	struct vy_vk_device *d = x->dev;
 	bool copies = pack && pack->down_len;
+	bool direct = false; /* a buffer the host reads where the shader wrote it */
 	for (size_t i = 0; i < n; i++) {
 		copies = copies || (bufs[i].down.buffer && !bufs[i].packed);
+		direct = direct || (!bufs[i].down.buffer && !bufs[i].packed && bufs[i].len);
+	}
+	if (tail && copies && !direct) {
+		if (pack && pack->down_len) {
+			VkBufferCopy region = {
+				pack->dev.offset + pack->down_at, pack->down.offset, pack->down_len};
+			vy__vk_ctx_defer_copy(tail, pack->dev.buffer, pack->down.buffer, &region);
+		}
+		for (size_t i = 0; i < n; i++) {
+			const struct vy_vk_xfer *b = &bufs[i];
+			if (b->down.buffer && !b->packed) {
+				VkBufferCopy region = {b->dev.offset, b->down.offset, b->len};
+				vy__vk_ctx_defer_copy(tail, b->dev.buffer, b->down.buffer, &region);
+			}
+		}
+		return;
 	}
 	/* Buffers the host reads directly need the shader's writes; staged ones need the copies. */
 	barrier(x, cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,

@@ -107,8 +107,10 @@ void vy__vk_xfer_record_in(struct vy_vk_exec *x, VkCommandBuffer cmd, const stru
 	const struct vy_vk_xfer *bufs, size_t n);
 
 /* Record the barrier after the dispatches and the readback copies of `n` buffers and of `pack`
- * (or NULL). */
-void vy__vk_xfer_record_out(struct vy_vk_exec *x, VkCommandBuffer cmd,
+ * (or NULL). With `tail` (the job's context, or NULL), copies are left to the tail of its batch
+ * instead (vy__vk_ctx_defer_copy), which records the barriers once for the batch; a job
+ * without copies records its barrier here either way. */
+void vy__vk_xfer_record_out(struct vy_vk_exec *x, VkCommandBuffer cmd, struct vy_vk_ctx *tail,
 	const struct vy_vk_pack *pack, const struct vy_vk_xfer *bufs, size_t n);
 
 /* Copy `len` bytes (at most b->len) of a read-back buffer to `dst` once the job is done. Errors:

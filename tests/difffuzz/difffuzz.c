@@ -19,7 +19,10 @@
  * copies (none in host memory that the device reaches over the bus); `--discrete` makes it take
  * a discrete GPU's memory paths on a unified-memory device; `--kernel-cache N` sets how
  * many compiled programs it keeps (default KERNEL_CACHE_ENTRIES): two ways to narrow down a
- * difference that depends on the run. `--no-shrink` reports each mismatch as it is found,
+ * difference that depends on the run. `--queued` starts each dispatch on the backends under test
+ * with vy_backend_dispatch_async and then waits for it, so that the programs of concurrent
+ * workers share batches, as a daemon's queued dispatches do (on a discrete GPU their copies back
+ * then run in one tail after the batch). `--no-shrink` reports each mismatch as it is found,
  * without running it again or shrinking it: for a first look on a shared device.
  * A device loss stops the run: it is reported once, with the programs in flight then.
  * `--jobs N` (default: the online CPUs) runs N worker threads, each taking the next program
@@ -976,6 +979,7 @@ struct run {
 	bool dump_glsl, verbose, self_test, reference_only;
 	bool no_shrink; /* --no-shrink: report each mismatch as found, without reruns or shrinking
 			 */
+	bool queued;    /* --queued: every backend but the reference dispatches asynchronously */
 	/* --staged or --discrete: the Vulkan backend's test flags (0: neither) and its label */
 	unsigned vk_test_flags;
 	const char *vk_test_label;
@@ -1015,12 +1019,24 @@ static uint64_t program_seed(uint64_t seed, uint64_t i)
 	return mix(&state);
 }
 
-static void dispatch(struct vy_backend *b, const struct vy_test_case *k, struct vy_test_result *r)
+/* Run `k` on `b`; `queued`: started with vy_backend_dispatch_async and then waited for, so that
+ * the jobs of concurrent workers share batches (and a discrete GPU's batch tails). */
+static void dispatch(
+	struct vy_backend *b, const struct vy_test_case *k, bool queued, struct vy_test_result *r)
 {
 	vy_outputs_init(&r->outputs);
 	memset(&r->err, 0, sizeof(r->err));
-	r->rc = vy_backend_dispatch(
-		b, k->program, k->views, k->plan->n_inputs, &k->config, &r->outputs, &r->err);
+	if (!queued) {
+		r->rc = vy_backend_dispatch(b, k->program, k->views, k->plan->n_inputs, &k->config,
+			&r->outputs, &r->err);
+		return;
+	}
+	struct vy_pending *p = NULL;
+	r->rc = vy_backend_dispatch_async(
+		b, k->program, k->views, k->plan->n_inputs, &k->config, &p, &r->err);
+	if (r->rc == 0) {
+		r->rc = vy_pending_wait(p, &r->outputs, &r->err);
+	}
 }
 
 /* `text` with every WRONG_FROM replaced by WRONG_TO (malloc'd). */
@@ -1102,7 +1118,7 @@ static enum outcome try_case(
 	for (size_t i = 0; i < run->n_targets && out == SAME; i++) {
 		struct target *t = &run->targets[i];
 		struct vy_test_result ref, res;
-		dispatch(t->oracle, &k, &ref);
+		dispatch(t->oracle, &k, false, &ref);
 		if (t->wrong) {
 			char *edited = wrong_text(text);
 			struct vy_test_case w;
@@ -1113,11 +1129,11 @@ static enum outcome try_case(
 				abort();
 			}
 			w.config.timeout_ms = k.config.timeout_ms;
-			dispatch(t->backend, &w, &res);
+			dispatch(t->backend, &w, run->queued, &res);
 			vy_test_case_finish(&w);
 			free(edited);
 		} else {
-			dispatch(t->backend, &k, &res);
+			dispatch(t->backend, &k, run->queued, &res);
 		}
 		char detail[VY_TEST_WHY_MAX];
 		if (res.rc == VY_E_DEVICE_LOST) {
@@ -1774,7 +1790,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: difffuzz [--seed S|random] [--from I] [--count N] [--jobs N] [--backend "
-		"ID]... [--staged|--discrete] [--kernel-cache N] [--no-shrink] "
+		"ID]... [--staged|--discrete] [--queued] [--kernel-cache N] [--no-shrink] "
 		"[--require-coverage] [--coverage] [--self-test] [--reference-only] [--dump-glsl] "
 		"[--verbose]\n");
 }
@@ -1821,6 +1837,8 @@ int main(int argc, char **argv)
 			run.vk_test_label = "vulkan-staged";
 		} else if (strcmp(argv[i], "--no-shrink") == 0) {
 			run.no_shrink = true;
+		} else if (strcmp(argv[i], "--queued") == 0) {
+			run.queued = true;
 		} else if (strcmp(argv[i], "--discrete") == 0) {
 			run.vk_test_flags = VY__VK_TEST_STAGING;
 			run.vk_test_label = "vulkan-discrete";

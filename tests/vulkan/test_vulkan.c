@@ -688,6 +688,65 @@ Test(vulkan, pack_slices_are_zeroed_behind_their_jobs_and_reused_without_a_fill)
 	done();
 }
 
+Test(vulkan, queued_jobs_copy_back_in_their_batch_tail)
+{
+	/* Jobs queued together (not submitted at once) on a discrete GPU leave their copies back
+	 * to one command buffer after the batch: each job's y must come back whole, its own third
+	 * written and the rest zero, over pack slices reused and scrubbed between rounds; a job
+	 * submitted at once keeps its copies in its own command buffer. */
+	enum { N = 64, JOBS = 6, ROUNDS = 4 };
+	struct vy_backend *be2 = open_with(NULL, VY__VK_TEST_STAGING);
+	struct vy__vk_backend *b = vy__vk_from(be2);
+	struct vy_program *p = every_third(N);
+	struct vy_err err = {0};
+	for (uint32_t round = 0; round < ROUNDS; round++) {
+		uint64_t batches = b->exec.tail_batches, copies = b->exec.tail_copies;
+		uint32_t x[JOBS][N], k[JOBS];
+		struct vy_pending *pend[JOBS];
+		for (uint32_t j = 0; j < JOBS; j++) {
+			k[j] = (round + j) % 3;
+			for (uint32_t i = 0; i < N; i++) {
+				x[j][i] = i * 7 + j * 100 + round * 1000;
+			}
+			struct vy_bytes in[2] = {{(uint8_t *)x[j], sizeof(x[j])},
+				{(uint8_t *)&k[j], sizeof(k[j])}};
+			cr_assert_eq(vy_backend_dispatch_async(be2, p, in, 2, NULL, &pend[j], &err),
+				0, "%s", err.message);
+		}
+		struct vy_outputs outs;
+		vy_outputs_init(&outs);
+		for (int j = JOBS - 1; j >= 0; j--) {
+			cr_assert_eq(vy_pending_wait(pend[j], &outs, &err), 0, "%s", err.message);
+			cr_assert_eq(outs.items[0].len, sizeof(x[j]));
+			const uint32_t *y = (const uint32_t *)(const void *)outs.items[0].data;
+			for (uint32_t i = 0; i < N; i++) {
+				uint32_t want = i % 3 == k[j] ? x[j][i] + 1 : 0;
+				cr_assert_eq(y[i], want, "round %u job %d: y[%u] = %u, want %u",
+					round, j, i, y[i], want);
+			}
+		}
+		vy_outputs_finish(&outs);
+		/* One tail for the batch, with each job's pack copy back in it. */
+		cr_assert_eq(b->exec.tail_batches, batches + 1, "round %u", round);
+		cr_assert_geq(b->exec.tail_copies, copies + JOBS, "round %u", round);
+	}
+	uint64_t batches = b->exec.tail_batches;
+	uint32_t x[N], k = 1;
+	for (uint32_t i = 0; i < N; i++) {
+		x[i] = i;
+	}
+	struct vy_bytes in[2] = {{(uint8_t *)x, sizeof(x)}, {(uint8_t *)&k, sizeof(k)}};
+	struct vy_outputs outs;
+	vy_outputs_init(&outs);
+	dispatch_ok(be2, p, in, 2, NULL, &outs);
+	cr_assert_eq(((const uint32_t *)(const void *)outs.items[0].data)[1], 2);
+	cr_assert_eq(b->exec.tail_batches, batches, "a dispatch submitted at once has no tail");
+	vy_outputs_finish(&outs);
+	vy_program_destroy(p);
+	vy_backend_destroy(be2);
+	done();
+}
+
 Test(vulkan, launches_folded_over_y_and_z_cover_every_workgroup_once)
 {
 	/* With a grid limit of [16, 4, 65535], 1-D launches fold: 16 workgroups (1024 elements)
