@@ -14,6 +14,8 @@
 # repository root (the corpus, the bench scripts and the emit test are read from the tree).
 # FUZZ_SECONDS written as until:EPOCH runs the fuzzer until that time (date +%s), so that one
 # call can give the fuzzer whatever the steps before it left of the call's limit.
+# Environment: GPU_CHECK_PASSES, the bench passes of each build (default 2); GPU_CHECK_FUZZ_ARGS,
+# more arguments of the fuzzer (for example --queued).
 set -uo pipefail
 
 if [ "${1:-}" = "--pack" ]; then
@@ -58,7 +60,7 @@ grep -E '^FAIL' "$out/conformance.txt" | head -20
 tail -n 3 "$out/conformance.txt"
 
 echo "== bench (interleaved A/B)"
-for pass in 1 2; do
+for pass in $(seq "${GPU_CHECK_PASSES:-2}"); do
 	for side in base cur; do
 		[ -x "$pack/$side/bench/vybench" ] || continue
 		VYBENCH_BUILD=$pack/$side bench/run.sh "/tmp/gpu-check-bench-$side-$pass" >/dev/null 2>&1
@@ -72,6 +74,7 @@ if [ "${fuzz_seconds#until:}" != "$fuzz_seconds" ]; then
 	[ "$fuzz_seconds" -gt 0 ] || fuzz_seconds=1
 fi
 echo "== difffuzz: seed $fuzz_seed for $fuzz_seconds s, one job per core"
+# shellcheck disable=SC2086 # the extra arguments are words
 timeout -k 30 "$fuzz_seconds" "$cur/tests/difffuzz/difffuzz" --seed "$fuzz_seed" --count 1000000 \
-	--jobs "$(nproc)" >"$out/difffuzz.txt" 2>&1
+	--jobs "$(nproc)" ${GPU_CHECK_FUZZ_ARGS:-} >"$out/difffuzz.txt" 2>&1
 grep -E 'MISMATCH|programs,' "$out/difffuzz.txt" | tail -n 3
