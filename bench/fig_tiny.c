@@ -20,6 +20,8 @@
 
 #define N VY_BENCH_TINY_N
 #define WARMUP 20u
+/* The busy-poll of the client of tiny_p50_busy_poll: longer than a tiny round trip. */
+#define VY_BENCH_BUSY_POLL_US 200u
 
 static void fill(uint32_t *in, uint32_t it)
 {
@@ -44,7 +46,7 @@ static int check(
 }
 
 /* The sample series of the tiny figures (see vy_bench_tiny_run). */
-#define SERIES 6
+#define SERIES 7
 
 /*
  * The stages of a dispatch by program id, each a series: the daemon's own part (its timing's
@@ -170,7 +172,7 @@ static double us(uint64_t ns)
 }
 
 static int measure(struct vy_bench_ctx *ctx, uint64_t *const s[SERIES],
-	uint64_t *const stage[STAGES], struct vy_err *err)
+	uint64_t *const stage[STAGES], uint64_t *const busy[STAGES], struct vy_err *err)
 {
 	uint32_t iters = ctx->sizes.tiny_iterations;
 	uint32_t sends = ctx->sizes.send_iterations;
@@ -205,6 +207,11 @@ static int measure(struct vy_bench_ctx *ctx, uint64_t *const s[SERIES],
 	}
 	if (rc == 0) {
 		rc = vyred_tiny(c, &by_program, sends, s[3], NULL, err);
+	}
+	/* By id again, the client busy-polling for its replies (VY_BENCH_BUSY_POLL_US). */
+	if (rc == 0) {
+		vy_client_set_busy_poll(c, VY_BENCH_BUSY_POLL_US);
+		rc = vyred_tiny(c, &by_id, iters, s[6], busy, err);
 	}
 	vy_client_close(c);
 	vy_program_free(p);
@@ -248,11 +255,13 @@ int vy_bench_tiny_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 	uint32_t iters = ctx->sizes.tiny_iterations;
 	uint32_t sends = ctx->sizes.send_iterations;
 	/* raw spinning, backend in-process, vyred by id, vyred sending the program, raw sleeping
-	 * in vkWaitForFences, raw staged spinning; then the stages of vyred by id */
-	uint64_t *s[SERIES + STAGES];
+	 * in vkWaitForFences, raw staged spinning, vyred by id busy-polling; then the stages of
+	 * vyred by id, and of vyred by id busy-polling */
+	uint64_t *s[SERIES + 2 * STAGES];
 	uint64_t **stage = s + SERIES;
+	uint64_t **busy = stage + STAGES;
 	int rc = 0;
-	for (int i = 0; i < SERIES + STAGES; i++) {
+	for (int i = 0; i < SERIES + 2 * STAGES; i++) {
 		s[i] = calloc(i == 3 ? sends : iters, sizeof(uint64_t));
 		if (!s[i]) {
 			rc = vy_err_set(err, VY_E_OUT_OF_MEMORY, NULL, "use fewer iterations",
@@ -260,7 +269,7 @@ int vy_bench_tiny_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 		}
 	}
 	if (rc == 0) {
-		rc = measure(ctx, s, stage, err);
+		rc = measure(ctx, s, stage, busy, err);
 	}
 	if (rc == 0) {
 		rc = write_latency(ctx, iters, s[2], s[1], s[0], s[4], err);
@@ -305,8 +314,20 @@ int vy_bench_tiny_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 			us(vy_bench_percentile(s[3], sends, 50)), "by program id", vy50,
 			VY_BENCH_GOAL_NONE, 0, NULL);
 		stage_rows(r, stage, iters, vy50, ip50);
+		f = vy_bench_report_add(r, "tiny_p50_busy_poll",
+			"tiny dispatch p50, vyred, client busy-polling", "us",
+			us(vy_bench_percentile(s[6], iters, 50)), "backend in-process", ip50,
+			VY_BENCH_GOAL_RATIO_AT_MOST, 1.25, "ratio <= 1.25");
+		vy_bench_figure_note(f,
+			"by program id, the client spinning up to %u us for each reply; p99 %.1f us; "
+			"outside the daemon p50 %.1f us (%.1f us without busy-poll); the daemon's "
+			"part p50 %.1f us",
+			VY_BENCH_BUSY_POLL_US, us(vy_bench_percentile(s[6], iters, 99)),
+			us(vy_bench_percentile(busy[ST_OUTSIDE], iters, 50)),
+			us(vy_bench_percentile(stage[ST_OUTSIDE], iters, 50)),
+			us(vy_bench_percentile(busy[ST_WALL], iters, 50)));
 	}
-	for (int i = 0; i < SERIES + STAGES; i++) {
+	for (int i = 0; i < SERIES + 2 * STAGES; i++) {
 		free(s[i]);
 	}
 	return rc;

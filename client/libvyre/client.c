@@ -38,6 +38,33 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+/* Poll `pfd` without sleeping for up to the client's busy-poll time, then with `wait` ms left
+ * (-1: forever); poll()'s result. */
+static int poll_busy(const struct vy_client *c, struct pollfd *pfd, int wait)
+{
+	if (c->busy_poll_ns && wait != 0) {
+		uint64_t start = now_ns();
+		do {
+			int pr = poll(pfd, 1, 0);
+			if (pr != 0) {
+				return pr;
+			}
+		} while (now_ns() - start < c->busy_poll_ns);
+		if (wait > 0) {
+			uint64_t spent_ms = (now_ns() - start) / 1000000;
+			wait = spent_ms >= (uint64_t)wait ? 0 : wait - (int)spent_ms;
+		}
+	}
+	return poll(pfd, 1, wait);
+}
+
 /* Milliseconds left before `deadline` (-1: none), for poll. */
 static int remaining(long long deadline)
 {
@@ -221,7 +248,7 @@ static int read_some(struct vy_client *c, int timeout_ms)
 	int wait = timeout_ms;
 	for (;;) {
 		struct pollfd pfd = {c->fd, POLLIN, 0};
-		int pr = poll(&pfd, 1, wait);
+		int pr = poll_busy(c, &pfd, wait);
 		if (pr < 0 && errno == EINTR) {
 			continue;
 		}
@@ -530,6 +557,12 @@ void vy_client_set_timeout(struct vy_client *c, int timeout_ms)
 	c->timeout_ms = timeout_ms < 0 ? -1 : timeout_ms;
 }
 
+void vy_client_set_busy_poll(struct vy_client *c, uint32_t us)
+{
+	us = us > VY_BUSY_POLL_MAX_US ? VY_BUSY_POLL_MAX_US : us;
+	c->busy_poll_ns = (uint64_t)us * 1000;
+}
+
 /* --- connecting --- */
 
 static int open_socket(struct vy_client *c, struct vy_error *err)
@@ -632,6 +665,10 @@ int vy_client_connect(
 	c->fd = -1;
 	c->next_id = 1;
 	c->timeout_ms = -1;
+	const char *busy = getenv("VYRE_BUSY_POLL_US");
+	if (busy && *busy) {
+		vy_client_set_busy_poll(c, (uint32_t)strtoul(busy, NULL, 10));
+	}
 	vy_frame_reader_init(&c->reader, MAX_REPLY);
 	int rc = establish(c, err);
 	if (rc != 0) {

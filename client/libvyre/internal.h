@@ -104,6 +104,7 @@ struct vy_client {
 	int fd;
 	uint64_t next_id;
 	int timeout_ms;
+	uint64_t busy_poll_ns; /* spin this long on the socket before sleeping in poll() */
 	size_t max_frame;
 	struct vy_frame_reader reader;
 	struct vy_reply *hello;     /* owned */

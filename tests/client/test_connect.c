@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lv.h"
@@ -349,6 +350,48 @@ Test(fake, drops_the_late_reply_of_a_call_that_timed_out)
 	lv_fake_ok(&f, id);
 	lv_ok(vy_client_wait(c, id, 5000, NULL, &err), &err);
 	cr_assert_eq(vy_client_pending(c), 0, "the late reply was kept");
+	vy_client_close(c);
+	lv_fake_stop(&f);
+}
+
+/* CPU time this thread spent in one call that gets no reply within 50 ms. */
+static double cpu_ms_of_unanswered_ping(struct vy_client *c)
+{
+	struct vy_error err;
+	struct timespec a, b;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+	cr_assert_eq(vy_ping(c, &err), VY_ERROR_NO_REPLY);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+	return (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+}
+
+Test(fake, busy_poll_spins_before_it_sleeps_and_still_reads_replies)
+{
+	/* 40 ms of busy-poll in a 50 ms wait keeps the thread on the CPU; without it the wait
+	 * sleeps. VYRE_BUSY_POLL_US sets it at connect, vy_client_set_busy_poll afterwards. */
+	struct lv_fake f;
+	lv_fake_start(&f);
+	setenv("VYRE_BUSY_POLL_US", "40000", 1);
+	struct vy_client *c = lv_fake_connect(&f);
+	unsetenv("VYRE_BUSY_POLL_US");
+	vy_client_set_timeout(c, 50);
+	double spun = cpu_ms_of_unanswered_ping(c);
+	cr_assert_geq(spun, 10.0, "%.1f ms of CPU while busy-polling", spun);
+	vy_client_set_busy_poll(c, 0);
+	double slept = cpu_ms_of_unanswered_ping(c);
+	cr_assert_lt(slept, 5.0, "%.1f ms of CPU while sleeping", slept);
+	/* A reply that comes while the call spins is read. */
+	vy_client_set_busy_poll(c, 40000);
+	vy_client_set_timeout(c, -1);
+	struct vy_error err;
+	uint64_t id = 0;
+	lv_ok(vy_call_start(c, "ping", NULL, NULL, &id, &err), &err);
+	for (int i = 0; i < 2; i++) {
+		lv_fake_request(&f, NULL, 0); /* the two pings that timed out */
+	}
+	cr_assert_eq(lv_fake_request(&f, NULL, 0), id);
+	lv_fake_ok(&f, id);
+	lv_ok(vy_client_wait(c, id, -1, NULL, &err), &err);
 	vy_client_close(c);
 	lv_fake_stop(&f);
 }

@@ -277,6 +277,30 @@ class ClientTest(unittest.TestCase):
         self.assertEqual((e.code, e.num, e.retry), ("CONNECT_FAILED", 2001, "later"))
         self.assertTrue(e.message.endswith("Fix: " + e.fix), e.message)
 
+    def test_busy_poll_is_set_by_argument_or_environment_and_replies_still_come(self):
+        old = os.environ.get("VYRE_BUSY_POLL_US")
+        try:
+            os.environ["VYRE_BUSY_POLL_US"] = "300"
+            with vyre.connect(DAEMON.sock, "test_vyre_busy_env", timeout=120) as c:
+                self.assertAlmostEqual(c.busy_poll, 300e-6)
+                self.assertIsNone(c.ping())
+            os.environ["VYRE_BUSY_POLL_US"] = "many"
+            with vyre.connect(DAEMON.sock, "test_vyre_busy_bad", timeout=120) as c:
+                self.assertEqual(c.busy_poll, 0)
+        finally:
+            if old is None:
+                os.environ.pop("VYRE_BUSY_POLL_US", None)
+            else:
+                os.environ["VYRE_BUSY_POLL_US"] = old
+        with vyre.connect(DAEMON.sock, "test_vyre_busy", timeout=120,
+                          busy_poll_us=10 ** 9) as c:
+            self.assertAlmostEqual(c.busy_poll, 0.1, msg="capped at 100 ms")
+            x = [1.0, 2.0, 3.0, 4.0]
+            y = [10.0, 20.0, 30.0, 40.0]
+            reply = c.dispatch(json.dumps(SAXPY),
+                               [vyre.pack_f32([2.0]), vyre.pack_f32(x), vyre.pack_f32(y)])
+            self.assertEqual(vyre.unpack_f32(reply["outputs"][0]), saxpy_expected(2.0, x, y))
+
     def test_bad_frame_breaks_only_its_connection(self):
         broken = vyre.connect(DAEMON.sock, "test_vyre_broken", timeout=120)
         # A frame whose payload is not a map: the daemon answers BAD_FRAME and hangs up.

@@ -44,6 +44,8 @@ DEFAULT_SOCKET = "/run/vyred/vyred.sock"
 
 _HEADER = struct.Struct(">I")
 _READ_CHUNK = 1 << 20
+# The longest busy-poll a client takes (microseconds), as libvyre's VY_BUSY_POLL_MAX_US.
+_BUSY_POLL_MAX_US = 100000
 # shm_attach requires F_SEAL_SHRINK (the daemon maps the region and must never fault on it); the
 # other two seals keep the size fixed for good, which is what a region of a given size means.
 _SHM_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
@@ -58,9 +60,10 @@ def socket_path(path=None):
     return path or os.environ.get("VYRED_SOCKET") or DEFAULT_SOCKET
 
 
-def connect(path=None, name=None, timeout=None):
-    """Open a connection and send hello; returns a Client (usable as a context manager)."""
-    return Client(path, name, timeout)
+def connect(path=None, name=None, timeout=None, busy_poll_us=None):
+    """Open a connection and send hello; returns a Client (usable as a context manager).
+    `busy_poll_us`: see Client."""
+    return Client(path, name, timeout, busy_poll_us)
 
 
 def resident(handle):
@@ -338,9 +341,18 @@ def _drop(reply):
 class Client:
     """One connection to vyred. See the module's description."""
 
-    def __init__(self, path=None, name=None, timeout=None):
+    def __init__(self, path=None, name=None, timeout=None, busy_poll_us=None):
         self.path = socket_path(path)
         self.timeout = timeout
+        # Waiting for a reply first polls the socket without sleeping for this long (seconds):
+        # a reply that comes meanwhile is read without a sleeping thread's wake-up, for the
+        # cost of the core that spins. None takes $VYRE_BUSY_POLL_US (as libvyre does), else 0.
+        if busy_poll_us is None:
+            try:
+                busy_poll_us = int(os.environ.get("VYRE_BUSY_POLL_US", "0"))
+            except ValueError:
+                busy_poll_us = 0
+        self.busy_poll = min(max(0, busy_poll_us), _BUSY_POLL_MAX_US) / 1e6
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         try:
             self._sock.connect(self.path)
@@ -746,6 +758,12 @@ class Client:
             wait = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
             poller = select.poll()
             poller.register(self._sock, select.POLLIN)
+            if self.busy_poll and wait != 0:
+                spin_until = time.monotonic() + self.busy_poll
+                while not poller.poll(0) and time.monotonic() < spin_until:
+                    pass
+                if wait is not None:
+                    wait = max(0, int((deadline - time.monotonic()) * 1000))
             if not poller.poll(wait):
                 raise VyError.client(
                     "NO_REPLY", "no reply within the client's timeout; the request is still "
