@@ -566,8 +566,30 @@ void vy_prog_acquire(struct vy_req *req)
 {
 	struct vy_server *s = req->conn->srv;
 	struct vy_progcache *c = &s->progs;
-	struct vy_prog *p;
-	if (req->r.program) {
+	struct vy_prog *p = NULL;
+	const uint8_t *raw = req->r.program_raw;
+	size_t raw_len = req->r.program_raw_len;
+	if (raw) {
+		/* Sent in canonical form (as libvyre sends it), a known program is found by its
+		 * bytes, with no decoding; in any other form it is decoded and found as below. */
+		struct vy_program_id id;
+		vy_program_id_compute(raw, raw_len, &id);
+		p = prog_find(c, &id);
+		if (!p || p->canonical_len != raw_len || memcmp(p->canonical, raw, raw_len) != 0) {
+			p = NULL;
+			struct vy_err err = {0};
+			int rc = vy_request_program(&req->r, &err);
+			if (rc) {
+				vy_ops_on_prog(req, rc, &err, NULL);
+				return;
+			}
+		}
+		req->r.program_raw = NULL;
+	}
+	if (p) {
+		c->hits_by_bytes++;
+		use_touch(&p->users, req->conn->uid, true);
+	} else if (req->r.program) {
 		msgpack_sbuffer sb;
 		struct vy_program_id id;
 		vy_program_id_of(req->r.program, &sb, &id);
@@ -1008,13 +1030,15 @@ void vy_caches_pack_stats(struct vy_server *s, msgpack_packer *pk)
 
 	struct vy_progcache *g = &s->progs;
 	vy_pack_cstr(pk, "program_cache");
-	msgpack_pack_map(pk, 8);
+	msgpack_pack_map(pk, 9);
 	vy_pack_cstr(pk, "entries");
 	msgpack_pack_uint64(pk, g->count);
 	vy_pack_cstr(pk, "bytes");
 	msgpack_pack_uint64(pk, g->bytes);
 	vy_pack_cstr(pk, "hits");
 	msgpack_pack_uint64(pk, g->hits);
+	vy_pack_cstr(pk, "hits_by_bytes");
+	msgpack_pack_uint64(pk, g->hits_by_bytes);
 	vy_pack_cstr(pk, "misses");
 	msgpack_pack_uint64(pk, g->misses);
 	vy_pack_cstr(pk, "evictions");

@@ -665,7 +665,8 @@ static void on_frame(struct vy_conn *c)
 	inflight_add(c);
 	c->requests++;
 	struct vy_err err = {0};
-	int rc = vy_request_decode(frame, len, &req->r, &err);
+	/* A program sent whole stays in its bytes until the cache has looked for them. */
+	int rc = vy_request_decode_flags(frame, len, VY_DECODE_PROGRAM_RAW, &req->r, &err);
 	if (rc) {
 		if (rc == VY_E_BAD_FRAME) {
 			s->stats.bad_frames++;

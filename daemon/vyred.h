@@ -273,6 +273,7 @@ struct vy_progcache {
 	uint64_t bytes;
 	struct vy_link lru; /* most recent first */
 	uint64_t hits;
+	uint64_t hits_by_bytes; /* of hits: programs sent whole, found without decoding them */
 	uint64_t misses;
 	uint64_t evictions;
 	uint64_t restored;

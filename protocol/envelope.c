@@ -73,6 +73,7 @@ struct rdec {
 	struct vy_request *req;
 	struct vy_err *err;
 	const char *field; /* location of errors */
+	unsigned flags;    /* VY_DECODE_* */
 };
 
 static int bad(struct rdec *d, const char *fix, const char *fmt, ...)
@@ -513,6 +514,17 @@ static int get_field(struct rdec *d, const struct vy_mp_obj *key, struct vy_err 
 	if (vy_mp_str_eq(key, "client")) {
 		return get_str(d, &req->client, VY_MAX_LABEL, "client");
 	}
+	if (vy_mp_str_eq(key, "program") && (d->flags & VY_DECODE_PROGRAM_RAW)) {
+		size_t from = vy_mp_offset(d->r);
+		const uint8_t *raw = d->r->p;
+		if (vy_mp_skip(d->r) != VY_MP_OK) {
+			return bad(d, "send the program as one msgpack map",
+				"the program is not a complete msgpack value");
+		}
+		req->program_raw = raw;
+		req->program_raw_len = vy_mp_offset(d->r) - from;
+		return 0;
+	}
 	if (vy_mp_str_eq(key, "program")) {
 		return vy_program_read(d->r, "program", &req->program, err);
 	}
@@ -629,7 +641,23 @@ static int scan_envelope(const uint8_t *frame, size_t len, struct vy_request *re
 	return 0;
 }
 
+int vy_request_program(struct vy_request *req, struct vy_err *err)
+{
+	if (req->program || !req->program_raw) {
+		return 0;
+	}
+	struct vy_mp_reader r;
+	vy_mp_reader_init(&r, req->program_raw, req->program_raw_len);
+	return vy_program_read(&r, "program", &req->program, err);
+}
+
 int vy_request_decode(const uint8_t *frame, size_t len, struct vy_request *req, struct vy_err *err)
+{
+	return vy_request_decode_flags(frame, len, 0, req, err);
+}
+
+int vy_request_decode_flags(const uint8_t *frame, size_t len, unsigned flags,
+	struct vy_request *req, struct vy_err *err)
 {
 	memset(req, 0, sizeof(*req));
 	vy_request_config_init(&req->config);
@@ -649,7 +677,7 @@ int vy_request_decode(const uint8_t *frame, size_t len, struct vy_request *req, 
 	vy_mp_reader_init(&r, frame, len);
 	struct vy_mp_obj o;
 	vy_mp_read(&r, &o);
-	struct rdec d = {.r = &r, .req = req, .err = err};
+	struct rdec d = {.r = &r, .req = req, .err = err, .flags = flags};
 	char field[40];
 	/* an operation accepts at most five fields, so eight slots catch every repetition */
 	struct vy_mp_obj seen[8];
@@ -682,7 +710,8 @@ int vy_request_decode(const uint8_t *frame, size_t len, struct vy_request *req, 
 	while (rc == 0 && *required) {
 		size_t n = strcspn(required, " ");
 		bool present = (n == 8 && !memcmp(required, "protocol", 8) && req->protocol) ||
-			       (n == 7 && !memcmp(required, "program", 7) && req->program) ||
+			       (n == 7 && !memcmp(required, "program", 7) &&
+				       (req->program || req->program_raw)) ||
 			       (n == 4 && !memcmp(required, "size", 4) && req->size) ||
 			       (n == 6 && !memcmp(required, "handle", 6) && req->handle) ||
 			       (n == 4 && !memcmp(required, "data", 4) && req->data) ||
@@ -700,7 +729,8 @@ int vy_request_decode(const uint8_t *frame, size_t len, struct vy_request *req, 
 		required += n;
 		required += *required == ' ';
 	}
-	if (rc == 0 && req->op == VY_OP_DISPATCH && !req->program == !req->has_program_id) {
+	bool program = req->program || req->program_raw;
+	if (rc == 0 && req->op == VY_OP_DISPATCH && !program == !req->has_program_id) {
 		rc = vy_err_set(err, VY_E_BAD_REQUEST, "program",
 			"send either the program or the program_id that compile returned",
 			"dispatch needs exactly one of program and program_id");

@@ -140,6 +140,10 @@ struct vy_request {
 	const char *client;
 	/* compile, dispatch */
 	struct vy_program *program; /* owned; NULL when absent */
+	/* With VY_DECODE_PROGRAM_RAW: the program's msgpack bytes as sent (borrowed from the
+	 * frame), not decoded; `program` stays NULL (vy_request_program decodes them). */
+	const uint8_t *program_raw;
+	size_t program_raw_len;
 	bool has_program_id;
 	struct vy_program_id program_id;
 	struct vy_request_config config;
@@ -177,6 +181,16 @@ struct vy_request {
  * embedded program failed to decode; `at` starts with "program").
  */
 int vy_request_decode(const uint8_t *frame, size_t len, struct vy_request *req, struct vy_err *err);
+/*
+ * The same with `flags`: VY_DECODE_PROGRAM_RAW leaves a compile's or dispatch's program
+ * undecoded (program_raw), for a caller that can often find it by its bytes alone; the frame
+ * must then outlive the request. Errors as vy_request_decode, but none from the program.
+ */
+#define VY_DECODE_PROGRAM_RAW 1u
+int vy_request_decode_flags(const uint8_t *frame, size_t len, unsigned flags,
+	struct vy_request *req, struct vy_err *err);
+/* Decode program_raw into req->program, with the errors vy_request_decode gives for it. */
+int vy_request_program(struct vy_request *req, struct vy_err *err);
 void vy_request_finish(struct vy_request *req);
 
 /* Request writing (clients): a map of `nfields` fields plus id and op. */

@@ -200,6 +200,71 @@ Test(ops, compile_misses_then_hits)
 	vy_program_destroy(p);
 }
 
+static uint64_t hits_by_bytes(void)
+{
+	struct tc_reply r;
+	cr_assert_eq(t_simple(&c, VY_OP_STATS, &r), 0);
+	uint64_t n = 0;
+	cr_assert(tc_u64(&r, "program_cache.hits_by_bytes", &n));
+	tc_reply_free(&r);
+	return n;
+}
+
+/* Compile `p` sent with its program map's fields in reverse order: not its canonical form. */
+static int compile_reordered(struct tc *cl, const struct vy_program *p, struct tc_reply *r)
+{
+	msgpack_sbuffer canonical;
+	msgpack_sbuffer_init(&canonical);
+	msgpack_packer cpk;
+	msgpack_packer_init(&cpk, &canonical, msgpack_sbuffer_write);
+	vy_program_pack(p, &cpk);
+	msgpack_unpacked u;
+	msgpack_unpacked_init(&u);
+	cr_assert_eq(msgpack_unpack_next(&u, canonical.data, canonical.size, NULL),
+		MSGPACK_UNPACK_SUCCESS);
+	const msgpack_object_map *map = &u.data.via.map;
+	struct tc_msg m;
+	tc_begin(cl, &m, VY_OP_COMPILE, 1);
+	vy_pack_cstr(&m.pk, "program");
+	msgpack_pack_map(&m.pk, map->size);
+	for (uint32_t i = map->size; i-- > 0;) {
+		msgpack_pack_object(&m.pk, map->ptr[i].key);
+		msgpack_pack_object(&m.pk, map->ptr[i].val);
+	}
+	msgpack_unpacked_destroy(&u);
+	msgpack_sbuffer_destroy(&canonical);
+	cr_assert_eq(tc_call(cl, &m, r), 0);
+	return tc_code(r);
+}
+
+Test(ops, a_program_sent_whole_is_found_by_its_bytes_in_canonical_form_only)
+{
+	/* libvyre sends programs in canonical form: a known one is found by its bytes, without
+	 * being decoded. The same program in another form is decoded and found all the same. */
+	char name[64];
+	t_unique(name, sizeof(name), "by_bytes");
+	struct vy_program *p = tc_program_renamed("vector_add", name);
+	struct tc_reply r;
+	cr_assert_eq(compile(&c, p, &r), 0, "%s", r.r.error.message);
+	char id[64] = "", again[64] = "", cache[16] = "";
+	cr_assert(tc_str(&r, "program_id", id, sizeof(id)));
+	tc_reply_free(&r);
+	uint64_t before = hits_by_bytes();
+	cr_assert_eq(compile(&c, p, &r), 0);
+	cr_assert(tc_str(&r, "cache", cache, sizeof(cache)));
+	cr_expect_str_eq(cache, "hit");
+	tc_reply_free(&r);
+	cr_expect_eq(hits_by_bytes(), before + 1);
+	cr_assert_eq(compile_reordered(&c, p, &r), 0, "%s", r.r.error.message);
+	cr_assert(tc_str(&r, "cache", cache, sizeof(cache)));
+	cr_assert(tc_str(&r, "program_id", again, sizeof(again)));
+	cr_expect_str_eq(cache, "hit");
+	cr_expect_str_eq(again, id, "the same program whatever the order of its fields");
+	tc_reply_free(&r);
+	cr_expect_eq(hits_by_bytes(), before + 1, "a reordered program is decoded");
+	vy_program_destroy(p);
+}
+
 Test(ops, invalid_program_lists_every_error)
 {
 	struct vy_program *p = t_invalid_program();

@@ -121,6 +121,54 @@ Test(envelope, dispatch_request_decodes_every_field)
 	msgpack_sbuffer_destroy(&d.sb);
 }
 
+Test(envelope, a_program_kept_raw_is_its_bytes_and_decodes_with_the_same_errors)
+{
+	/* VY_DECODE_PROGRAM_RAW keeps the program's bytes as sent; vy_request_program decodes
+	 * them later, to the program or to the error an eager decode gives. */
+	struct doc d;
+	doc_init(&d);
+	vy_request_pack_head(&d.pk, 7, VY_OP_COMPILE, 1);
+	key(&d, "program");
+	size_t at = d.sb.size;
+	struct vy_program *p = tiny_program();
+	vy_program_pack(p, &d.pk);
+	size_t end = d.sb.size;
+	struct vy_request req;
+	struct vy_err err = {0};
+	cr_assert_eq(vy_request_decode_flags((const uint8_t *)d.sb.data, d.sb.size,
+			     VY_DECODE_PROGRAM_RAW, &req, &err),
+		0, "%s", err.message);
+	cr_assert_null(req.program);
+	cr_assert_eq(req.program_raw, (const uint8_t *)d.sb.data + at);
+	cr_assert_eq(req.program_raw_len, end - at);
+	cr_assert_eq(vy_request_program(&req, &err), 0, "%s", err.message);
+	cr_assert_not_null(req.program);
+	cr_assert_str_eq(req.program->name, "tiny");
+	vy_request_finish(&req);
+	vy_program_destroy(p);
+	msgpack_sbuffer_destroy(&d.sb);
+
+	doc_init(&d);
+	vy_request_pack_head(&d.pk, 8, VY_OP_DISPATCH, 2);
+	key(&d, "program");
+	msgpack_pack_map(&d.pk, 1);
+	key(&d, "vyre");
+	vy_pack_cstr(&d.pk, "one");
+	key(&d, "inputs");
+	msgpack_pack_array(&d.pk, 0);
+	struct vy_err eager = {0};
+	cr_assert_eq(decode(&d, &req, &eager), VY_E_INVALID_PROGRAM);
+	cr_assert_eq(vy_request_decode_flags((const uint8_t *)d.sb.data, d.sb.size,
+			     VY_DECODE_PROGRAM_RAW, &req, &err),
+		0, "%s", err.message);
+	cr_assert_eq(vy_request_program(&req, &err), VY_E_INVALID_PROGRAM);
+	cr_assert_str_eq(err.at, eager.at);
+	cr_assert_str_eq(err.message, eager.message);
+	cr_assert_str_eq(err.fix, eager.fix);
+	vy_request_finish(&req);
+	msgpack_sbuffer_destroy(&d.sb);
+}
+
 Test(envelope, simple_operations_decode)
 {
 	struct doc d;
