@@ -59,8 +59,8 @@ static const char *const stage_key[STAGES] = {NULL, "timing.prepare_ns", "timing
 	"timing.backend_ns", "timing.handback_ns", NULL, NULL};
 
 /* Split one reply's wall time into its stages (sample `k` of each series). */
-static void stages_of(const struct vy_reply *r, uint64_t total, uint64_t *const stage[STAGES],
-	uint32_t k)
+static void stages_of(
+	const struct vy_reply *r, uint64_t total, uint64_t *const stage[STAGES], uint32_t k)
 {
 	struct vy_dispatch_timing t;
 	uint64_t wall = vy_reply_timing(r, &t) && t.wall_ns != VY_TIME_NONE ? t.wall_ns : 0;
@@ -242,8 +242,8 @@ static void stage_rows(struct vy_bench_report *r, uint64_t *const stage[STAGES],
 		double p50 = us(vy_bench_percentile(stage[i], iters, 50));
 		struct vy_bench_figure *f = vy_bench_report_add(r, rows[i].key, rows[i].name, "us",
 			p50, "tiny dispatch p50, vyred", vy50, VY_BENCH_GOAL_NONE, 0, NULL);
-		vy_bench_figure_note(f, "p99 %.1f us",
-			us(vy_bench_percentile(stage[i], iters, 99)));
+		vy_bench_figure_note(
+			f, "p99 %.1f us", us(vy_bench_percentile(stage[i], iters, 99)));
 		if (i == ST_BACKEND) {
 			vy_bench_figure_note(f, "the backend in-process p50: %.1f us", ip50);
 		}
@@ -319,7 +319,8 @@ int vy_bench_tiny_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 			us(vy_bench_percentile(s[6], iters, 50)), "backend in-process", ip50,
 			VY_BENCH_GOAL_RATIO_AT_MOST, 1.25, "ratio <= 1.25");
 		vy_bench_figure_note(f,
-			"by program id, the client spinning up to %u us for each reply; p99 %.1f us; "
+			"by program id, the client spinning up to %u us for each reply; p99 %.1f "
+			"us; "
 			"outside the daemon p50 %.1f us (%.1f us without busy-poll); the daemon's "
 			"part p50 %.1f us",
 			VY_BENCH_BUSY_POLL_US, us(vy_bench_percentile(s[6], iters, 99)),

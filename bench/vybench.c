@@ -300,7 +300,8 @@ static void torch_rows(struct vy_bench_ctx *ctx, json_object *torch)
 	if (isnan(all) || isnan(ctx->stream_all_gbps)) {
 		return;
 	}
-	/* How far PyTorch's own kernel scales on this machine: the floor of stream_bandwidth_all. */
+	/* How far PyTorch's own kernel scales on this machine: the floor of stream_bandwidth_all.
+	 */
 	struct vy_bench_figure *f = vy_bench_report_add(r, "torch_elementwise_all",
 		"elementwise f32 on every device vs PyTorch", "GB/s", ctx->stream_all_gbps,
 		"PyTorch add_ on every device", all, VY_BENCH_GOAL_NONE, 0, NULL);

@@ -844,7 +844,8 @@ static bool seen_before(
 	for (uint32_t k = 0; k < i; k++) {
 		bool opened = k == 0 && s->n_devices > 0 && s->devices[0].profile.has_device_uuid &&
 			      memcmp(s->devices[0].profile.device_uuid, info[i].uuid, 16) == 0;
-		bool listed = k > 0 && info[k].usable && memcmp(info[k].uuid, info[i].uuid, 16) == 0;
+		bool listed =
+			k > 0 && info[k].usable && memcmp(info[k].uuid, info[i].uuid, 16) == 0;
 		if (opened || listed) {
 			vy_log(VY_LOG_NOTICE,
 				"vulkan device %u (%s) is device %u again (the same device UUID): "
@@ -904,8 +905,7 @@ static int open_backend(struct vy_server *s, const char *id, struct vy_err *err)
 			return s->n_devices ? 0 : (err ? err->code : VY_E_UNSUPPORTED_FEATURE);
 		}
 		for (uint32_t i = 0; i < total && i < VY_MAX_DEVICES; i++) {
-			if (info[i].usable && info[i].index != 0 &&
-				!seen_before(s, info, i)) {
+			if (info[i].usable && info[i].index != 0 && !seen_before(s, info, i)) {
 				indices[n++] = info[i].index;
 			}
 		}

@@ -544,7 +544,8 @@ int vy__vk_device_open(struct vy_vk_device *d, uint32_t index, bool validation, 
 	free(phys);
 	phys = NULL;
 
-	VkPhysicalDeviceIDProperties ids = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+	VkPhysicalDeviceIDProperties ids = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
 	VkPhysicalDeviceProperties2 props = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &ids};
 	vkGetPhysicalDeviceProperties2(d->phys, &props);

@@ -45,7 +45,7 @@ struct vy_vk_device {
 	char driver_name[VK_MAX_DRIVER_NAME_SIZE];
 	char driver_info[VK_MAX_DRIVER_INFO_SIZE];
 	uint8_t device_uuid[VK_UUID_SIZE]; /* the physical device's identity */
-	uint32_t compute_units; /* 0 when the driver does not say */
+	uint32_t compute_units;            /* 0 when the driver does not say */
 
 	uint32_t subgroup_size;
 	uint32_t min_subgroup_size;

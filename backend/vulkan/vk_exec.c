@@ -494,8 +494,8 @@ static int tail_record_locked(struct vy_vk_exec *x, VkCommandBuffer *out, struct
 	};
 	d->vk.vkCmdPipelineBarrier(t->cmd,
 		VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-		VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &before, 0, NULL, 0,
-		NULL);
+		VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &before, 0, NULL,
+		0, NULL);
 	for (size_t i = 0; i < x->n_batch; i++) {
 		struct vy_vk_ctx *ctx = x->batch[i];
 		for (size_t k = 0; k < ctx->n_tail; k++) {
@@ -632,7 +632,6 @@ error:
 	ctx->descriptor_capacity = 0;
 	return rc;
 }
-
 
 /* Record `ctx` with `record` (x->lock held); `keep` allows submitting the recording again. */
 static int record_locked(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, bool timed, bool keep,

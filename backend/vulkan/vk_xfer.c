@@ -254,8 +254,8 @@ void vy__vk_xfer_record_out(struct vy_vk_exec *x, VkCommandBuffer cmd, struct vy
 	}
 	if (tail && copies && !direct) {
 		if (pack && pack->down_len) {
-			VkBufferCopy region = {
-				pack->dev.offset + pack->down_at, pack->down.offset, pack->down_len};
+			VkBufferCopy region = {pack->dev.offset + pack->down_at, pack->down.offset,
+				pack->down_len};
 			vy__vk_ctx_defer_copy(tail, pack->dev.buffer, pack->down.buffer, &region);
 		}
 		for (size_t i = 0; i < n; i++) {

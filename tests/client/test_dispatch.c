@@ -114,16 +114,16 @@ Test(dispatch, runs_a_program_and_reports_timing)
 	cr_assert_geq(t.wall_ns, t.queue_ns);
 	/* The stages of the dispatch path are each measured and together within wall_ns. */
 	uint64_t staged = 0;
-	static const char *const stages[] = {"timing.prepare_ns", "timing.queue_ns",
-		"timing.backend_ns", "timing.handback_ns"};
+	static const char *const stages[] = {
+		"timing.prepare_ns", "timing.queue_ns", "timing.backend_ns", "timing.handback_ns"};
 	for (size_t i = 0; i < sizeof(stages) / sizeof(stages[0]); i++) {
 		uint64_t ns = vy_value_get_u64(vy_reply_value(r), stages[i], VY_TIME_NONE);
 		cr_assert_neq(ns, VY_TIME_NONE, "%s missing", stages[i]);
 		staged += ns;
 	}
 	cr_assert_gt(vy_value_get_u64(vy_reply_value(r), "timing.backend_ns", 0), 0);
-	cr_assert_leq(staged, t.wall_ns, "stages %" PRIu64 " ns, wall %" PRIu64 " ns", staged,
-		t.wall_ns);
+	cr_assert_leq(
+		staged, t.wall_ns, "stages %" PRIu64 " ns, wall %" PRIu64 " ns", staged, t.wall_ns);
 	cr_assert_str_neq(vy_value_get_str(vy_reply_value(r), "cache", ""), "");
 	vy_reply_destroy(r);
 

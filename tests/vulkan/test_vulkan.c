@@ -708,8 +708,8 @@ Test(vulkan, queued_jobs_copy_back_in_their_batch_tail)
 			for (uint32_t i = 0; i < N; i++) {
 				x[j][i] = i * 7 + j * 100 + round * 1000;
 			}
-			struct vy_bytes in[2] = {{(uint8_t *)x[j], sizeof(x[j])},
-				{(uint8_t *)&k[j], sizeof(k[j])}};
+			struct vy_bytes in[2] = {
+				{(uint8_t *)x[j], sizeof(x[j])}, {(uint8_t *)&k[j], sizeof(k[j])}};
 			cr_assert_eq(vy_backend_dispatch_async(be2, p, in, 2, NULL, &pend[j], &err),
 				0, "%s", err.message);
 		}
