@@ -32,6 +32,10 @@ struct cache_figs {
 	uint64_t ping_p50, hit_p50;
 	uint64_t restart_pipe[SAMPLES_MAX];
 	uint64_t restart_wall[SAMPLES_MAX];
+	/* The first dispatch's stages (its reply's timing): before the device's queue (the
+	 * compile included) and in the backend. */
+	uint64_t restart_prepare[SAMPLES_MAX];
+	uint64_t restart_backend[SAMPLES_MAX];
 	uint64_t ready[SAMPLES_MAX];
 	uint32_t from_disk; /* restarts whose pipeline came from the disk cache */
 	char outcomes[128];
@@ -146,6 +150,9 @@ static int restart_once(struct vy_bench_ctx *ctx, const struct vy_program *p, ui
 	if (rc == 0) {
 		struct vy_dispatch_timing t;
 		f->restart_pipe[r] = vy_reply_timing(reply, &t) ? t.compile_ns : 0;
+		const struct vy_value *v = vy_reply_value(reply);
+		f->restart_prepare[r] = vy_value_get_u64(v, "timing.prepare_ns", 0);
+		f->restart_backend[r] = vy_value_get_u64(v, "timing.backend_ns", 0);
 		const char *cache = vy_value_get_str(vy_reply_value(reply), "cache", "?");
 		f->from_disk += strcmp(cache, "disk") == 0;
 		size_t used = strlen(f->outcomes);
@@ -243,8 +250,12 @@ int vy_bench_cache_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 		"ms", ms(vy_bench_median(f->restart_wall, nr)), "warm dispatch",
 		ctx->tiny_p50_us / 1e3, VY_BENCH_GOAL_NONE, 0, NULL);
 	vy_bench_figure_note(row,
-		"program sent whole, end to end; the daemon was ready %.0f ms after its start",
-		ms(vy_bench_median(f->ready, nr)));
+		"program sent whole, end to end; the daemon was ready %.0f ms after its start; "
+		"stages (medians): to the device's queue %.3f ms (the pipeline %.3f ms of it), "
+		"backend %.3f ms",
+		ms(vy_bench_median(f->ready, nr)), ms(vy_bench_median(f->restart_prepare, nr)),
+		ms(vy_bench_median(f->restart_pipe, nr)),
+		ms(vy_bench_median(f->restart_backend, nr)));
 	free(f);
 	return 0;
 }

@@ -325,7 +325,7 @@ static int get_config_field(
 		return get_str(d, &c->label, VY_MAX_LABEL, "config.label");
 	}
 	if (vy_mp_str_eq(key, "device")) {
-		uint32_t dev;
+		uint32_t dev = 0;
 		int rc = get_u32(d, &dev, "config.device");
 		if (rc == 0 && dev > INT32_MAX) {
 			return bad(d, "name a device index that hello listed",
