@@ -565,3 +565,78 @@ Test(limits, resident_quota_and_write_high_water_admit_their_bound)
 	tc_close(&c);
 	t_stop(&d);
 }
+
+static uint64_t daemon_stat(struct tc *c, const char *key)
+{
+	struct tc_reply r;
+	cr_assert_eq(t_simple(c, VY_OP_STATS, &r), 0);
+	char path[64];
+	snprintf(path, sizeof(path), "daemon.%s", key);
+	uint64_t v = UINT64_MAX;
+	cr_assert(tc_u64(&r, path, &v), "stats lack %s", path);
+	tc_reply_free(&r);
+	return v;
+}
+
+/* Wait (up to 5 s) until the daemon keeps at least `bytes` in its frame pool: a request's frame
+ * goes back to the pool once its reply has been written, which the client may see first. */
+static void pool_holds(struct tc *c, uint64_t bytes)
+{
+	for (int i = 0; i < 500 && daemon_stat(c, "frame_pool_bytes") < bytes; i++) {
+		usleep(10000);
+	}
+	cr_assert_geq(daemon_stat(c, "frame_pool_bytes"), bytes, "the buffer is kept");
+}
+
+/* A saxpy dispatch with x and y of n floats each; its result checked against the reference. */
+static void large_dispatch(struct tc *c, const struct vy_program *p, uint32_t n, uint64_t seed)
+{
+	struct t_inputs in;
+	t_inputs_make(p, n, seed, &in);
+	struct vy_outputs want;
+	vy_outputs_init(&want);
+	cr_assert_eq(t_reference(p, &in, NULL, &want), 0);
+	struct tc_reply r;
+	cr_assert_eq(t_dispatch(c, p, &in, &r), 0);
+	cr_assert(r.r.ok, "%s", r.r.error.message);
+	cr_assert(t_outputs_equal(&r, &want), "n = %u: the outputs differ from the reference", n);
+	tc_reply_free(&r);
+	vy_outputs_finish(&want);
+	t_inputs_free(&in);
+}
+
+Test(limits, large_frames_reuse_the_buffers_of_earlier_ones)
+{
+	/* A frame of 1 MiB or more lands in the buffer a finished one left, when it is big
+	 * enough; smaller frames never use the pool, and frame_pool_bytes = 0 keeps nothing. */
+	struct vyd d;
+	t_start(&d, "[limits]\nframe_pool_bytes = 64M\n");
+	struct tc c;
+	tc_open(&c, d.sock, "frames");
+	struct vy_program *p = tc_program("saxpy");
+	large_dispatch(&c, p, 256 << 10, 1); /* two 1 MiB inputs: a 2 MiB frame */
+	cr_assert_eq(daemon_stat(&c, "frame_pool_hits"), 0);
+	pool_holds(&c, 2 << 20);
+	large_dispatch(&c, p, 256 << 10, 2);
+	pool_holds(&c, 2 << 20);
+	large_dispatch(&c, p, 200 << 10, 3); /* smaller, still large: the same buffer serves */
+	pool_holds(&c, 2 << 20);
+	cr_assert_eq(daemon_stat(&c, "frame_pool_hits"), 2);
+	large_dispatch(&c, p, 1 << 10, 4);
+	cr_assert_eq(daemon_stat(&c, "frame_pool_hits"), 2, "a small frame passes the pool by");
+	large_dispatch(&c, p, 512 << 10, 5); /* a 4 MiB frame: no kept buffer is big enough */
+	cr_assert_eq(daemon_stat(&c, "frame_pool_hits"), 2);
+	cr_assert_eq(daemon_stat(&c, "frame_pool_misses"), 2);
+	tc_close(&c);
+	t_stop(&d);
+
+	t_start(&d, "[limits]\nframe_pool_bytes = 0\n");
+	tc_open(&c, d.sock, "frames-off");
+	large_dispatch(&c, p, 256 << 10, 6);
+	large_dispatch(&c, p, 256 << 10, 7);
+	cr_assert_eq(daemon_stat(&c, "frame_pool_hits"), 0);
+	cr_assert_eq(daemon_stat(&c, "frame_pool_bytes"), 0);
+	tc_close(&c);
+	t_stop(&d);
+	vy_program_destroy(p);
+}
