@@ -68,9 +68,6 @@
 	X(compile_per_user, "cache", U64, "2", true,                                               \
 		"validations and compiles of one user running at once; the rest wait their turn")  \
 	X(max_frame, "limits", SIZE, "256M", true, "largest frame a client may send")              \
-	X(frame_pool_bytes, "limits", SIZE, "256M", true,                                          \
-		"buffers of finished frames of 1 MiB or more kept for the next ones (freed after " \
-		"5 s unused); 0 keeps none")                                                       \
 	X(max_inflight, "limits", U64, "64", true,                                                 \
 		"requests one connection may have in flight; beyond it: BUSY")                     \
 	X(resident_quota, "limits", SIZE, "1G", true,                                              \

@@ -197,14 +197,6 @@ static bool frame_admit(struct vy_conn *c)
 	c->frame_charge = c->reader.len;
 	c->frame_admitted = true;
 	c->reader.exact = false;
-	/* A large frame goes into a kept buffer, already paged in, when there is one. */
-	if (c->reader.len >= VY_FRAMEPOOL_MIN && c->reader.cap < c->reader.len) {
-		size_t cap = 0;
-		uint8_t *buf = vy_framepool_take(c->srv, c->reader.len, &cap);
-		if (buf) {
-			vy_frame_reader_adopt(&c->reader, buf, cap);
-		}
-	}
 	return true;
 }
 
@@ -251,7 +243,7 @@ static void req_free(struct vy_req *req)
 	if (req->decoded) {
 		vy_request_finish(&req->r);
 	}
-	vy_framepool_put(s, req->frame, req->frame_cap);
+	free(req->frame);
 	free(req);
 }
 
@@ -655,7 +647,6 @@ static void on_frame(struct vy_conn *c)
 	struct vy_server *s = c->srv;
 	assert(c->frame_admitted);
 	size_t len;
-	size_t cap = c->reader.cap;
 	uint8_t *frame = vy_frame_reader_take(&c->reader, &len);
 	struct vy_req *req = calloc(1, sizeof(*req));
 	if (!req) {
@@ -664,7 +655,6 @@ static void on_frame(struct vy_conn *c)
 	}
 	req->conn = c;
 	req->frame = frame;
-	req->frame_cap = cap;
 	req->inbound = c->frame_charge;
 	c->frame_charge = 0;
 	c->frame_admitted = false;

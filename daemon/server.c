@@ -444,7 +444,6 @@ static void on_tick(uv_timer_t *timer)
 	if (now - s->last_sweep_ns >= 250000000) {
 		s->last_sweep_ns = now;
 		vy_conn_sweep(s, now);
-		vy_framepool_trim(s, now);
 		check_socket(s);
 	}
 	if (now - s->last_status_ns >= 10000000000ull) {
@@ -598,7 +597,6 @@ void vy_server_finish(struct vy_server *s)
 		}
 	}
 	free(s->read_buf);
-	vy_framepool_finish(s);
 	free(s->programs_dir);
 	free(s->backend_dir);
 	if (s->disk_budget) {

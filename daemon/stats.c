@@ -130,7 +130,7 @@ void vy_stats_pack(struct vy_server *s, struct vy_conn *viewer, msgpack_packer *
 {
 	uint64_t now = vy_now_ns();
 	vy_pack_cstr(pk, "daemon");
-	msgpack_pack_map(pk, 19);
+	msgpack_pack_map(pk, 16);
 	vy_pack_kv_str(pk, "version", VY_DAEMON_VERSION);
 	vy_pack_kv_u64(pk, "protocol", VY_PROTOCOL_VERSION);
 	vy_pack_kv_u64(pk, "pid", (uint64_t)getpid());
@@ -147,9 +147,6 @@ void vy_stats_pack(struct vy_server *s, struct vy_conn *viewer, msgpack_packer *
 	vy_pack_kv_u64(pk, "reply_waits", s->stats.reply_waits);
 	vy_pack_kv_u64(pk, "reply_bytes", s->replies);
 	vy_pack_kv_u64(pk, "backpressure_pauses", s->stats.backpressure_pauses);
-	vy_pack_kv_u64(pk, "frame_pool_bytes", s->frames.bytes);
-	vy_pack_kv_u64(pk, "frame_pool_hits", s->frames.hits);
-	vy_pack_kv_u64(pk, "frame_pool_misses", s->frames.misses);
 
 	vy_pack_cstr(pk, "devices");
 	vy_devices_pack(s, pk, false);

@@ -523,8 +523,7 @@ struct vy_conn {
 struct vy_req {
 	struct vy_link wait; /* in a cache entry's waiters while it waits */
 	struct vy_conn *conn;
-	uint8_t *frame;   /* owned: the decoded request borrows it */
-	size_t frame_cap; /* its capacity, for the frame pool */
+	uint8_t *frame; /* owned: the decoded request borrows it */
 	struct vy_request r;
 	bool decoded;
 	uint64_t t_start;
@@ -579,18 +578,6 @@ enum vy_server_state {
 	VY_SERVER_STOPPING
 };
 
-/* Kept buffers of finished large frames (framepool.c). */
-#define VY_FRAMEPOOL_SLOTS 8
-struct vy_framepool {
-	uint8_t *buf[VY_FRAMEPOOL_SLOTS]; /* owned */
-	size_t cap[VY_FRAMEPOOL_SLOTS];
-	uint64_t put_ns[VY_FRAMEPOOL_SLOTS]; /* when each was kept */
-	uint32_t n;
-	uint64_t bytes; /* sum of cap[] */
-	uint64_t hits;  /* large frames received into a kept buffer */
-	uint64_t misses;
-};
-
 struct vy_server {
 	uv_loop_t loop;
 	bool loop_open;
@@ -639,8 +626,7 @@ struct vy_server {
 	bool resume_again;            /* reply room was freed while it ran */
 	uint64_t next_conn_id;
 	struct vy_stats stats;
-	uint8_t *read_buf; /* owned, VY_READ_CHUNK bytes shared by every read */
-	struct vy_framepool frames;
+	uint8_t *read_buf;  /* owned, VY_READ_CHUNK bytes shared by every read */
 	uint32_t works;     /* thread-pool work items not yet completed */
 	char *programs_dir; /* owned: <cache_dir>/programs, NULL when the disk cache is off */
 	char *backend_dir;  /* owned: <cache_dir>/vulkan, NULL when the disk cache is off */
@@ -732,16 +718,6 @@ int vy_conn_take_fd(struct vy_conn *c);
 void vy_conn_close_all(struct vy_server *s);
 /* Close connections stalled inside a frame for longer than stall_timeout_ms. */
 void vy_conn_sweep(struct vy_server *s, uint64_t now);
-
-/* framepool.c: buffers of finished large frames, kept for the next large frame (see there). */
-#define VY_FRAMEPOOL_MIN ((size_t)1 << 20) /* frames from this size on use the pool */
-/* A buffer of at least `len` bytes, its capacity in *cap; NULL when none is kept. */
-uint8_t *vy_framepool_take(struct vy_server *s, size_t len, size_t *cap);
-/* Keep the buffer of a finished frame (`cap` bytes), or free it. */
-void vy_framepool_put(struct vy_server *s, uint8_t *buf, size_t cap);
-/* Free buffers unused for VY_FRAMEPOOL_IDLE_NS, and any beyond frame_pool_bytes. */
-void vy_framepool_trim(struct vy_server *s, uint64_t now);
-void vy_framepool_finish(struct vy_server *s);
 /* Re-read limits that SIGHUP may have changed. */
 void vy_conn_apply_config(struct vy_server *s);
 

@@ -112,17 +112,6 @@ int vy_frame_reader_commit(struct vy_frame_reader *r, size_t n)
 	return r->have == r->len ? 1 : 0;
 }
 
-void vy_frame_reader_adopt(struct vy_frame_reader *r, uint8_t *buf, size_t cap)
-{
-	assert(r->header_have == VY_FRAME_HEADER && cap >= r->len);
-	if (r->have) {
-		memcpy(buf, r->buf, r->have);
-	}
-	free(r->buf);
-	r->buf = buf;
-	r->cap = cap;
-}
-
 uint8_t *vy_frame_reader_take(struct vy_frame_reader *r, size_t *len)
 {
 	uint8_t *buf = r->buf;

@@ -65,16 +65,7 @@ uint8_t *vy_frame_reader_space(struct vy_frame_reader *r, size_t max, size_t *le
  * (take it with vy_frame_reader_take), else 0. */
 int vy_frame_reader_commit(struct vy_frame_reader *r, size_t n);
 
-/*
- * Receive the frame in progress (its header complete) into `buf` (malloc'd, `cap` >= its
- * announced length; owned by the reader from now on): the payload bytes already buffered are
- * copied there and the old buffer freed. For a caller that keeps buffers of finished frames, so
- * that a large frame lands in memory already paged in.
- */
-void vy_frame_reader_adopt(struct vy_frame_reader *r, uint8_t *buf, size_t cap);
-
-/* The completed payload, malloc'd, now owned by the caller; the reader starts the next frame.
- * Its capacity (r->cap before the call) may exceed *len. */
+/* The completed payload, malloc'd, now owned by the caller; the reader starts the next frame. */
 uint8_t *vy_frame_reader_take(struct vy_frame_reader *r, size_t *len);
 
 /* Bytes of the frame in progress buffered so far (header included). */
