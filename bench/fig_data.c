@@ -53,8 +53,14 @@ typedef int check_fn(const struct vy_reply *r, const void *want, struct vy_err *
 
 /* One dispatch, checked by `check` (NULL: none); its client wall time in *wall_ns and its time
  * in *ns (device where measured, else the wall time). */
+/* The daemon's part of a dispatch and two of its stages (protocol.md, dispatch), in ns. */
+struct stages {
+	uint64_t daemon, prepare, backend;
+};
+
 static int dispatch_once(struct vy_client *c, const struct vy_dispatch_args *args, check_fn *check,
-	const void *want, uint64_t *ns, uint64_t *wall_ns, bool *device, struct vy_err *err)
+	const void *want, uint64_t *ns, uint64_t *wall_ns, bool *device, struct stages *st,
+	struct vy_err *err)
 {
 	struct vy_reply *r = NULL;
 	struct vy_error e;
@@ -64,6 +70,12 @@ static int dispatch_once(struct vy_client *c, const struct vy_dispatch_args *arg
 	}
 	*wall_ns = vy_bench_now_ns() - t0;
 	*ns = vy_bench_session_time(r, *wall_ns, device);
+	if (st) {
+		const struct vy_value *v = vy_reply_value(r);
+		st->daemon = vy_value_get_u64(v, "timing.wall_ns", 0);
+		st->prepare = vy_value_get_u64(v, "timing.prepare_ns", 0);
+		st->backend = vy_value_get_u64(v, "timing.backend_ns", 0);
+	}
 	int rc = check ? check(r, want, err) : 0;
 	vy_reply_destroy(r);
 	return rc;
@@ -79,7 +91,7 @@ static int dispatch_runs(struct vy_client *c, const struct vy_dispatch_args *arg
 	int rc = 0;
 	for (uint32_t it = 0; rc == 0 && it < runs + 1; it++) {
 		uint64_t ns = 0, wall = 0;
-		rc = dispatch_once(c, args, check, want, &ns, &wall, device, err);
+		rc = dispatch_once(c, args, check, want, &ns, &wall, device, NULL, err);
 		if (it > 0) {
 			t[it - 1] = ns;
 			w[it - 1] = wall;
@@ -255,12 +267,15 @@ static int probe_check(const struct vy_reply *r, const void *want, struct vy_err
 
 /* The runs of one path: before each, the probed words get new values, so every run must carry
  * this run's bytes. */
+/* The runs of one input path; the medians of the client's time in *median_ns and of the
+ * stages in *med. */
 static int transfer_runs(struct vy_client *c, struct vy_dispatch_args *args, uint32_t *words,
-	uint64_t n_words, uint32_t runs, uint64_t *median_ns, struct vy_err *err)
+	uint64_t n_words, uint32_t runs, uint64_t *median_ns, struct stages *med,
+	struct vy_err *err)
 {
 	uint64_t stride = n_words / PROBE_SAMPLES;
 	struct probe_want want = {words, stride};
-	uint64_t t[RUNS_MAX];
+	uint64_t t[RUNS_MAX], daemon[RUNS_MAX], prepare[RUNS_MAX], backend[RUNS_MAX];
 	int rc = 0;
 	for (uint32_t it = 0; rc == 0 && it < runs + 1; it++) {
 		for (uint32_t i = 0; i < PROBE_SAMPLES; i++) {
@@ -268,13 +283,19 @@ static int transfer_runs(struct vy_client *c, struct vy_dispatch_args *args, uin
 		}
 		uint64_t ns = 0, wall = 0;
 		bool device = false;
-		rc = dispatch_once(c, args, probe_check, &want, &ns, &wall, &device, err);
+		struct stages st = {0};
+		rc = dispatch_once(c, args, probe_check, &want, &ns, &wall, &device, &st, err);
 		if (rc == 0 && it > 0) {
 			t[it - 1] = wall;
+			daemon[it - 1] = st.daemon;
+			prepare[it - 1] = st.prepare;
+			backend[it - 1] = st.backend;
 		}
 	}
 	if (rc == 0) {
 		*median_ns = vy_bench_median(t, runs);
+		*med = (struct stages){vy_bench_median(daemon, runs),
+			vy_bench_median(prepare, runs), vy_bench_median(backend, runs)};
 	}
 	return rc;
 }
@@ -373,7 +394,7 @@ static int socket_pair_runs(void *dst, const void *src, size_t len, uint32_t run
 }
 
 static int transfer_measure(struct vy_bench_ctx *ctx, uint32_t *host, uint32_t *copy,
-	uint64_t ns[4], struct vy_err *err)
+	uint64_t ns[4], struct stages st[2], struct vy_err *err)
 {
 	size_t bytes = (size_t)ctx->sizes.transfer_bytes;
 	uint64_t n_words = bytes / 4;
@@ -393,7 +414,7 @@ static int transfer_measure(struct vy_bench_ctx *ctx, uint32_t *host, uint32_t *
 	struct vy_dispatch_input in = vy_input_bytes(host, bytes);
 	struct vy_dispatch_args args = {.program_id = id, .inputs = &in, .n_inputs = 1};
 	if (rc == 0) {
-		rc = transfer_runs(c, &args, host, n_words, runs, &ns[0], err);
+		rc = transfer_runs(c, &args, host, n_words, runs, &ns[0], &st[0], err);
 	}
 	if (rc == 0 && vy_region_attach(c, bytes, &region, &e) != 0) {
 		rc = vy_bench_session_fail(err, "shm_attach", &e);
@@ -401,7 +422,8 @@ static int transfer_measure(struct vy_bench_ctx *ctx, uint32_t *host, uint32_t *
 	if (rc == 0) {
 		memcpy(vy_region_data(region), host, bytes);
 		in = vy_input_shm(region, 0, bytes);
-		rc = transfer_runs(c, &args, vy_region_data(region), n_words, runs, &ns[1], err);
+		rc = transfer_runs(
+			c, &args, vy_region_data(region), n_words, runs, &ns[1], &st[1], err);
 	}
 	if (region) {
 		vy_region_detach(c, region, NULL);
@@ -424,6 +446,7 @@ int vy_bench_transfer_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 	uint32_t *copy = malloc(bytes);
 	int rc = host && copy ? 0 : no_memory(err, bytes);
 	uint64_t ns[4] = {0, 0, 0, 0}; /* socket, memfd, memcpy, bare socket pair */
+	struct stages st[2] = {{0}};   /* socket, memfd */
 	if (rc == 0) {
 		for (size_t i = 0; i < bytes / 4; i++) {
 			host[i] = vy_bench_hash(i);
@@ -431,7 +454,7 @@ int vy_bench_transfer_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 		/* Touch every page of the copy's target, so memcpy is not timed faulting them in.
 		 */
 		memset(copy, 0, bytes);
-		rc = transfer_measure(ctx, host, copy, ns, err);
+		rc = transfer_measure(ctx, host, copy, ns, st, err);
 	}
 	free(host);
 	free(copy);
@@ -444,8 +467,12 @@ int vy_bench_transfer_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 		VY_BENCH_GOAL_AT_LEAST, 5, ">= 5 GB/s");
 	vy_bench_figure_note(f,
 		"%zu MiB input of a dispatch that samples it, end to end, median of %u (memcpy: "
-		"one thread, same size)",
-		bytes >> 20, ctx->sizes.transfer_runs);
+		"one thread, same size); medians: the daemon's part %.1f ms (frame in to the "
+		"device's queue %.1f ms, backend %.1f ms), the rest (the client, the socket) %.1f "
+		"ms",
+		bytes >> 20, ctx->sizes.transfer_runs, (double)st[0].daemon / 1e6,
+		(double)st[0].prepare / 1e6, (double)st[0].backend / 1e6,
+		(double)(ns[0] > st[0].daemon ? ns[0] - st[0].daemon : 0) / 1e6);
 	vy_bench_report_add(ctx->report, "input_socket_vs_pair", "input through the socket", "GB/s",
 		gbps(b, ns[0]), "bare socket pair", gbps(b, ns[3]), VY_BENCH_GOAL_NONE, 0, NULL);
 	vy_bench_report_add(ctx->report, "input_memfd", "input through a memfd", "GB/s",
