@@ -32,8 +32,6 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/multidev-test.XXXXXX")
 sock=$T/vyred.sock
 log=$T/vyred.log
 daemon_pid=
-checks=0
-failures=0
 
 # shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
@@ -49,15 +47,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-check() {
-	checks=$((checks + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok - $2"
-	else
-		failures=$((failures + 1))
-		echo "FAIL - $2"
-	fi
-}
+# shellcheck source-path=SCRIPTDIR source=checks.sh
+. "$(dirname "$0")/checks.sh"
 
 keep() {
 	if [ -n "${MULTIDEV_OUT:-}" ]; then

@@ -24,8 +24,6 @@ fi
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/same-gpu.XXXXXX")
 daemon_pid=
-checks=0
-failures=0
 # shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
 	if [ -n "$daemon_pid" ]; then
@@ -39,15 +37,8 @@ cp "$manifest" "$T/first.json"
 cp "$manifest" "$T/second.json"
 export VK_DRIVER_FILES=$T/first.json:$T/second.json
 
-check() {
-	checks=$((checks + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok - $2"
-	else
-		failures=$((failures + 1))
-		echo "FAIL - $2"
-	fi
-}
+# shellcheck source-path=SCRIPTDIR source=checks.sh
+. "$(dirname "$0")/checks.sh"
 
 # Start a daemon on DEVICES, write `vyrectl --json devices` to OUT, stop it; the log stays in LOG.
 devices_of() {
