@@ -466,10 +466,10 @@ error:
  * the copies back of every job in the batch, and one barrier that makes them visible to the
  * host. NULL in *out when no job of the batch left a copy to it.
  */
-static int tail_record_locked(struct vy_vk_exec *x, VkCommandBuffer *out, struct vy_err *err)
+static int tail_record_locked(struct vy_vk_exec *x, struct vy_vk_tail **out, struct vy_err *err)
 {
 	struct vy_vk_device *d = x->dev;
-	*out = VK_NULL_HANDLE;
+	*out = NULL;
 	size_t copies = 0;
 	for (size_t i = 0; i < x->n_batch; i++) {
 		copies += x->batch[i]->n_tail;
@@ -513,7 +513,7 @@ static int tail_record_locked(struct vy_vk_exec *x, VkCommandBuffer *out, struct
 	VY_VK(d->vk.vkEndCommandBuffer(t->cmd));
 	t->value = x->batch[x->n_batch - 1]->value;
 	x->tail_copies += copies;
-	*out = t->cmd;
+	*out = t;
 	return 0;
 error:
 	reset_recording(d, t->cmd);
@@ -530,7 +530,7 @@ static int submit_batch_locked(struct vy_vk_exec *x, struct vy_err *err)
 	VkTimelineSemaphoreSubmitInfo timelines[BATCH_LIMIT + 1];
 	assert(x->n_batch <= BATCH_LIMIT);
 	const VkPipelineStageFlags wait_stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
-	VkCommandBuffer tail = VK_NULL_HANDLE;
+	struct vy_vk_tail *tail = NULL;
 	int rc = tail_record_locked(x, &tail, err);
 	if (rc) {
 		goto error;
@@ -564,7 +564,7 @@ static int submit_batch_locked(struct vy_vk_exec *x, struct vy_err *err)
 			.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
 			.pNext = &timelines[n],
 			.commandBufferCount = 1,
-			.pCommandBuffers = &tail,
+			.pCommandBuffers = &tail->cmd,
 			.signalSemaphoreCount = 1,
 			.pSignalSemaphores = &x->timeline,
 		};
@@ -590,6 +590,9 @@ static int submit_batch_locked(struct vy_vk_exec *x, struct vy_err *err)
 error:
 	if (rc == VY_E_DEVICE_LOST) {
 		x->lost = true;
+	}
+	if (tail) {
+		tail->value = 0; /* never submitted: free for the next batch */
 	}
 	for (size_t i = 0; i < x->n_batch; i++) {
 		x->batch[i]->failed = rc;
