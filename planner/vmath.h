@@ -1,11 +1,12 @@
 /*
  * The math-library lowering (DESIGN.md §4.4). inverse_sqrt, reciprocal and the transcendental
- * functions (exp exp2 log log2 sin cos tan asin acos atan sinh cosh tanh) have no single cheap
- * right answer, so vyred defines each one as a fixed expansion into operations that every backend
- * computes exactly the same way: f32 add, sub, mul, fma, correctly rounded div and sqrt, min,
- * max, abs, neg, round, comparisons, select, casts and i32/u32 integer operations. The reference
- * interpreter and the code generators run the lowered program, so these functions give the same
- * bits everywhere. docs/semantics.md lists every expansion with its domain and measured error.
+ * functions (exp exp2 log log2 log10 sin cos tan asin acos atan sinh cosh tanh) have no single
+ * cheap right answer, so vyred defines each one as a fixed expansion into operations that every
+ * backend computes exactly the same way: f32 add, sub, mul, fma, correctly rounded div and sqrt,
+ * min, max, abs, neg, round, comparisons, select, casts and i32/u32 integer operations. The
+ * reference interpreter and the code generators run the lowered program, so these functions give
+ * the same bits everywhere. docs/semantics.md lists every expansion with its domain and measured
+ * error.
  *
  * The lowering rewrites the statements that use one of these operations. Every operand that an
  * expansion reads more than once is first bound to a fresh `let` placed just before the statement

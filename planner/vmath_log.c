@@ -1,5 +1,6 @@
 /*
- * Expansions of log and log2 (DESIGN.md §4.4; docs/semantics.md gives their domain and error).
+ * Expansions of log, log2 and log10 (DESIGN.md §4.4; docs/semantics.md gives their domain and
+ * error).
  *
  * x = 2^e * m with m in [sqrt(2)/2, sqrt(2)), found without reading float bits: five exact
  * multiplications by 2^+-32 or 2^+-64, each under a comparison, bring x into [1, 2^32); there the
@@ -8,7 +9,9 @@
  *   log(1 + f) = f - (f^2/2 - s (f^2/2 + R(s^2))),   R(z) = z T(z),   2 atanh(s) = 2 s + s R,
  * where T is a minimax polynomial, so that the rounding errors of s and R land in a small
  * correction of f; and log x = e ln 2 + log(1 + f) with ln 2 in two parts (e ln2_hi is exact).
- * log2 divides log(1 + f) by ln 2 with 1/ln 2 in two parts and adds e last.
+ * log2 divides log(1 + f) by ln 2 with 1/ln 2 in two parts and adds e last. log10 divides
+ * log(1 + f) by ln 10 with 1/ln 10 in two parts, then adds e log10(2), log10(2) in two parts,
+ * the small part first, so that one final fma rounds the sum once.
  *
  * Special values: log(+-0) = -inf, log of a negative number = NaN, log(+inf) = +inf, NaN stays NaN.
  */
@@ -17,11 +20,15 @@
 /* (2 atanh(s) / s - 2) / s^2 for s^2 in [0, 0.02944] (|s| <= (sqrt 2 - 1) / (sqrt 2 + 1)). */
 static const float log_t[] = {0.666666687f, 0.400001228f, 0.285507977f, 0.23330994f};
 
-#define LN2_HI 0.693147182f      /* 0x3F317218 */
-#define LN2_LO -1.90465421e-09f  /* 0xB102E308 */
-#define IVLN2_HI 1.44269502f     /* 0x3FB8AA3B: 1 / ln 2 */
-#define IVLN2_LO 1.92596303e-08f /* 0x32A57060 */
-#define SQRT2_BELOW 1.41421354f  /* 0x3FB504F3, the f32 just below sqrt(2) */
+#define LN2_HI 0.693147182f        /* 0x3F317218 */
+#define LN2_LO -1.90465421e-09f    /* 0xB102E308 */
+#define IVLN2_HI 1.44269502f       /* 0x3FB8AA3B: 1 / ln 2 */
+#define IVLN2_LO 1.92596303e-08f   /* 0x32A57060 */
+#define IVLN10_HI 0.434294492f     /* 0x3EDE5BD9: 1 / ln 10 */
+#define IVLN10_LO -1.01030500e-08f /* 0xB22D91AF */
+#define LG2_HI 0.30103001f         /* 0x3E9A209B: log10(2) */
+#define LG2_LO -1.43209888e-08f    /* 0xB2760860 */
+#define SQRT2_BELOW 1.41421354f    /* 0x3FB504F3, the f32 just below sqrt(2) */
 #define TWO_P32 4294967296.0f
 #define TWO_M32 2.3283064365386963e-10f
 #define TWO_P64 1.8446744073709552e19f
@@ -92,4 +99,14 @@ struct vy_expr *vy__vm_log2(struct vy__vm *m, const struct vy_expr *x)
 		fma3(m, cp(m, l.f), fl(m, IVLN2_LO), mul(m, cp(m, l.t), fl(m, IVLN2_HI)));
 	struct vy_expr *frac = fma3(m, cp(m, l.f), fl(m, IVLN2_HI), low);
 	return specials(m, x, add(m, cp(m, l.ef), frac));
+}
+
+struct vy_expr *vy__vm_log10(struct vy__vm *m, const struct vy_expr *x)
+{
+	struct log_parts l = reduce(m, x);
+	struct vy_expr *low =
+		fma3(m, cp(m, l.f), fl(m, IVLN10_LO), mul(m, cp(m, l.t), fl(m, IVLN10_HI)));
+	struct vy_expr *frac = fma3(m, cp(m, l.f), fl(m, IVLN10_HI), low);
+	struct vy_expr *small = fma3(m, cp(m, l.ef), fl(m, LG2_LO), frac);
+	return specials(m, x, fma3(m, cp(m, l.ef), fl(m, LG2_HI), small));
 }

@@ -95,6 +95,7 @@ struct vy_arena;
 	X(EXP2, "exp2")                                                                            \
 	X(LOG, "log")                                                                              \
 	X(LOG2, "log2")                                                                            \
+	X(LOG10, "log10")                                                                           \
 	X(SIN, "sin")                                                                              \
 	X(COS, "cos")                                                                              \
 	X(TAN, "tan")                                                                              \

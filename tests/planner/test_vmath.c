@@ -15,10 +15,10 @@
 #include "validate.h"
 #include "vmath.h"
 
-#define LOWERED_COUNT 15
+#define LOWERED_COUNT 16
 static const enum vy_unop lowered_ops[LOWERED_COUNT] = {VY_UN_INVERSE_SQRT, VY_UN_RECIPROCAL,
-	VY_UN_EXP, VY_UN_EXP2, VY_UN_LOG, VY_UN_LOG2, VY_UN_SIN, VY_UN_COS, VY_UN_TAN, VY_UN_ASIN,
-	VY_UN_ACOS, VY_UN_ATAN, VY_UN_SINH, VY_UN_COSH, VY_UN_TANH};
+	VY_UN_EXP, VY_UN_EXP2, VY_UN_LOG, VY_UN_LOG2, VY_UN_LOG10, VY_UN_SIN, VY_UN_COS, VY_UN_TAN,
+	VY_UN_ASIN, VY_UN_ACOS, VY_UN_ATAN, VY_UN_SINH, VY_UN_COSH, VY_UN_TANH};
 
 static bool is_lowered_op(uint32_t op)
 {
@@ -585,6 +585,13 @@ Test(vmath, special_values_of_log_and_log2)
 		EXACT(-2.0f, NAN_BITS), EXACT(NAN, NAN_BITS), EXACT(1.0f, PZERO),
 		EXACT(8.0f, 0x40400000u), EXACT(0x1p-126f, 0xC2FC0000u),
 		EXACT(0x1p127f, 0x42FE0000u), EXACT(0.5f, 0xBF800000u));
+	/* log10 of a power of ten that is an f32 is its exponent, exactly. */
+	CHECK(LOG10, EXACT(0.0f, NINF), EXACT(-0.0f, NINF), EXACT(INFINITY, PINF),
+		EXACT(-10.0f, NAN_BITS), EXACT(NAN, NAN_BITS), EXACT(1.0f, PZERO),
+		EXACT(10.0f, 0x3F800000u), EXACT(100.0f, 0x40000000u), EXACT(1000.0f, 0x40400000u),
+		EXACT(1e4f, 0x40800000u), EXACT(1e5f, 0x40A00000u), EXACT(1e6f, 0x40C00000u),
+		EXACT(1e7f, 0x40E00000u), EXACT(1e8f, 0x41000000u), EXACT(1e9f, 0x41100000u),
+		EXACT(1e10f, 0x41200000u), NEAR(0.1f, 0xBF800000u), NEAR(2.0f, 0x3E9A209Bu));
 }
 
 Test(vmath, special_values_of_sin_cos_tan)
