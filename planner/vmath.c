@@ -32,6 +32,7 @@ bool vy_vmath_lowers(enum vy_unop op)
 	case VY_UN_RECIPROCAL:
 	case VY_UN_EXP:
 	case VY_UN_EXP2:
+	case VY_UN_EXP10:
 	case VY_UN_LOG:
 	case VY_UN_LOG2:
 	case VY_UN_LOG10:
@@ -263,6 +264,8 @@ static struct vy_expr *expand(struct vy__vm *m, enum vy_unop op, const struct vy
 		return vy__vm_exp(m, x);
 	case VY_UN_EXP2:
 		return vy__vm_exp2(m, x);
+	case VY_UN_EXP10:
+		return vy__vm_exp10(m, x);
 	case VY_UN_LOG:
 		return vy__vm_log(m, x);
 	case VY_UN_LOG2:

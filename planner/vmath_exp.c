@@ -1,11 +1,14 @@
 /*
- * Expansions of exp, exp2 and the hyperbolic functions (DESIGN.md §4.4; docs/semantics.md gives
- * each one's domain and measured error).
+ * Expansions of exp, exp2, exp10 and the hyperbolic functions (DESIGN.md §4.4; docs/semantics.md
+ * gives each one's domain and measured error).
  *
  * exp(x) = 2^n * e^r with n = round(x / ln 2) and r = x - n ln 2 (|r| <= ln 2 / 2 plus a rounding),
  * computed by Cody-Waite reduction with ln 2 in two parts; the first fma is exact because x and
  * n * ln2_hi share their low-order bits. e^r = 1 + r q(r) with q a minimax polynomial, and 2^n is
- * applied by vy__vm_scale2. exp2 takes n = round(x) and r = x - n (exact). The argument is clamped
+ * applied by vy__vm_scale2. exp2 takes n = round(x) and r = x - n (exact). exp10 takes
+ * n = round(x log2(10)) and r = x - n log10(2), log10(2) in two parts whose high part has 16
+ * significant bits, so that n times it and the first subtraction are exact (|n| < 2^8); then
+ * 10^r = 1 + r q(r). The argument is clamped
  * first so that n stays within what the scaling handles: beyond the clamp the result is infinity
  * or zero anyway. The clamp loses a NaN (min and max ignore NaN operands), so each function ends
  * with a NaN select.
@@ -22,6 +25,9 @@
 /* (e^r - 1) / r on [-0.3501, 0.3501], degree 5. */
 static const float exp_q[] = {
 	1.0f, 0.49999997f, 0.166665003f, 0.0416671559f, 0.00836978666f, 0.00138888718f};
+/* (10^r - 1) / r on [-0.15202, 0.15202], degree 6. */
+static const float exp10_q[] = {2.30258512f, 2.650949f, 2.03467846f, 1.17124605f, 0.539387643f,
+	0.207788184f, 0.0680892989f};
 /* (2^r - 1) / r on [-0.5, 0.5], degree 5. */
 static const float exp2_q[] = {
 	0.693147182f, 0.240226492f, 0.0555035733f, 0.00961823761f, 0.00133907353f, 0.000154035122f};
@@ -36,6 +42,9 @@ static const float tanh_k[] = {-0.333333343f, 0.133333325f, -0.0539676398f, 0.02
 #define LN2_HI 0.693147182f     /* 0x3F317218 */
 #define LN2_LO -1.90465421e-09f /* 0xB102E308: ln 2 - LN2_HI */
 #define TANH_POLY_MAX 0.625f
+#define LOG2_10 3.32192802f     /* 0x40549A78 */
+#define LG2_HI 0.30103302f      /* 0x3E9A2100: log10(2), 16 significant bits */
+#define LG2_LO -3.02435546e-06f /* 0xB64AF608: log10(2) - LG2_HI */
 
 static struct vy_expr *nan_passes(struct vy__vm *m, const struct vy_expr *x, struct vy_expr *res)
 {
@@ -67,6 +76,18 @@ struct vy_expr *vy__vm_exp2(struct vy__vm *m, const struct vy_expr *x)
 	struct vy_expr *nf = bind(m, rnd(m, cp(m, xc)));
 	struct vy_expr *r = bind(m, sub(m, cp(m, xc), cp(m, nf)));
 	struct vy_expr *p = fma3(m, VY__VM_HORNER(m, exp2_q, r), cp(m, r), fl(m, 1.0f));
+	struct vy_expr *n = bind(m, to_i32(m, cp(m, nf)));
+	return nan_passes(m, x, vy__vm_scale2(m, p, n));
+}
+
+struct vy_expr *vy__vm_exp10(struct vy__vm *m, const struct vy_expr *x)
+{
+	/* Beyond +-48, 10^x is infinity or zero in f32; n stays within [-160, 160]. */
+	struct vy_expr *xc = bind(m, vmin(m, vmax(m, cp(m, x), fl(m, -48.0f)), fl(m, 48.0f)));
+	struct vy_expr *nf = bind(m, rnd(m, mul(m, cp(m, xc), fl(m, LOG2_10))));
+	struct vy_expr *r1 = bind(m, fma3(m, cp(m, nf), fl(m, -LG2_HI), cp(m, xc)));
+	struct vy_expr *r = bind(m, fma3(m, cp(m, nf), fl(m, -LG2_LO), cp(m, r1)));
+	struct vy_expr *p = fma3(m, VY__VM_HORNER(m, exp10_q, r), cp(m, r), fl(m, 1.0f));
 	struct vy_expr *n = bind(m, to_i32(m, cp(m, nf)));
 	return nan_passes(m, x, vy__vm_scale2(m, p, n));
 }

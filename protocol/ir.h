@@ -93,6 +93,7 @@ struct vy_arena;
 	X(RECIPROCAL, "reciprocal")                                                                \
 	X(EXP, "exp")                                                                              \
 	X(EXP2, "exp2")                                                                            \
+	X(EXP10, "exp10")                                                                           \
 	X(LOG, "log")                                                                              \
 	X(LOG2, "log2")                                                                            \
 	X(LOG10, "log10")                                                                           \

@@ -93,6 +93,7 @@ static const struct un_rule un_rules[VY_UNOP_COUNT] = {
 	[VY_UN_RECIPROCAL] = {M_F, false},
 	[VY_UN_EXP] = {M_F, false},
 	[VY_UN_EXP2] = {M_F, false},
+	[VY_UN_EXP10] = {M_F, false},
 	[VY_UN_LOG] = {M_F, false},
 	[VY_UN_LOG2] = {M_F, false},
 	[VY_UN_LOG10] = {M_F, false},

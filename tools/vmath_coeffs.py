@@ -130,6 +130,8 @@ def series_guard(g, limit):
 # for the odd and even functions; the lowering evaluates them with fma in Horner form.
 def targets():
 	ln2 = mp.log(2)
+	ln10 = mp.log(10)
+	lg2 = mp.log10(2)
 	s_max = (mp.sqrt(2) - 1) / (mp.sqrt(2) + 1)
 	t8 = mp.tan(mp.pi / 8)
 	return [
@@ -137,6 +139,8 @@ def targets():
 			-ln2 / 2 * mp.mpf("1.01"), ln2 / 2 * mp.mpf("1.01"), 5),
 		("exp2_q", "(2^r - 1) / r", series_guard(lambda r: mp.expm1(r * ln2) / r, ln2),
 			mp.mpf("-0.5"), mp.mpf("0.5"), 5),
+		("exp10_q", "(10^r - 1) / r", series_guard(lambda r: mp.expm1(r * ln10) / r, ln10),
+			-lg2 / 2 * mp.mpf("1.01"), lg2 / 2 * mp.mpf("1.01"), 6),
 		("log_t", "(2 atanh(s) / s - 2) / z, z = s^2",
 			series_guard(lambda z: (2 * mp.atanh(mp.sqrt(z)) / mp.sqrt(z) - 2) / z,
 				mp.mpf(2) / 3),

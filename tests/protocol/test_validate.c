@@ -158,6 +158,7 @@ static const struct rule un_spec[VY_UNOP_COUNT] = {
 	[VY_UN_LOG] = {T_F, false, false},
 	[VY_UN_LOG2] = {T_F, false, false},
 	[VY_UN_LOG10] = {T_F, false, false},
+	[VY_UN_EXP10] = {T_F, false, false},
 	[VY_UN_SIN] = {T_F, false, false},
 	[VY_UN_COS] = {T_F, false, false},
 	[VY_UN_TAN] = {T_F, false, false},
