@@ -33,9 +33,11 @@ bool vy_vmath_lowers(enum vy_unop op)
 	case VY_UN_EXP:
 	case VY_UN_EXP2:
 	case VY_UN_EXP10:
+	case VY_UN_EXPM1:
 	case VY_UN_LOG:
 	case VY_UN_LOG2:
 	case VY_UN_LOG10:
+	case VY_UN_LOG1P:
 	case VY_UN_SIN:
 	case VY_UN_COS:
 	case VY_UN_TAN:
@@ -266,12 +268,16 @@ static struct vy_expr *expand(struct vy__vm *m, enum vy_unop op, const struct vy
 		return vy__vm_exp2(m, x);
 	case VY_UN_EXP10:
 		return vy__vm_exp10(m, x);
+	case VY_UN_EXPM1:
+		return vy__vm_expm1(m, x);
 	case VY_UN_LOG:
 		return vy__vm_log(m, x);
 	case VY_UN_LOG2:
 		return vy__vm_log2(m, x);
 	case VY_UN_LOG10:
 		return vy__vm_log10(m, x);
+	case VY_UN_LOG1P:
+		return vy__vm_log1p(m, x);
 	case VY_UN_SIN:
 		return vy__vm_sin(m, x);
 	case VY_UN_COS:

@@ -92,6 +92,36 @@ struct vy_expr *vy__vm_exp10(struct vy__vm *m, const struct vy_expr *x)
 	return nan_passes(m, x, vy__vm_scale2(m, p, n));
 }
 
+/*
+ * expm1(x) = e^x - 1 = 2^n (t + (1 - 2^-n)) with t = e^r - 1 = r Q(r) from the reduction of exp,
+ * evaluated as r + r^2 (Q(r) - 1) / r:
+ * for n = 0 that is t itself, accurate however small x is, and for 0 < |n| <= 24 the constant
+ * 1 - 2^-n is exact, so one addition rounds. Beyond, 2^n (1 + t) - 1. Below x = -18 the result is
+ * -1 (e^x < 2^-25), above 90 infinity.
+ */
+struct vy_expr *vy__vm_expm1(struct vy__vm *m, const struct vy_expr *x)
+{
+	struct vy_expr *xc = bind(m, vmin(m, vmax(m, cp(m, x), fl(m, -18.0f)), fl(m, 90.0f)));
+	struct vy_expr *nf = bind(m, rnd(m, mul(m, cp(m, xc), fl(m, LOG2E))));
+	struct vy_expr *r1 = bind(m, fma3(m, cp(m, nf), fl(m, -LN2_HI), cp(m, xc)));
+	struct vy_expr *r = bind(m, fma3(m, cp(m, nf), fl(m, -LN2_LO), cp(m, r1)));
+	/* r + r^2 (Q(r) - 1) / r: r itself exact, the rounding errors in the small correction. */
+	uint32_t nq = sizeof(exp_q) / sizeof(exp_q[0]) - 1;
+	struct vy_expr *t = bind(m,
+		fma3(m, mul(m, cp(m, r), cp(m, r)), vy__vm_horner(m, exp_q + 1, nq, r), cp(m, r)));
+	struct vy_expr *n = bind(m, to_i32(m, cp(m, nf)));
+	struct vy_expr *u =
+		sub(m, fl(m, 1.0f), vy__vm_scale2(m, fl(m, 1.0f), bind(m, neg(m, cp(m, n)))));
+	struct vy_expr *mid = vy__vm_scale2(m, add(m, cp(m, t), u), n);
+	struct vy_expr *far =
+		sub(m, vy__vm_scale2(m, add(m, fl(m, 1.0f), cp(m, t)), n), fl(m, 1.0f));
+	struct vy_expr *near = le(m, absv(m, cp(m, n)), il(m, 24));
+	struct vy_expr *res = sel(m, near, mid, far);
+	/* -0 stays -0 (t + 0 would give +0). */
+	res = sel(m, eq(m, cp(m, x), fl(m, 0.0f)), cp(m, x), res);
+	return nan_passes(m, x, res);
+}
+
 /* x + x^3 c(x^2): odd polynomials whose correction term is small against x. */
 static struct vy_expr *odd_poly(
 	struct vy__vm *m, const struct vy_expr *x, const float *c, uint32_t n)

@@ -101,6 +101,22 @@ struct vy_expr *vy__vm_log2(struct vy__vm *m, const struct vy_expr *x)
 	return specials(m, x, add(m, cp(m, l.ef), frac));
 }
 
+/*
+ * log1p(x) = log(u) + c with u = 1 + x rounded and c = (x - (u - 1)) / u, the rounding error of
+ * u relative to u: for |x| below 2^-24, u = 1 and the result is x itself. The special values
+ * follow from u (u = 0 at x = -1, negative below), and +-0 stays itself.
+ */
+struct vy_expr *vy__vm_log1p(struct vy__vm *m, const struct vy_expr *x)
+{
+	struct vy_expr *u = bind(m, add(m, fl(m, 1.0f), cp(m, x)));
+	struct vy_expr *c = divide(m, sub(m, cp(m, x), sub(m, cp(m, u), fl(m, 1.0f))), cp(m, u));
+	struct log_parts l = reduce(m, u);
+	struct vy_expr *low = fma3(m, cp(m, l.ef), fl(m, LN2_LO), add(m, cp(m, l.t), c));
+	struct vy_expr *res = fma3(m, cp(m, l.ef), fl(m, LN2_HI), add(m, cp(m, l.f), low));
+	res = specials(m, u, res);
+	return sel(m, eq(m, cp(m, x), fl(m, 0.0f)), cp(m, x), res);
+}
+
 struct vy_expr *vy__vm_log10(struct vy__vm *m, const struct vy_expr *x)
 {
 	struct log_parts l = reduce(m, x);

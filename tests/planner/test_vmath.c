@@ -15,11 +15,11 @@
 #include "validate.h"
 #include "vmath.h"
 
-#define LOWERED_COUNT 17
+#define LOWERED_COUNT 19
 static const enum vy_unop lowered_ops[LOWERED_COUNT] = {VY_UN_INVERSE_SQRT, VY_UN_RECIPROCAL,
-	VY_UN_EXP, VY_UN_EXP2, VY_UN_EXP10, VY_UN_LOG, VY_UN_LOG2, VY_UN_LOG10, VY_UN_SIN,
-	VY_UN_COS, VY_UN_TAN, VY_UN_ASIN, VY_UN_ACOS, VY_UN_ATAN, VY_UN_SINH, VY_UN_COSH,
-	VY_UN_TANH};
+	VY_UN_EXP, VY_UN_EXP2, VY_UN_EXP10, VY_UN_EXPM1, VY_UN_LOG, VY_UN_LOG2, VY_UN_LOG10,
+	VY_UN_LOG1P, VY_UN_SIN, VY_UN_COS, VY_UN_TAN, VY_UN_ASIN, VY_UN_ACOS, VY_UN_ATAN,
+	VY_UN_SINH, VY_UN_COSH, VY_UN_TANH};
 
 static bool is_lowered_op(uint32_t op)
 {
@@ -582,6 +582,11 @@ Test(vmath, special_values_of_exp_and_exp2)
 		EXACT(4.0f, 0x461C4000u), EXACT(5.0f, 0x47C35000u), EXACT(6.0f, 0x49742400u),
 		EXACT(7.0f, 0x4B189680u), EXACT(8.0f, 0x4CBEBC20u), EXACT(9.0f, 0x4E6E6B28u),
 		EXACT(10.0f, 0x501502F9u), NEAR(-1.0f, 0x3DCCCCCDu), NEAR(38.0f, 0x7E967699u));
+	/* expm1 keeps the sign of zero and tiny arguments whole; -1 below -18. */
+	CHECK(EXPM1, EXACT(0.0f, PZERO), EXACT(-0.0f, NZERO), EXACT(INFINITY, PINF),
+		EXACT(-INFINITY, 0xBF800000u), EXACT(NAN, NAN_BITS), EXACT(89.0f, PINF),
+		EXACT(-20.0f, 0xBF800000u), EXACT(0x1p-30f, 0x30800000u),
+		EXACT(-0x1p-30f, 0xB0800000u), NEAR(1.0f, 0x3FDBF0A9u), NEAR(-1.0f, 0xBF21D2A7u));
 }
 
 Test(vmath, special_values_of_log_and_log2)
@@ -601,6 +606,11 @@ Test(vmath, special_values_of_log_and_log2)
 		EXACT(1e4f, 0x40800000u), EXACT(1e5f, 0x40A00000u), EXACT(1e6f, 0x40C00000u),
 		EXACT(1e7f, 0x40E00000u), EXACT(1e8f, 0x41000000u), EXACT(1e9f, 0x41100000u),
 		EXACT(1e10f, 0x41200000u), NEAR(0.1f, 0xBF800000u), NEAR(2.0f, 0x3E9A209Bu));
+	/* log1p: -1 -> -inf, below it NaN, zeros and tiny arguments kept. */
+	CHECK(LOG1P, EXACT(0.0f, PZERO), EXACT(-0.0f, NZERO), EXACT(INFINITY, PINF),
+		EXACT(-1.0f, NINF), EXACT(-2.0f, NAN_BITS), EXACT(-INFINITY, NAN_BITS),
+		EXACT(NAN, NAN_BITS), EXACT(0x1p-30f, 0x30800000u), EXACT(-0x1p-30f, 0xB0800000u),
+		NEAR(1.0f, 0x3F317218u), NEAR(-0.5f, 0xBF317218u));
 }
 
 Test(vmath, special_values_of_sin_cos_tan)
