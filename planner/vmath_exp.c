@@ -51,12 +51,20 @@ static struct vy_expr *nan_passes(struct vy__vm *m, const struct vy_expr *x, str
 	return sel(m, ne(m, cp(m, x), cp(m, x)), cp(m, x), res);
 }
 
+/* The reduction of exp: x clamped to [lo, hi], n = round(x / ln 2) in *nf, r = x - n ln 2. */
+static struct vy_expr *exp_reduce(
+	struct vy__vm *m, const struct vy_expr *x, float lo, float hi, struct vy_expr **nf)
+{
+	struct vy_expr *xc = bind(m, vmin(m, vmax(m, cp(m, x), fl(m, lo)), fl(m, hi)));
+	*nf = bind(m, rnd(m, mul(m, cp(m, xc), fl(m, LOG2E))));
+	struct vy_expr *r1 = bind(m, fma3(m, cp(m, *nf), fl(m, -LN2_HI), cp(m, xc)));
+	return bind(m, fma3(m, cp(m, *nf), fl(m, -LN2_LO), cp(m, r1)));
+}
+
 struct vy_expr *vy__vm_exp_scaled(struct vy__vm *m, const struct vy_expr *x, int32_t k)
 {
-	struct vy_expr *xc = bind(m, vmin(m, vmax(m, cp(m, x), fl(m, -110.0f)), fl(m, 100.0f)));
-	struct vy_expr *nf = bind(m, rnd(m, mul(m, cp(m, xc), fl(m, LOG2E))));
-	struct vy_expr *r1 = bind(m, fma3(m, cp(m, nf), fl(m, -LN2_HI), cp(m, xc)));
-	struct vy_expr *r = bind(m, fma3(m, cp(m, nf), fl(m, -LN2_LO), cp(m, r1)));
+	struct vy_expr *nf = NULL;
+	struct vy_expr *r = exp_reduce(m, x, -110.0f, 100.0f, &nf);
 	struct vy_expr *p = fma3(m, VY__VM_HORNER(m, exp_q, r), cp(m, r), fl(m, 1.0f));
 	struct vy_expr *n = to_i32(m, cp(m, nf));
 	if (k != 0) {
@@ -101,10 +109,8 @@ struct vy_expr *vy__vm_exp10(struct vy__vm *m, const struct vy_expr *x)
  */
 struct vy_expr *vy__vm_expm1(struct vy__vm *m, const struct vy_expr *x)
 {
-	struct vy_expr *xc = bind(m, vmin(m, vmax(m, cp(m, x), fl(m, -18.0f)), fl(m, 90.0f)));
-	struct vy_expr *nf = bind(m, rnd(m, mul(m, cp(m, xc), fl(m, LOG2E))));
-	struct vy_expr *r1 = bind(m, fma3(m, cp(m, nf), fl(m, -LN2_HI), cp(m, xc)));
-	struct vy_expr *r = bind(m, fma3(m, cp(m, nf), fl(m, -LN2_LO), cp(m, r1)));
+	struct vy_expr *nf = NULL;
+	struct vy_expr *r = exp_reduce(m, x, -18.0f, 90.0f, &nf);
 	/* r + r^2 (Q(r) - 1) / r: r itself exact, the rounding errors in the small correction. */
 	uint32_t nq = sizeof(exp_q) / sizeof(exp_q[0]) - 1;
 	struct vy_expr *t = bind(m,

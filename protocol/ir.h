@@ -93,12 +93,12 @@ struct vy_arena;
 	X(RECIPROCAL, "reciprocal")                                                                \
 	X(EXP, "exp")                                                                              \
 	X(EXP2, "exp2")                                                                            \
-	X(EXP10, "exp10")                                                                           \
-	X(EXPM1, "expm1")                                                                           \
+	X(EXP10, "exp10")                                                                          \
+	X(EXPM1, "expm1")                                                                          \
 	X(LOG, "log")                                                                              \
 	X(LOG2, "log2")                                                                            \
-	X(LOG10, "log10")                                                                           \
-	X(LOG1P, "log1p")                                                                           \
+	X(LOG10, "log10")                                                                          \
+	X(LOG1P, "log1p")                                                                          \
 	X(SIN, "sin")                                                                              \
 	X(COS, "cos")                                                                              \
 	X(TAN, "tan")                                                                              \
