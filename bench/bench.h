@@ -25,6 +25,9 @@
 
 /* Elements of the tiny kernel: y[i] = x[i] + 1 over 64 u32, one workgroup. */
 #define VY_BENCH_TINY_N 64u
+/* Warm-up before a bandwidth figure's timed runs, so that the GPU's clocks have risen: one run
+ * after an idle spell ran at 60 % of an H200's bandwidth. */
+#define VY_BENCH_WARM_NS 300000000u
 
 struct vy_raw_vk;
 struct vy_bench_inproc;

@@ -81,25 +81,34 @@ static int dispatch_once(struct vy_client *c, const struct vy_dispatch_args *arg
 	return rc;
 }
 
-/* Run `args` runs + 1 times (the first is a warm-up), each reply checked; the median time
- * (device where measured) in *median_ns and the median client wall time in *wall_ns. */
+/* Run `args` for VY_BENCH_WARM_NS (at least once), then `runs` times, each reply checked; the
+ * median time of the timed runs (device where measured) in *median_ns, the median client wall
+ * time in *wall_ns, and the runs made in all in *made (NULL: not wanted). */
 static int dispatch_runs(struct vy_client *c, const struct vy_dispatch_args *args, uint32_t runs,
 	check_fn *check, const void *want, uint64_t *median_ns, uint64_t *wall_ns, bool *device,
-	struct vy_err *err)
+	uint32_t *made, struct vy_err *err)
 {
 	uint64_t t[RUNS_MAX], w[RUNS_MAX];
 	int rc = 0;
-	for (uint32_t it = 0; rc == 0 && it < runs + 1; it++) {
+	uint32_t warm = 1;
+	uint64_t warm_from = vy_bench_now_ns();
+	for (uint32_t it = 0; rc == 0 && it < warm + runs; it++) {
+		if (it + 1 == warm && vy_bench_now_ns() - warm_from < VY_BENCH_WARM_NS) {
+			warm++;
+		}
 		uint64_t ns = 0, wall = 0;
 		rc = dispatch_once(c, args, check, want, &ns, &wall, device, NULL, err);
-		if (it > 0) {
-			t[it - 1] = ns;
-			w[it - 1] = wall;
+		if (it >= warm) {
+			t[it - warm] = ns;
+			w[it - warm] = wall;
 		}
 	}
 	if (rc == 0) {
 		*median_ns = vy_bench_median(t, runs);
 		*wall_ns = vy_bench_median(w, runs);
+	}
+	if (made) {
+		*made = warm + runs;
 	}
 	return rc;
 }
@@ -184,18 +193,19 @@ static int vyred_stream(struct vy_bench_ctx *ctx, uint64_t n, uint32_t runs, uin
 		.outputs_to = &h[1],
 		.n_outputs_to = 1,
 		.options = &opt};
+	uint32_t made = 0;
 	if (rc == 0) {
-		rc = dispatch_runs(
-			c, &args, runs, output_resident, NULL, median_ns, wall_ns, device, err);
+		rc = dispatch_runs(c, &args, runs, output_resident, NULL, median_ns, wall_ns,
+			device, &made, err);
 	}
 	size_t check = bytes < 4096 ? bytes : 4096;
 	if (rc == 0 && vy_buffer_download(c, h[1], bytes - check, host, check, &e) != 0) {
 		rc = vy_bench_session_fail(err, "download", &e);
 	}
 	for (size_t i = 0; rc == 0 && i < check / 4; i++) {
-		if (host[i] != (float)(runs + 1)) {
-			rc = vy_bench_wrong(err, "vyred stream", "y holds %g, want %u",
-				(double)host[i], runs + 1);
+		if (host[i] != (float)made) {
+			rc = vy_bench_wrong(
+				err, "vyred stream", "y holds %g, want %u", (double)host[i], made);
 		}
 	}
 	for (int b = 0; b < 2; b++) {
@@ -543,7 +553,7 @@ static int vyred_reduce(struct vy_bench_ctx *ctx, const uint32_t *x, uint64_t n,
 		.program_id = id, .inputs = &in, .n_inputs = 1, .options = &opt};
 	if (rc == 0) {
 		rc = dispatch_runs(c, &args, ctx->sizes.runs, sum_check, &expect, median_ns, &wall,
-			device, err);
+			device, NULL, err);
 	}
 	if (h) {
 		vy_buffer_free(c, h, NULL);
@@ -676,7 +686,7 @@ static int vyred_matmul(struct vy_bench_ctx *ctx, const float *a, const float *b
 		.options = &opt};
 	if (rc == 0) {
 		rc = dispatch_runs(cl, &args, ctx->sizes.runs, output_resident, NULL, median_ns,
-			&wall, device, err);
+			&wall, device, NULL, err);
 	}
 	if (rc == 0 && vy_buffer_download(cl, h[2], 0, c, bytes, &e) != 0) {
 		rc = vy_bench_session_fail(err, "download", &e);

@@ -29,7 +29,6 @@
 #define MAX_DEVICES 16u
 #define RUNS_MAX 256u
 #define RATE_CLIENTS 16u
-#define WARM_NS 300000000u /* 0.3 s of warm-up runs before the stream's timed runs */
 
 /* Per device: how many dispatches the daemon's stats count. */
 static int dispatch_counts(struct vy_client *c, uint64_t *out, uint32_t n, struct vy_err *err)
@@ -150,9 +149,10 @@ static int streamer_prepare(struct streamer *s, float *host)
 }
 
 /*
- * The runs: warm-up runs for WARM_NS (every device busy together, so that each GPU's clocks
- * have risen before the clock starts: one run after an idle spell ran at 60 % of the device's
- * bandwidth on one of two H200s), then `runs` timed; then y's tail checked: it holds the count.
+ * The runs: warm-up runs for VY_BENCH_WARM_NS (every device busy together, so that each GPU's
+ * clocks have risen before the clock starts: one run after an idle spell ran at 60 % of the
+ * device's bandwidth on one of two H200s), then `runs` timed; then y's tail checked: it holds the
+ * count.
  */
 static int streamer_runs(struct streamer *s, float *host)
 {
@@ -172,7 +172,7 @@ static int streamer_runs(struct streamer *s, float *host)
 		struct vy_reply *r = NULL;
 		struct vy_error e;
 		uint64_t w0 = vy_bench_now_ns();
-		if (it == warm && w0 - warm_from < WARM_NS) {
+		if (it == warm && w0 - warm_from < VY_BENCH_WARM_NS) {
 			warm++;
 		} else if (it == warm) {
 			s->t0 = w0;

@@ -181,12 +181,17 @@ int vy_bench_inproc_stream(struct vy_bench_inproc *ip, uint64_t n, uint32_t runs
 	}
 	struct vy_dispatch_config cfg = {.timing = true};
 	uint64_t t[STREAM_RUNS_MAX];
-	for (uint32_t it = 0; rc == 0 && it < runs + 1; it++) {
+	uint32_t warm = 1;
+	uint64_t warm_from = vy_bench_now_ns();
+	for (uint32_t it = 0; rc == 0 && it < warm + runs; it++) {
+		if (it + 1 == warm && vy_bench_now_ns() - warm_from < VY_BENCH_WARM_NS) {
+			warm++;
+		}
 		struct vy_timing tm;
 		rc = vy_backend_resident_dispatch(b, p, res, 2, &cfg, &tm, err);
 		*device_timed = tm.device_ns != VY_TIMING_NONE;
-		if (rc == 0 && it > 0) {
-			t[it - 1] = *device_timed ? tm.device_ns : tm.wall_ns;
+		if (rc == 0 && it >= warm) {
+			t[it - warm] = *device_timed ? tm.device_ns : tm.wall_ns;
 		}
 	}
 	/* Every run added 1.0 to each element of y. */
@@ -196,9 +201,9 @@ int vy_bench_inproc_stream(struct vy_bench_inproc *ip, uint64_t n, uint32_t runs
 			b, &res[1], bytes - check, (uint8_t *)host, check, err);
 	}
 	for (size_t j = 0; rc == 0 && j < check / 4; j++) {
-		if (host[j] != (float)(runs + 1)) {
+		if (host[j] != (float)(warm + runs)) {
 			rc = vy_bench_wrong(err, "backend stream", "y holds %g, want %u",
-				(double)host[j], runs + 1);
+				(double)host[j], warm + runs);
 		}
 	}
 	if (rc == 0) {

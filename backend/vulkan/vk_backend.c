@@ -106,6 +106,9 @@ static int device_up(struct vy__vk_backend *b, uint32_t index, struct vy_err *er
 	if (b->test_flags & VY__VK_TEST_COPY_ALL) {
 		b->exec.direct_limit = 0;
 	}
+	if (b->test_flags & VY__VK_TEST_COARSE_ALL) {
+		b->exec.coarse_min = 1;
+	}
 	struct vy_vk_disk_identity id = {
 		.vendor_id = b->dev.props.vendorID,
 		.device_id = b->dev.props.deviceID,
@@ -467,7 +470,7 @@ static int vk_compile_native(struct vy_backend *base, const struct vy_program *p
 		}
 		struct vy__vk_variant *v;
 		if (rc == 0) {
-			rc = vy__vk_variant_get(k, config->spec, wg, &v, err);
+			rc = vy__vk_variant_get(k, config->spec, wg, 0, &v, err);
 		}
 	}
 	pthread_rwlock_unlock(&b->life);

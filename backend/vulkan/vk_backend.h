@@ -68,6 +68,7 @@ struct vy__vk_segment {
 struct vy__vk_variant {
 	struct vy_spec_map spec; /* owned copy of the values it was made for */
 	uint32_t workgroup_size[3];
+	uint32_t coarse;       /* vy__vk_job.coarse: the value of VY_VK_COARSE_SPEC_ID, or 0 */
 	VkPipeline *pipelines; /* owned, one per segment */
 	struct vy__vk_variant *next;
 };
@@ -244,7 +245,8 @@ void vy__vk_kernel_release(void *kernel);
  * those of vkCreateComputePipelines.
  */
 int vy__vk_variant_get(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
-	const uint32_t workgroup_size[3], struct vy__vk_variant **out, struct vy_err *err);
+	const uint32_t workgroup_size[3], uint32_t coarse, struct vy__vk_variant **out,
+	struct vy_err *err);
 
 /*
  * Destroy the Vulkan objects of every live kernel and empty the cache (before closing the
@@ -311,6 +313,9 @@ struct vy__vk_job {
 	uint32_t n_outputs;
 	uint32_t output_buf[VY_IR_MAX_BUFFERS]; /* output i -> bufs index */
 	struct vy_launch launch;                /* the whole program's, for every segment */
+	/* VY_VK_COARSE when every invocation runs that many logical workgroups (launch.workgroups
+	 * then covers ceil(launch.grid[0] / VY_VK_COARSE)); else 0. */
+	uint32_t coarse;
 	/* A launch of many workgroups runs as n_parts indirect dispatches of `part_step` units
 	 * along axis `part_axis` each, so that a stopped job skips the parts not yet started. */
 	uint32_t n_parts; /* 0: one direct dispatch */
@@ -397,6 +402,9 @@ enum {
 	/* As a device whose grid limit (maxComputeWorkGroupCount) is VY__VK_TEST_GRID_LIMITS: a
 	 * 1-D launch of more than 16 workgroups folds over y, of more than 64 over z as well. */
 	VY__VK_TEST_SMALL_GRID = 1u << 4,
+	/* Every 1-D launch of an elementwise program runs coarse, however few its workgroups, as
+	 * on a CPU device (a GPU runs only large ones coarse). */
+	VY__VK_TEST_COARSE_ALL = 1u << 5,
 };
 #define VY__VK_TEST_GRID_LIMITS                                                                    \
 	{                                                                                          \

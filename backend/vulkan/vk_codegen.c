@@ -347,6 +347,14 @@ static void store(struct vy__vk_gen *g, const struct vy_node *n)
 	vy__vk_buffer_len(g, b, len, sizeof(len));
 	vy__vk_index(g, &idx);
 	vy__vk_line(g, "if (%s < %s) {", idx.text, len);
+	if (g->coarse.reg & (UINT32_C(1) << b)) {
+		/* The element's register (vk_coarse.c): written back after the calls. */
+		vy__vk_line(g, "\tvy_r%u = %s%s;", b, val.text,
+			val.type == VY_TYPE_BOOL ? " ? 1u : 0u" : "");
+		vy__vk_line(g, "\tvy_st |= %uu;", UINT32_C(1) << b);
+		vy__vk_line(g, "}");
+		return;
+	}
 	/* f32 values are canonical already; a bool is stored as the word 1 or 0. */
 	if (val.type == VY_TYPE_BOOL) {
 		vy__vk_line(g, "\t%s[%s] = %s ? 1u : 0u;", arr, idx.text, val.text);
@@ -858,6 +866,10 @@ static void emit_interface(struct vy__vk_gen *g, struct vy__vk_str *out)
 			    "\tuint stop_on_entry;\n"
 			    "\tuint opaque_zero;\n"
 			    "} vy_pc;\n");
+	if (g->coarse.on) {
+		vy__vk_str_addf(out, "layout(constant_id = %u) const uint vy_kc = 1u;\n",
+			VY_VK_COARSE_SPEC_ID);
+	}
 	for (uint32_t i = 0; i < p->n_buffers; i++) {
 		const struct vy_buffer *b = &p->buffers[i];
 		if (b->access == VY_ACCESS_WORKGROUP) {
@@ -876,9 +888,13 @@ static void emit_interface(struct vy__vk_gen *g, struct vy__vk_str *out)
 static void emit_prologue(struct vy__vk_gen *g, struct vy__vk_str *out)
 {
 	const struct vy_program *p = g->p;
+	bool coarse = g->coarse.on;
 	vy__vk_str_add(out, "\tuvec3 vy_wg = gl_WorkGroupID + "
-			    "uvec3(vy_pc.base_x, vy_pc.base_y, vy_pc.base_z);\n"
-			    "\tif (vy_pc.lwg_y == 1u && vy_pc.lwg_z == 1u) {\n"
+			    "uvec3(vy_pc.base_x, vy_pc.base_y, vy_pc.base_z);\n");
+	if (coarse) {
+		vy__vk_str_add(out, "\tuint vy_k = 1u;\n");
+	}
+	vy__vk_str_add(out, "\tif (vy_pc.lwg_y == 1u && vy_pc.lwg_z == 1u) {\n"
 			    "\t\tuint vy_hi;\n"
 			    "\t\tuint vy_lo;\n"
 			    "\t\tumulExtended(vy_wg.z, vy_pc.dispatch_y, vy_hi, vy_lo);\n"
@@ -888,24 +904,35 @@ static void emit_prologue(struct vy__vk_gen *g, struct vy__vk_str *out)
 			    "\t\tumulExtended(vy_lin, vy_pc.dispatch_x, vy_hi, vy_lo);\n"
 			    "\t\tvy_over = vy_over || vy_hi != 0u;\n"
 			    "\t\tvy_lin = vy_lo + vy_wg.x;\n"
-			    "\t\tvy_over = vy_over || vy_lin < vy_lo;\n"
-			    "\t\tif (vy_over || vy_lin >= vy_pc.lwg_x) {\n"
-			    "\t\t\treturn;\n"
-			    "\t\t}\n"
-			    "\t\tvy_wg = uvec3(vy_lin, 0u, 0u);\n"
-			    "\t}\n"
-			    "\tif (vy_pc.stop_on_entry != 0u && vy_stop.word != 0u) {\n"
-			    "\t\treturn;\n"
-			    "\t}\n"
-			    "\tuvec3 vy_gid = vy_wg * gl_WorkGroupSize + gl_LocalInvocationID;\n");
+			    "\t\tvy_over = vy_over || vy_lin < vy_lo;\n");
+	if (coarse) {
+		/* The launch covers ceil(lwg_x / vy_k) workgroups of vy_k logical ones each. */
+		vy__vk_str_add(out, "\t\tvy_k = vy_kc;\n"
+				    "\t\tuint vy_lim = vy_pc.lwg_x / vy_k + (vy_pc.lwg_x % vy_k != "
+				    "0u ? 1u : 0u);\n");
+	}
+	vy__vk_str_addf(out,
+		"\t\tif (vy_over || vy_lin >= %s) {\n"
+		"\t\t\treturn;\n"
+		"\t\t}\n"
+		"\t\tvy_wg = uvec3(vy_lin, 0u, 0u);\n"
+		"\t}\n"
+		"\tif (vy_pc.stop_on_entry != 0u && vy_stop.word != 0u) {\n"
+		"\t\treturn;\n"
+		"\t}\n",
+		coarse ? "vy_lim" : "vy_pc.lwg_x");
+	if (!coarse) {
+		vy__vk_str_add(
+			out, "\tuvec3 vy_gid = vy_wg * gl_WorkGroupSize + gl_LocalInvocationID;\n");
+	}
 	char id[128];
 	for (uint32_t k = 0; k < g->layout->n_bindings; k++) {
 		uint32_t i = g->layout->bindings[k].buffer_index;
 		ident(id, sizeof(id), 'b', i, p->buffers[i].name);
 		vy__vk_str_addf(out,
-			"\tuint vy_len%u = (vy_pc.empty_bindings & %uu) != 0u ? 0u : "
+			"\t%svy_len%u = (vy_pc.empty_bindings & %uu) != 0u ? 0u : "
 			"uint(%s.d.length());\n",
-			k, 1u << k, id);
+			coarse ? "" : "uint ", k, 1u << k, id);
 	}
 	bool shared = false;
 	for (uint32_t i = 0; i < p->n_buffers; i++) {
@@ -930,11 +957,11 @@ static void emit_prologue(struct vy__vk_gen *g, struct vy__vk_str *out)
 	if (shared) {
 		vy__vk_str_add(out, "\tmemoryBarrierShared();\n\tbarrier();\n");
 	}
-	if (g->has_loop) {
+	if (g->has_loop && !coarse) {
 		vy__vk_str_add(out, "\tuint vy_it_lo = 0u;\n\tuint vy_it_hi = 0u;\n");
 	}
 	if (!g->opts->math.select_exact) {
-		vy__vk_str_add(out, "\tuint vy_z = vy_pc.opaque_zero;\n");
+		vy__vk_str_addf(out, "\t%svy_z = vy_pc.opaque_zero;\n", coarse ? "" : "uint ");
 	}
 }
 
@@ -979,6 +1006,7 @@ int vy_vk_codegen(const struct vy_program *program, const struct vy_vk_codegen_o
 		uint32_t next = 0;
 		shape_block(&g, &program->entry, &next);
 	}
+	vy__vk_coarse_plan(&g);
 	block(&g, &program->entry);
 	free(g.shapes);
 	if (g.rc) {
@@ -990,10 +1018,19 @@ int vy_vk_codegen(const struct vy_program *program, const struct vy_vk_codegen_o
 	struct vy__vk_str out = {0};
 	emit_interface(&g, &out);
 	vy__vk_lib_emit(&out, g.uses, &opts->math);
-	vy__vk_str_add(&out, "void main()\n{\n");
-	emit_prologue(&g, &out);
+	if (g.coarse.on) {
+		vy__vk_coarse_head(&g, &out);
+	} else {
+		vy__vk_str_add(&out, "void main()\n{\n");
+		emit_prologue(&g, &out);
+	}
 	if (g.body.len > 0) {
 		vy__vk_str_add(&out, g.body.data);
+	}
+	if (g.coarse.on) {
+		vy__vk_str_add(&out, "}\n\nvoid main()\n{\n");
+		emit_prologue(&g, &out);
+		vy__vk_coarse_main(&g, &out);
 	}
 	vy__vk_str_add(&out, "}\n");
 

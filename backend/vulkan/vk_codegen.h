@@ -21,7 +21,8 @@
  *                          on entry when vy_vk_push.stop_on_entry is set, and returns at once when
  *                          it is not 0. The runtime sets it for a dispatch nobody waits for any
  *                          more (a timeout), whose results are then undefined.
- *   push constants         struct vy_vk_push, 48 bytes.
+ *   push constants         struct vy_vk_push, 52 bytes.
+ *   spec constant VY_VK_COARSE_SPEC_ID  logical workgroups per launched one (layout.coarse).
  *   spec constant 0..2     the workgroup size (local_size_{x,y,z}_id).
  *   spec constant 3..      one per distinct `spec` name, sorted by name (strcmp), each a 32-bit
  *                          word: u32 as is, i32 as two's complement, f32 as its bits, bool as
@@ -113,6 +114,9 @@ struct vy_vk_shader_layout {
 	struct vy_vk_spec spec[VY_VK_MAX_SPEC]; /* constant ids 3.. (0..2 are the workgroup size) */
 	bool uses_f64;                          /* the shader needs shaderFloat64 */
 	uint32_t subgroup_features; /* VY_VK_SUBGROUP_* the shader needs in the compute stage */
+	/* An elementwise program (vk_coarse.c): spec constant VY_VK_COARSE_SPEC_ID sets how many
+	 * logical workgroups each launched one runs. */
+	bool coarse;
 };
 
 /* Push constants, std430, filled per dispatch by the runtime. */
@@ -136,6 +140,15 @@ struct vy_vk_push {
 	 * vy_vk_math.select_exact). */
 	uint32_t opaque_zero;
 };
+
+/*
+ * Logical workgroups per launched workgroup of a coarse launch, and the spec constant that sets
+ * it in a coarse layout's shader: 1 (the default) or VY_VK_COARSE. With VY_VK_COARSE and
+ * lwg_y = lwg_z = 1 each invocation runs VY_VK_COARSE consecutive logical workgroups, and the
+ * launch covers ceil(logical_workgroups[0] / VY_VK_COARSE) of them.
+ */
+#define VY_VK_COARSE 4u
+#define VY_VK_COARSE_SPEC_ID (3u + VY_VK_MAX_SPEC)
 
 /* Loop iterations of one invocation between two reads of the stop word (a power of two). */
 #define VY_VK_STOP_PERIOD 1024u

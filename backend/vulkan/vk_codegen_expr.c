@@ -563,6 +563,23 @@ static void bitcast(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk
 	set(out, to, "%s", a.text);
 }
 
+/* The value of type t that a loaded word `src` holds: f32 canonical, bool nonzero. */
+static void load_word(struct vy__vk_gen *g, struct vy__vk_val *out, enum vy_type t, const char *src)
+{
+	switch (t) {
+	case VY_TYPE_F32:
+		use(g, VY__VK_USE(CANON));
+		temp(g, out, t, "vy_canon(%s)", src);
+		break;
+	case VY_TYPE_BOOL:
+		temp(g, out, t, "%s != 0u", src);
+		break;
+	default:
+		temp(g, out, t, "%s", src);
+		break;
+	}
+}
+
 static void load(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_val *out)
 {
 	struct vy__vk_val idx;
@@ -574,6 +591,12 @@ static void load(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_va
 		return;
 	}
 	char arr[160], len[160];
+	if ((g->coarse.reg & (UINT32_C(1) << b)) && vy__vk_coarse_gid_index(g, e->args[0])) {
+		/* The element's register (vk_coarse.c): 0 out of range, as the load gives. */
+		snprintf(arr, sizeof(arr), "vy_r%u", b);
+		load_word(g, out, t, arr);
+		return;
+	}
 	vy__vk_buffer_array(g, b, arr, sizeof(arr));
 	vy__vk_buffer_len(g, b, len, sizeof(len));
 	vy__vk_index(g, &idx);

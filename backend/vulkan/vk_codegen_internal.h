@@ -19,6 +19,24 @@
 #include "ir.h"
 #include "vk_codegen.h"
 
+/* Logical invocations per invocation of a coarse launch (vk_coarse.c). */
+#define VY__VK_COARSE VY_VK_COARSE
+/* Most nodes and expressions of a coarse program (after math lowering). */
+#define VY__VK_COARSE_SIZE 64u
+/* Names a program may bind to gid.x and still be coarse. */
+#define VY__VK_COARSE_NAMES 64u
+
+/* How an elementwise program runs several logical invocations per invocation (vk_coarse.c). */
+struct vy__vk_coarse {
+	bool on;
+	uint32_t reg;     /* buffers (bit = program index) whose gid.x element is a register */
+	uint32_t preload; /* of those, the ones loaded somewhere: the register starts as the element
+			   */
+	uint32_t stored;  /* of those, the ones stored: the register goes back after the calls */
+	const char *names[VY__VK_COARSE_NAMES]; /* names bound only to gid.x (borrowed) */
+	uint32_t n_names;
+};
+
 /* A growable text; running out of memory aborts. A zeroed struct is an empty text. */
 struct vy__vk_str {
 	char *data; /* owned, NUL-terminated when len > 0 */
@@ -141,6 +159,7 @@ struct vy__vk_gen {
 	 * that (else NULL: every loop is plain). Owned. */
 	struct vy__vk_loop_shape *shapes;
 	uint32_t subgroup_features; /* VY_VK_SUBGROUP_* */
+	struct vy__vk_coarse coarse;
 };
 
 /* Append one indented line of main()'s body. */
@@ -192,5 +211,14 @@ void vy__vk_opaque(struct vy__vk_gen *g, struct vy__vk_val *v);
 /* Emit the code that raises trap `kind` at the current node and ends the invocation, guarded by
  * the GLSL condition `cond`. */
 void vy__vk_trap_if(struct vy__vk_gen *g, const char *cond, unsigned kind);
+
+/* Decide whether the program is coarse (g->coarse, layout->coarse); before any emission. */
+void vy__vk_coarse_plan(struct vy__vk_gen *g);
+/* Whether an index expression is gid.x in a coarse program. */
+bool vy__vk_coarse_gid_index(const struct vy__vk_gen *g, const struct vy_expr *idx);
+/* A coarse program's globals and the head of vy_main, which holds the entry's statements. */
+void vy__vk_coarse_head(const struct vy__vk_gen *g, struct vy__vk_str *out);
+/* A coarse program's main() after its prologue: registers, calls of vy_main, stores. */
+void vy__vk_coarse_main(const struct vy__vk_gen *g, struct vy__vk_str *out);
 
 #endif

@@ -116,6 +116,25 @@ int vy__vk_check_workgroup(struct vy__vk_backend *b, const uint32_t wg[3], struc
 	return 0;
 }
 
+/*
+ * Whether a launch runs coarse (vk_coarse.c): every segment's shader is elementwise, the launch
+ * is 1-D in workgroups and grid, and it has enough workgroups that a quarter of them still fill
+ * the device. The logical grid stays below 2^31 workgroups, so the shader's workgroup numbers
+ * cannot wrap.
+ */
+static bool coarse_fits(
+	const struct vy__vk_backend *b, const struct vy__vk_kernel *k, const struct vy_launch *la)
+{
+	for (uint32_t s = 0; s < k->n_segments; s++) {
+		if (!k->segments[s].layout.coarse) {
+			return false;
+		}
+	}
+	return la->workgroup_size[1] == 1 && la->workgroup_size[2] == 1 && la->grid[1] == 1 &&
+	       la->grid[2] == 1 && la->grid[0] >= b->exec.coarse_min &&
+	       la->grid[0] < UINT32_C(1) << 31;
+}
+
 int vy__vk_plan_launch(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 	const struct vy_binding_plan *plan, const struct vy_dispatch_config *config,
 	struct vy__vk_job *job, struct vy_err *err)
@@ -131,6 +150,22 @@ int vy__vk_plan_launch(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 	if (rc == 0 && (config->workgroup_size[0] || config->workgroup_size[1] ||
 			       config->workgroup_size[2])) {
 		rc = vy__vk_check_workgroup(b, job->launch.workgroup_size, err);
+	}
+	job->coarse = 0;
+	if (rc == 0 && coarse_fits(b, k, &job->launch)) {
+		/* The same workgroups, VY_VK_COARSE to a launched one: the launch of that many. */
+		struct vy_launch fewer;
+		lcfg.grid[0] = job->launch.grid[0] / VY_VK_COARSE +
+			       (job->launch.grid[0] % VY_VK_COARSE != 0);
+		lcfg.grid[1] = lcfg.grid[2] = 1;
+		memcpy(lcfg.workgroup_size, job->launch.workgroup_size,
+			sizeof(lcfg.workgroup_size));
+		if (vy_launch_compute(
+			    k->program, k->features, plan, &lcfg, &limits, &fewer, NULL) == 0) {
+			memcpy(job->launch.workgroups, fewer.workgroups, sizeof(fewer.workgroups));
+			job->launch.folded = fewer.folded;
+			job->coarse = VY_VK_COARSE;
+		}
 	}
 	return rc;
 }
@@ -433,8 +468,8 @@ int vy__vk_job_start(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 		rc = vy__vk_plan_launch(b, k, &plan, req->config, job, err);
 	}
 	if (rc == 0) {
-		rc = vy__vk_variant_get(
-			k, req->config->spec, job->launch.workgroup_size, &job->v, err);
+		rc = vy__vk_variant_get(k, req->config->spec, job->launch.workgroup_size,
+			job->coarse, &job->v, err);
 	}
 	if (rc == 0) {
 		rc = vy__vk_ctx_acquire(&b->exec, &job->ctx, err);

@@ -24,6 +24,11 @@
  * empty workgroups take about 3 ms, on a GPU a million take well under a millisecond. */
 #define PART_MIN_CPU ((uint64_t)1 << 12)
 #define PART_MIN_GPU ((uint64_t)1 << 20)
+/* Logical workgroups from which a 1-D launch of an elementwise program runs coarse
+ * (vk_coarse.c): on a GPU, a launch that fills the device several times over even at a quarter
+ * of its workgroups; on a CPU device every launch, so that lavapipe runs the path GPUs take. */
+#define COARSE_MIN_CPU 1u
+#define COARSE_MIN_GPU (1u << 12)
 
 static uint64_t now_ns(void)
 {
@@ -55,6 +60,8 @@ int vy__vk_exec_init(struct vy_vk_exec *x, struct vy_vk_device *dev, struct vy_v
 	/* A part of a split launch should end within milliseconds once its job is stopped. */
 	x->part_min =
 		dev->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? PART_MIN_CPU : PART_MIN_GPU;
+	x->coarse_min = dev->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? COARSE_MIN_CPU
+									     : COARSE_MIN_GPU;
 	x->clean = xrealloc(NULL, VY_VK_KEPT_PACKS, sizeof(*x->clean));
 	x->dirty = xrealloc(NULL, VY_VK_KEPT_PACKS, sizeof(*x->dirty));
 	pthread_mutex_init(&x->lock, NULL);

@@ -120,6 +120,7 @@ struct vy_vk_exec {
 	uint32_t spin_ns;      /* busy-wait before sleeping */
 	uint64_t direct_limit; /* buffers up to this size bind host-visible memory directly */
 	uint64_t part_min;     /* launches of more workgroups run in parts a stopped job skips */
+	uint32_t coarse_min;   /* 1-D launches of at least this many workgroups may run coarse */
 	bool lost;
 	/* Zero-filled stand-in for empty buffers where null descriptors are missing. */
 	struct vy_vk_slice dummy;

@@ -571,12 +571,12 @@ static int check_spec(struct vy__vk_kernel *k, const struct vy_spec_map *spec, s
 
 static const struct vy_spec_map empty_spec;
 
-static struct vy__vk_variant *find_variant(
-	struct vy__vk_kernel *k, const struct vy_spec_map *spec, const uint32_t wg[3])
+static struct vy__vk_variant *find_variant(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
+	const uint32_t wg[3], uint32_t coarse)
 {
 	for (struct vy__vk_variant *v = k->variants; v; v = v->next) {
 		if (memcmp(v->workgroup_size, wg, sizeof(v->workgroup_size)) == 0 &&
-			vy_spec_map_eq(&v->spec, spec)) {
+			v->coarse == coarse && vy_spec_map_eq(&v->spec, spec)) {
 			return v;
 		}
 	}
@@ -584,13 +584,13 @@ static struct vy__vk_variant *find_variant(
 }
 
 static int make_pipelines(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
-	const uint32_t wg[3], VkPipeline *pipelines, struct vy_err *err)
+	const uint32_t wg[3], uint32_t coarse, VkPipeline *pipelines, struct vy_err *err)
 {
 	struct vy__vk_backend *b = k->b;
 	for (uint32_t s = 0; s < k->n_segments; s++) {
 		const struct vy__vk_segment *seg = &k->segments[s];
-		uint32_t data[3 + VY_VK_MAX_SPEC];
-		VkSpecializationMapEntry entries[3 + VY_VK_MAX_SPEC];
+		uint32_t data[4 + VY_VK_MAX_SPEC];
+		VkSpecializationMapEntry entries[4 + VY_VK_MAX_SPEC];
 		uint32_t n = 0;
 		for (uint32_t i = 0; i < 3; i++) {
 			data[n] = wg[i];
@@ -605,6 +605,11 @@ static int make_pipelines(struct vy__vk_kernel *k, const struct vy_spec_map *spe
 				spec_word(sp->type, v, &data[n]);
 			}
 			entries[n] = (VkSpecializationMapEntry){sp->constant_id, n * 4, 4};
+			n++;
+		}
+		if (seg->layout.coarse) {
+			data[n] = coarse ? coarse : 1;
+			entries[n] = (VkSpecializationMapEntry){VY_VK_COARSE_SPEC_ID, n * 4, 4};
 			n++;
 		}
 		VkSpecializationInfo info = {
@@ -623,13 +628,14 @@ static int make_pipelines(struct vy__vk_kernel *k, const struct vy_spec_map *spe
 }
 
 int vy__vk_variant_get(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
-	const uint32_t workgroup_size[3], struct vy__vk_variant **out, struct vy_err *err)
+	const uint32_t workgroup_size[3], uint32_t coarse, struct vy__vk_variant **out,
+	struct vy_err *err)
 {
 	if (!spec) {
 		spec = &empty_spec;
 	}
 	pthread_mutex_lock(&k->variants_lock);
-	struct vy__vk_variant *v = find_variant(k, spec, workgroup_size);
+	struct vy__vk_variant *v = find_variant(k, spec, workgroup_size, coarse);
 	pthread_mutex_unlock(&k->variants_lock);
 	if (v) {
 		*out = v;
@@ -641,8 +647,9 @@ int vy__vk_variant_get(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
 	}
 	v = xcalloc(1, sizeof(*v));
 	memcpy(v->workgroup_size, workgroup_size, sizeof(v->workgroup_size));
+	v->coarse = coarse;
 	v->pipelines = xcalloc(k->n_segments, sizeof(*v->pipelines));
-	rc = make_pipelines(k, spec, workgroup_size, v->pipelines, err);
+	rc = make_pipelines(k, spec, workgroup_size, coarse, v->pipelines, err);
 	struct vy_vk_device *d = &k->b->dev;
 	if (rc) {
 		for (uint32_t s = 0; s < k->n_segments; s++) {
@@ -657,7 +664,7 @@ int vy__vk_variant_get(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
 	vy_spec_map_init_copy(&v->spec, spec);
 	pthread_mutex_lock(&k->variants_lock);
 	save_spirv_locked(k);
-	struct vy__vk_variant *other = find_variant(k, spec, workgroup_size);
+	struct vy__vk_variant *other = find_variant(k, spec, workgroup_size, coarse);
 	if (!other) {
 		v->next = k->variants;
 		k->variants = v;

@@ -22,7 +22,9 @@
  * difference that depends on the run. `--queued` starts each dispatch on the backends under test
  * with vy_backend_dispatch_async and then waits for it, so that the programs of concurrent
  * workers share batches, as a daemon's queued dispatches do (on a discrete GPU their copies back
- * then run in one tail after the batch). `--no-shrink` reports each mismatch as it is found,
+ * then run in one tail after the batch). `--coarse` runs every 1-D launch of an elementwise
+ * program coarse however small (vk_coarse.c), as lavapipe always does and a GPU does only for
+ * large launches. `--no-shrink` reports each mismatch as it is found,
  * without running it again or shrinking it: for a first look on a shared device.
  * A device loss stops the run: it is reported once, with the programs in flight then.
  * `--jobs N` (default: the online CPUs) runs N worker threads, each taking the next program
@@ -73,6 +75,7 @@
 /* Without the Vulkan backend --staged and --discrete are refused (open_test_mode). */
 #define VY__VK_TEST_STAGING 1u
 #define VY__VK_TEST_COPY_ALL 1u
+#define VY__VK_TEST_COARSE_ALL 1u
 #endif
 
 #define MAX_VARS 256
@@ -192,6 +195,9 @@ struct gen {
 	enum share rw, tile;
 	bool allow_return;
 	bool use_tiles, use_par;
+	/* Every buffer it writes touched at gid.x alone, and nothing that lets invocations meet
+	 * or tells workgroups apart: the programs the Vulkan backend runs coarse. */
+	bool elementwise;
 	int nodes; /* statements left */
 	uint32_t spec[T_COUNT];
 	bool spec_used[T_COUNT];
@@ -302,7 +308,7 @@ static json_object *any_index(struct gen *g, int depth)
 /* An index only this invocation uses: its own element, or one past the end of every buffer. */
 static json_object *private_index(struct gen *g, const char *buf)
 {
-	if (chance(g, 85)) {
+	if (g->elementwise || chance(g, 85)) {
 		return own_index(g);
 	}
 	cov(g, "index:past_end");
@@ -379,9 +385,10 @@ static json_object *leaf(struct gen *g, enum ty t, int depth)
 					cov(g, "len");
 					return op1("len", str(lens[rnd(g, 4)]));
 				}
-				const char *id = ids[rnd(g, 3)];
+				const char *id = ids[rnd(g, g->elementwise ? 2 : 3)];
 				cov(g, "%s", id);
-				return op1(id, json_object_new_int(rnd(g, 10) < 8 ? 0 : 1));
+				bool x = rnd(g, 10) < 8 || (g->elementwise && id[0] == 'g');
+				return op1(id, json_object_new_int(x ? 0 : 1));
 			}
 			break;
 		}
@@ -499,7 +506,7 @@ static void cov_init(void)
 		"store:tile_f", "if", "if_else", "loop", "block", "region", "return",
 		"barrier:seq_cst", "barrier:acq_rel", "input:count_0", "grid_sync",
 		"grid_sync_in_region", "config.max_loop_iterations", "cond:u32", "cond:i32",
-		"loop:dynamic_bound"};
+		"loop:dynamic_bound", "shape:elementwise"};
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
 		cov_name_add("%s", fixed[i]);
 	}
@@ -623,7 +630,7 @@ static json_object *expr(struct gen *g, enum ty t, int depth)
 		}
 		break;
 	case 8:
-		if (t == T_U && g->rw == SH_OWN) {
+		if (t == T_U && g->rw == SH_OWN && !g->elementwise) {
 			/* An atomic on this invocation's own element: its old value is defined. */
 			static const char *const aops[] = {
 				"add", "and", "or", "xor", "min", "max", "exchange"};
@@ -748,7 +755,7 @@ static void statement(struct gen *g, json_object *list, int depth)
 			add(list, op2("region", str("difffuzz"),
 					  block(g, depth + 1, 1 + (int)rnd(g, 3))));
 		}
-	} else if (k < 92) {
+	} else if (k < 92 && !g->elementwise) {
 		/* An atomic on a shared element whose final value does not depend on the order:
 		 * element e always takes the operation aops[e], and the old value is never read. */
 		static const char *const aops[] = {"add", "and", "or", "xor", "min", "max"};
@@ -844,7 +851,11 @@ static json_object *generate(uint64_t seed, uint64_t *counts)
 	static const uint32_t wgs[] = {1, 2, 4, 8, 16, 64};
 	g.wg = wgs[rnd(&g, 6)];
 	g.n = 1 + rnd(&g, 12);
-	g.use_tiles = g.wg > 1 && chance(&g, 40);
+	g.elementwise = chance(&g, 30);
+	if (g.elementwise) {
+		cov(&g, "shape:elementwise");
+	}
+	g.use_tiles = !g.elementwise && g.wg > 1 && chance(&g, 40);
 	g.use_par = chance(&g, 30);
 	/* Sizes: shader compilation time grows faster than the program, and most bugs need only a
 	 * few nodes, so most programs are small and one in ten is as large as before. */
@@ -893,7 +904,7 @@ static json_object *generate(uint64_t seed, uint64_t *counts)
 	}
 
 	json_object *entry = arr(NULL);
-	uint32_t phases = chance(&g, 15) ? 2 + rnd(&g, 2) : 1;
+	uint32_t phases = !g.elementwise && chance(&g, 15) ? 2 + rnd(&g, 2) : 1;
 	for (uint32_t p = 0; p < phases; p++) {
 		if (p > 0) {
 			cov(&g, "grid_sync");
@@ -1791,7 +1802,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: difffuzz [--seed S|random] [--from I] [--count N] [--jobs N] [--backend "
-		"ID]... [--staged|--discrete] [--queued] [--kernel-cache N] [--no-shrink] "
+		"ID]... [--staged|--discrete|--coarse] [--queued] [--kernel-cache N] [--no-shrink] "
 		"[--require-coverage] [--coverage] [--self-test] [--reference-only] [--dump-glsl] "
 		"[--verbose]\n");
 }
@@ -1843,6 +1854,9 @@ int main(int argc, char **argv)
 		} else if (strcmp(argv[i], "--discrete") == 0) {
 			run.vk_test_flags = VY__VK_TEST_STAGING;
 			run.vk_test_label = "vulkan-discrete";
+		} else if (strcmp(argv[i], "--coarse") == 0) {
+			run.vk_test_flags = VY__VK_TEST_COARSE_ALL;
+			run.vk_test_label = "vulkan-coarse";
 		} else if (strcmp(argv[i], "--kernel-cache") == 0 && i + 1 < argc) {
 			run.kernel_cache = (uint32_t)strtoul(argv[++i], NULL, 0);
 		} else if (strcmp(argv[i], "--from") == 0 && i + 1 < argc) {

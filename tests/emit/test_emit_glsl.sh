@@ -80,12 +80,22 @@ lacks nvidia "double"
 # special operands by integer tests, and selected and assigned words pass through vy_z.
 has lavapipe "//   constant operands folded exactly: no; selects between constants exact: no"
 has nvidia "//   constant operands folded exactly: yes; selects between constants exact: yes"
-has lavapipe "	uint vy_z = vy_pc.opaque_zero;"
+has lavapipe "uint vy_z;"
+has lavapipe "	vy_z = vy_pc.opaque_zero;"
 lacks nvidia "vy_z"
-# Only the profile's comments, its helpers and vy_z differ: main is otherwise the same.
-sed -n '/^void main()$/,$p' "$TMP/lavapipe.out" | grep -vF 'uint vy_z = vy_pc.opaque_zero;' \
+# saxpy is elementwise (vk_coarse.c): its entry is vy_main, x and y its registers (params is read
+# at index 0, not at gid), and the coarse spec constant picks how many logical workgroups run.
+for profile in lavapipe nvidia; do
+	has "$profile" "layout(constant_id = 67) const uint vy_kc = 1u;"
+	has "$profile" "void vy_main(uvec3 vy_gid, inout uint vy_st, inout uint vy_r1, inout uint vy_r2)"
+	has "$profile" "		vy_main(vy_g3, vy_st3, vy_r1_3, vy_r2_3);"
+	has "$profile" "		b2_y.d[vy_g3.x] = vy_r2_3;"
+done
+# Only the profile's comments, its helpers and vy_z differ: the code is otherwise the same.
+sed -n '/^void vy_main(/,$p' "$TMP/lavapipe.out" | grep -vF 'vy_z = vy_pc.opaque_zero;' \
 	>"$TMP/lavapipe.main"
-sed -n '/^void main()$/,$p' "$TMP/nvidia.out" >"$TMP/nvidia.main"
+sed -n '/^void vy_main(/,$p' "$TMP/nvidia.out" >"$TMP/nvidia.main"
+[ -s "$TMP/nvidia.main" ] || fail "nvidia: no vy_main"
 cmp -s "$TMP/lavapipe.main" "$TMP/nvidia.main" || fail "the main functions differ between profiles"
 
 # Standard input reads the same program.
