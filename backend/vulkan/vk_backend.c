@@ -143,6 +143,7 @@ static int device_up(struct vy__vk_backend *b, uint32_t index, struct vy_err *er
 				.fold_exact = b->probe.fold_exact,
 				.select_exact = b->probe.select_exact,
 			},
+		.coarse = true,
 		.subgroups = b->subgroups,
 		.subgroup_size = b->dev.subgroup_size,
 		.loop_passes = b->probe.loop_passes,

@@ -57,6 +57,9 @@ struct vy__vk_segment {
 	struct vy_vk_shader_layout layout;
 	const struct vy_vk_layout *vk_layout; /* borrowed from the layout cache */
 	VkShaderModule module;
+	/* The coarse form's module (vk_coarse.c), made by the first coarse variant; guarded by the
+	 * kernel's variants_lock until then. */
+	VkShaderModule coarse_module;
 	uint32_t subgroup_size; /* to pin, or 0 */
 	/* owned: SPIR-V compiled now, written to the disk cache once a pipeline of it is built (a
 	 * module whose pipelines all fail is not kept); NULL once written or when not to write */

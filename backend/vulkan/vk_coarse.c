@@ -6,8 +6,9 @@
  * them. On a large 1-D launch the runtime then builds the pipeline with spec constant
  * VY_VK_COARSE_SPEC_ID at VY__VK_COARSE, and each invocation runs that many consecutive logical
  * workgroups, whose loads all issue before the first call: a memory-bound kernel keeps several
- * loads in flight per invocation, as a hand-written vector kernel does. At 1 (the pipeline that
- * every other launch uses) the other calls are dead code that the driver drops.
+ * loads in flight per invocation, as a hand-written vector kernel does. Every other launch runs
+ * the plain form, the shader generated as for any program; the coarse form is generated and
+ * compiled only when a launch first needs it (vk_kernel.c), so a cold compile costs what it did.
  *
  * Why this gives the reference's bytes. The reference runs invocations one after another, and a
  * race-free program's result does not depend on their order or interleaving. The conditions
@@ -199,11 +200,15 @@ void vy__vk_coarse_plan(struct vy__vk_gen *g)
 		c->n_names = 0;
 		return;
 	}
+	g->layout->coarse = true;
+	if (!g->opts->coarse) {
+		c->n_names = 0;
+		return;
+	}
 	c->on = true;
 	c->reg = sc.gid_load | sc.gid_store;
 	c->preload = sc.gid_load;
 	c->stored = sc.gid_store;
-	g->layout->coarse = true;
 }
 
 /* ---- Emission ---- */

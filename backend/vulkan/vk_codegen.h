@@ -22,7 +22,7 @@
  *                          it is not 0. The runtime sets it for a dispatch nobody waits for any
  *                          more (a timeout), whose results are then undefined.
  *   push constants         struct vy_vk_push, 52 bytes.
- *   spec constant VY_VK_COARSE_SPEC_ID  logical workgroups per launched one (layout.coarse).
+ *   spec constant VY_VK_COARSE_SPEC_ID  in the coarse form: logical workgroups per launched one.
  *   spec constant 0..2     the workgroup size (local_size_{x,y,z}_id).
  *   spec constant 3..      one per distinct `spec` name, sorted by name (strcmp), each a 32-bit
  *                          word: u32 as is, i32 as two's complement, f32 as its bits, bool as
@@ -77,6 +77,9 @@ struct vy_vk_codegen_options {
 	 * loops may need more, innermost loops run several copies of their body per pass.
 	 */
 	uint32_t loop_passes;
+	/* An elementwise program gets the coarse form (vk_coarse.c); otherwise, or false, the plain
+	 * one. layout.coarse says whether it is elementwise either way. */
+	bool coarse;
 };
 
 enum { VY_VK_MAX_SPEC = 64 };
@@ -114,8 +117,8 @@ struct vy_vk_shader_layout {
 	struct vy_vk_spec spec[VY_VK_MAX_SPEC]; /* constant ids 3.. (0..2 are the workgroup size) */
 	bool uses_f64;                          /* the shader needs shaderFloat64 */
 	uint32_t subgroup_features; /* VY_VK_SUBGROUP_* the shader needs in the compute stage */
-	/* An elementwise program (vk_coarse.c): spec constant VY_VK_COARSE_SPEC_ID sets how many
-	 * logical workgroups each launched one runs. */
+	/* An elementwise program (vk_coarse.c): its coarse form, generated with
+	 * vy_vk_codegen_options.coarse, takes spec constant VY_VK_COARSE_SPEC_ID. */
 	bool coarse;
 };
 

@@ -37,6 +37,7 @@ static const struct vy_vulkan_profile named[] = {
 				.subgroups = true,
 				.subgroup_size = 8,
 				.loop_passes = 65535,
+				.coarse = true,
 			},
 		.caps =
 			{
@@ -59,6 +60,7 @@ static const struct vy_vulkan_profile named[] = {
 					.select_exact = true},
 				.subgroups = true,
 				.subgroup_size = 32,
+				.coarse = true,
 			},
 		.caps =
 			{

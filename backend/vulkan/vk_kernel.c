@@ -74,6 +74,10 @@ static void destroy_vulkan(struct vy__vk_kernel *k)
 			d->vk.vkDestroyShaderModule(d->dev, k->segments[s].module, NULL);
 			k->segments[s].module = VK_NULL_HANDLE;
 		}
+		if (k->segments[s].coarse_module) {
+			d->vk.vkDestroyShaderModule(d->dev, k->segments[s].coarse_module, NULL);
+			k->segments[s].coarse_module = VK_NULL_HANDLE;
+		}
 		k->segments[s].vk_layout = NULL;
 	}
 }
@@ -308,7 +312,9 @@ static int build_segment(struct vy__vk_backend *b, struct vy__vk_kernel *k, uint
 		return rc;
 	}
 	char *glsl = NULL;
-	rc = vy_vk_codegen(seg->program, &b->cg, &glsl, &seg->layout, err);
+	struct vy_vk_codegen_options plain = b->cg;
+	plain.coarse = false;
+	rc = vy_vk_codegen(seg->program, &plain, &glsl, &seg->layout, err);
 	if (rc) {
 		return rc;
 	}
@@ -583,6 +589,48 @@ static struct vy__vk_variant *find_variant(struct vy__vk_kernel *k, const struct
 	return NULL;
 }
 
+/*
+ * The coarse form's module of every segment (vk_coarse.c), generated and compiled (or read from
+ * the disk cache) the first time a coarse launch needs it. The caller holds k->variants_lock.
+ */
+static int coarse_modules_locked(struct vy__vk_kernel *k, struct vy_err *err)
+{
+	struct vy__vk_backend *b = k->b;
+	for (uint32_t s = 0; s < k->n_segments; s++) {
+		struct vy__vk_segment *seg = &k->segments[s];
+		if (seg->coarse_module) {
+			continue;
+		}
+		char *glsl = NULL;
+		struct vy_vk_shader_layout layout;
+		int rc = vy_vk_codegen(seg->program, &b->cg, &glsl, &layout, err);
+		uint32_t *words = NULL;
+		size_t n_words = 0;
+		bool from_disk = false;
+		uint8_t key[16];
+		if (rc == 0) {
+			rc = spirv_of(b, glsl, &words, &n_words, &from_disk, key, err);
+		}
+		free(glsl);
+		if (rc == 0 && b->validation && !from_disk) {
+			rc = vy__vk_validate_spirv(words, n_words, err);
+		}
+		if (rc == 0) {
+			rc = vy__vk_module_create(
+				&b->pipes, words, n_words, &seg->coarse_module, err);
+		}
+		if (rc == 0 && !from_disk && b->disk.dir) {
+			(void)vy__vk_disk_write(
+				&b->disk, VY_VK_DISK_SPIRV, key, words, n_words * 4, NULL);
+		}
+		free(words);
+		if (rc) {
+			return vy__vk_segment_error(k, s, rc, err);
+		}
+	}
+	return 0;
+}
+
 static int make_pipelines(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
 	const uint32_t wg[3], uint32_t coarse, VkPipeline *pipelines, struct vy_err *err)
 {
@@ -607,8 +655,8 @@ static int make_pipelines(struct vy__vk_kernel *k, const struct vy_spec_map *spe
 			entries[n] = (VkSpecializationMapEntry){sp->constant_id, n * 4, 4};
 			n++;
 		}
-		if (seg->layout.coarse) {
-			data[n] = coarse ? coarse : 1;
+		if (coarse) {
+			data[n] = coarse;
 			entries[n] = (VkSpecializationMapEntry){VY_VK_COARSE_SPEC_ID, n * 4, 4};
 			n++;
 		}
@@ -618,8 +666,9 @@ static int make_pipelines(struct vy__vk_kernel *k, const struct vy_spec_map *spe
 			.dataSize = n * 4,
 			.pData = data,
 		};
-		int rc = vy__vk_pipeline_create(&b->pipes, seg->module, seg->vk_layout, &info,
-			seg->subgroup_size, &pipelines[s], err);
+		int rc =
+			vy__vk_pipeline_create(&b->pipes, coarse ? seg->coarse_module : seg->module,
+				seg->vk_layout, &info, seg->subgroup_size, &pipelines[s], err);
 		if (rc) {
 			return vy__vk_segment_error(k, s, rc, err);
 		}
@@ -644,6 +693,14 @@ int vy__vk_variant_get(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
 	int rc = check_spec(k, spec, err);
 	if (rc) {
 		return rc;
+	}
+	if (coarse) {
+		pthread_mutex_lock(&k->variants_lock);
+		rc = coarse_modules_locked(k, err);
+		pthread_mutex_unlock(&k->variants_lock);
+		if (rc) {
+			return rc;
+		}
 	}
 	v = xcalloc(1, sizeof(*v));
 	memcpy(v->workgroup_size, workgroup_size, sizeof(v->workgroup_size));
