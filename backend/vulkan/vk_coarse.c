@@ -26,7 +26,7 @@
  * they would have. The loop counters are the function's locals, so max_loop_iterations still
  * counts per logical invocation. On a device whose driver ends long loops (llvmpipe counts the
  * passes of an invocation's loops against one budget), a program with loops is not eligible:
- * four logical invocations would share one budget.
+ * the logical invocations of one invocation would share one budget.
  *
  * Only small programs run coarse (VY__VK_COARSE_SIZE): their time goes to memory, which the
  * loads in flight hide, while a long program's goes to arithmetic, which they do not; and the

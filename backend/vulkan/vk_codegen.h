@@ -150,7 +150,7 @@ struct vy_vk_push {
  * lwg_y = lwg_z = 1 each invocation runs VY_VK_COARSE consecutive logical workgroups, and the
  * launch covers ceil(logical_workgroups[0] / VY_VK_COARSE) of them.
  */
-#define VY_VK_COARSE 4u
+#define VY_VK_COARSE 8u
 #define VY_VK_COARSE_SPEC_ID (3u + VY_VK_MAX_SPEC)
 
 /* Loop iterations of one invocation between two reads of the stop word (a power of two). */

@@ -1710,6 +1710,39 @@ def memory_cases():
                  [b == 0 for b in bs],
                  [int(b != 0) + int(f != 0) for b, f in zip(bs, fs)]])
 
+    name = "coarse_elementwise_edges"
+    n_x, n_y, n_run = 4000, 4200, 65 * 64
+    prog = program(name, 64, [buf("x", 0, "read_only", "u32", 0),
+                              buf("y", 1, "read_write", "u32", 0),
+                              buf("f", 2, "write_only", "f32", n_y),
+                              buf("b", 3, "write_only", "bool", n_y)],
+                   [let("i", gid()),
+                    if_(op("eq", op("mod", V("i"), U(7)), U(3)), [ret()]),
+                    store("y", V("i"), op("add", load("x", V("i")), load("y", V("i")))),
+                    if_(op("eq", op("bit_and", V("i"), U(1)), U(0)),
+                        [store("y", V("i"), op("mul", load("y", V("i")), U(3)))]),
+                    store("f", V("i"), ["cast", "f32", load("y", V("i"))]),
+                    store("b", V("i"), op("gt", load("y", V("i")), U(5000)))])
+    ys, fs, bs = [], [], []
+    for i in range(n_y):
+        if i % 7 == 3 or i >= n_run:
+            ys.append(i)
+            fs.append(0)
+            bs.append(False)
+            continue
+        v = (3 * i + 1 if i < n_x else 0) + i
+        v = v * 3 if i % 2 == 0 else v
+        ys.append(v)
+        fs.append(v)
+        bs.append(v > 5000)
+    case(name, "An elementwise program on a grid of 65 workgroups, which a coarse launch runs "
+         "eight to a workgroup (the last one alone, and no 66th: y's elements past 65 * 64 keep "
+         "their input): invocations that return early store nothing, a load after a store of "
+         "the same element reads the store, x is shorter than y so its loads past the end read "
+         "0, and bool and f32 outputs are written back after the calls.",
+         prog, [{"values": [3 * i + 1 for i in range(n_x)]}, {"values": list(range(n_y))}],
+         config={"grid": [65, 1, 1]}, expect=[ys, fs, bs])
+
     name = "oob_loads"
     prog = program(name, 64, [buf("u", 0, "read_only", "u32", 4),
                               buf("s", 1, "read_only", "i32", 4),

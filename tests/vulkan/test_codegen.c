@@ -149,8 +149,8 @@ static int compile_or_fail(const char *glsl, struct compiled *out, struct vy_err
 		line, len, len ? text : "", out->log);
 }
 
-/* Generate, compile and validate one program for every profile (a text that an earlier profile
- * already gave is not compiled twice). */
+/* Generate, compile and validate one program for every profile, in its plain and its coarse form
+ * (vk_coarse.c; a text that an earlier profile or form already gave is not compiled twice). */
 static void check_program(struct vy_program *p, const char *what)
 {
 	struct vy_err err = {0};
@@ -162,17 +162,20 @@ static void check_program(struct vy_program *p, const char *what)
 	struct vy_grid_sync_split split = {0};
 	vy_grid_sync_split(p, &split);
 	for (uint32_t s = 0; s < split.len; s++) {
-		char *done[N_PROFILES] = {0};
-		for (size_t k = 0; k < N_PROFILES; k++) {
+		char *done[2 * N_PROFILES] = {0};
+		for (size_t i = 0; i < 2 * N_PROFILES; i++) {
+			size_t k = i / 2;
+			struct vy_vk_codegen_options opts = profiles[k];
+			opts.coarse = i % 2 == 1;
+			const char *form = opts.coarse ? "coarse" : "plain";
 			char *glsl = NULL;
 			struct vy_vk_shader_layout layout;
-			int rc = vy_vk_codegen(
-				split.segments[s], &profiles[k], &glsl, &layout, &err);
-			cr_assert_eq(rc, 0, "%s segment %u, %s profile: %s (at %s)", what, s,
-				profile_names[k], err.message, err.at);
-			done[k] = glsl;
+			int rc = vy_vk_codegen(split.segments[s], &opts, &glsl, &layout, &err);
+			cr_assert_eq(rc, 0, "%s segment %u, %s profile, %s: %s (at %s)", what, s,
+				profile_names[k], form, err.message, err.at);
+			done[i] = glsl;
 			bool seen = false;
-			for (size_t j = 0; j < k; j++) {
+			for (size_t j = 0; j < i; j++) {
 				seen = seen || strcmp(done[j], glsl) == 0;
 			}
 			if (seen) {
@@ -180,17 +183,17 @@ static void check_program(struct vy_program *p, const char *what)
 			}
 			struct compiled c;
 			rc = compile_or_fail(glsl, &c, &err);
-			cr_assert_eq(rc, 0, "%s segment %u, %s profile: %s", what, s,
-				profile_names[k], err.message);
-			cr_assert_eq(
-				c.warnings, 0, "%s, %s profile: %s", what, profile_names[k], c.log);
+			cr_assert_eq(rc, 0, "%s segment %u, %s profile, %s: %s", what, s,
+				profile_names[k], form, err.message);
+			cr_assert_eq(c.warnings, 0, "%s, %s profile, %s: %s", what,
+				profile_names[k], form, c.log);
 			const char *invalid = spirv_val(c.words, c.n_words);
-			cr_assert_null(invalid, "%s segment %u, %s profile: spirv-val: %s", what, s,
-				profile_names[k], invalid);
+			cr_assert_null(invalid, "%s segment %u, %s profile, %s: spirv-val: %s",
+				what, s, profile_names[k], form, invalid);
 			free(c.words);
 		}
-		for (size_t k = 0; k < N_PROFILES; k++) {
-			free(done[k]);
+		for (size_t i = 0; i < 2 * N_PROFILES; i++) {
+			free(done[i]);
 		}
 	}
 	vy_grid_sync_split_finish(&split);
@@ -324,6 +327,117 @@ Test(codegen, loads_and_stores_are_bounds_checked_and_floats_canonicalized)
 	cr_assert_null(strstr(glsl, "isnan("), "NaN tests must use the bits:\n%s", glsl);
 	cr_assert(strstr(glsl, "0x40000000u"), "the literal 2.0 as bits:\n%s", glsl);
 	free(glsl);
+}
+
+/* A program of `let i = gid 0` and then `entry`, over x (read) and y (read and written). */
+static char *elementwise_variant(const char *entry)
+{
+	static const char head[] =
+		"{\"vyre\": 1, \"workgroup_size\": [64, 1, 1], \"buffers\": ["
+		"{\"name\": \"x\", \"binding\": 0, \"access\": \"read_only\", \"type\": "
+		"\"u32\", \"count\": 0},"
+		"{\"name\": \"y\", \"binding\": 1, \"access\": \"read_write\", \"type\": "
+		"\"u32\", \"count\": 0}],"
+		"\"entry\": [[\"let\", \"i\", [\"gid\", 0]], ";
+	size_t n = strlen(head) + strlen(entry) + 3;
+	char *text = malloc(n);
+	cr_assert_not_null(text);
+	snprintf(text, n, "%s%s]}", head, entry);
+	return text;
+}
+
+/* Whether the program is elementwise (layout.coarse) on `opts`, and its coarse form compiles. */
+static bool coarse_on(const char *entry, const struct vy_vk_codegen_options *base)
+{
+	char *json = elementwise_variant(entry);
+	struct vy_vk_codegen_options opts = *base;
+	opts.coarse = true;
+	struct vy_vk_shader_layout layout;
+	char *glsl = glsl_of(json, &opts, &layout);
+	cr_assert_eq(layout.coarse, strstr(glsl, "void vy_main(") != NULL, "%s", glsl);
+	struct compiled c;
+	compile(glsl, &c);
+	cr_assert_eq(c.status, shaderc_compilation_status_success, "%s\n%s", c.log, glsl);
+	free(c.words);
+	free(glsl);
+	free(json);
+	return layout.coarse;
+}
+
+Test(codegen, elementwise_programs_get_a_coarse_form_and_no_other_does)
+{
+	const struct vy_vk_codegen_options *nv = &profiles[1];
+	/* y[i] = x[i] + y[i]: y's element is a register, read before and written back after the
+	 * calls; the plain form is the shader as it was. */
+	static const char add[] = "[\"store\", \"y\", [\"var\", \"i\"], [\"add\", "
+				  "[\"load\", \"x\", [\"var\", \"i\"]], [\"load\", \"y\", "
+				  "[\"gid\", 0]]]]";
+	cr_assert(coarse_on(add, nv));
+	char *json = elementwise_variant(add);
+	struct vy_vk_codegen_options opts = *nv;
+	struct vy_vk_shader_layout layout;
+	char *plain = glsl_of(json, &opts, &layout);
+	cr_assert(layout.coarse, "elementwise whichever form is asked for");
+	cr_assert_null(strstr(plain, "vy_main"), "%s", plain);
+	cr_assert_null(strstr(plain, "vy_kc"), "%s", plain);
+	opts.coarse = true;
+	char *glsl = glsl_of(json, &opts, &layout);
+	cr_assert(strstr(glsl, "layout(constant_id = 67) const uint vy_kc = 1u;"), "%s", glsl);
+	cr_assert(strstr(glsl, "void vy_main(uvec3 vy_gid, inout uint vy_st, inout uint vy_r0, "
+			       "inout uint vy_r1)"),
+		"%s", glsl);
+	cr_assert(strstr(glsl,
+			  "\tif (vy_on3 && vy_g3.x < vy_len1) {\n\t\tvy_r1_3 = b1_y.d[vy_g3.x];"),
+		"%s", glsl);
+	cr_assert(strstr(glsl, "\t\tvy_r1 = "), "a store in range writes the register:\n%s", glsl);
+	cr_assert(strstr(glsl, "\t\tvy_st |= 2u;"), "%s", glsl);
+	cr_assert(strstr(glsl, "\tif ((vy_st3 & 2u) != 0u) {\n\t\tb1_y.d[vy_g3.x] = vy_r1_3;"),
+		"%s", glsl);
+	cr_assert(
+		strstr(glsl, "\tbool vy_on3 = vy_k > 3u && vy_w0 + 3u < vy_pc.lwg_x;"), "%s", glsl);
+	cr_assert_null(strstr(glsl, "vy_r2"), "x at another index stays a load:\n%s", glsl);
+	free(glsl);
+	free(plain);
+	free(json);
+
+	/* x is never written, so it may be read anywhere. */
+	cr_assert(coarse_on("[\"store\", \"y\", [\"var\", \"i\"], [\"load\", \"x\", "
+			    "[\"add\", [\"var\", \"i\"], [\"u32\", 1]]]]",
+		nv));
+	/* Each of these lets invocations meet, tells workgroups apart, or touches a written
+	 * buffer away from gid.x. */
+	static const char *const not_elementwise[] = {
+		"[\"store\", \"y\", [\"add\", [\"var\", \"i\"], [\"u32\", 1]], [\"u32\", 1]]",
+		"[\"store\", \"y\", [\"var\", \"i\"], [\"load\", \"y\", [\"u32\", 0]]]",
+		"[\"store\", \"y\", [\"var\", \"i\"], [\"wgid\", 0]]",
+		"[\"store\", \"y\", [\"var\", \"i\"], [\"gid\", 1]]",
+		"[\"barrier\"], [\"store\", \"y\", [\"var\", \"i\"], [\"u32\", 1]]",
+		"[\"let\", \"o\", [\"atomic\", \"add\", \"y\", [\"var\", \"i\"], [\"u32\", 1]]]",
+		"[\"assign\", \"i\", [\"u32\", 0]], [\"store\", \"y\", [\"var\", \"i\"], [\"u32\", "
+		"1]]",
+		"[\"let\", \"j\", [\"add\", [\"var\", \"i\"], [\"u32\", 0]]], "
+		"[\"store\", \"y\", [\"var\", \"j\"], [\"u32\", 1]]",
+	};
+	for (size_t i = 0; i < sizeof(not_elementwise) / sizeof(not_elementwise[0]); i++) {
+		cr_assert_not(coarse_on(not_elementwise[i], nv), "%s", not_elementwise[i]);
+	}
+	/* A loop is elementwise where the driver does not end long loops, not on lavapipe, whose
+	 * loop budget the logical invocations of one invocation would share. */
+	static const char loop[] = "[\"loop\", \"k\", [\"u32\", 0], [\"u32\", 3], "
+				   "[[\"store\", \"y\", [\"var\", \"i\"], [\"var\", \"k\"]]]]";
+	cr_assert(coarse_on(loop, nv));
+	cr_assert_not(coarse_on(loop, &profiles[0]));
+	/* A long program spends its time on arithmetic: it keeps the plain form. */
+	char longer[4096] = "[\"let\", \"a\", [\"load\", \"x\", [\"var\", \"i\"]]]";
+	for (int k = 0; k < 40; k++) {
+		size_t n = strlen(longer);
+		snprintf(longer + n, sizeof(longer) - n,
+			", [\"assign\", \"a\", [\"mul\", [\"var\", \"a\"], [\"u32\", 3]]]");
+	}
+	size_t n = strlen(longer);
+	snprintf(longer + n, sizeof(longer) - n,
+		", [\"store\", \"y\", [\"var\", \"i\"], [\"var\", \"a\"]]");
+	cr_assert_not(coarse_on(longer, nv));
 }
 
 static const char math[] =

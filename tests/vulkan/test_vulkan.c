@@ -1424,26 +1424,45 @@ static void find_spirv(char *out, size_t size)
 	cr_assert_neq(out[0], '\0', "no SPIR-V file was written");
 }
 
-/* Open a backend on the cache, dispatch vector_add, and return its stats before closing. */
-static struct vy_vulkan_stats cached_run(void)
+static struct vy_program *counting_loop(uint32_t n);
+
+/*
+ * Open a backend on the cache, dispatch a program with `flags`, and return its stats before
+ * closing: counting_loop, whose kernel has one module (it stores at a fixed index, so it is not
+ * elementwise), or with `coarse`, vector_add, which runs in its coarse form (vk_coarse.c) and so
+ * has two, the plain one and the coarse one.
+ */
+static struct vy_vulkan_stats cached_run_with(bool coarse)
 {
 	struct vy_vulkan_options opts = {.cache_dir = cache_dir, .cache_key = mac_key};
-	struct vy_backend *b = open_with(&opts, 0);
+	struct vy_backend *b = open_with(&opts, coarse ? VY__VK_TEST_COARSE_ALL : 0);
 	enum { N = 96 };
-	struct vy_program *p = vector_add(N);
-	static float a[N], bb[N];
-	fill_inputs(a, bb, N, 4.0f);
-	struct vy_bytes in[2] = {{(uint8_t *)a, sizeof(a)}, {(uint8_t *)bb, sizeof(bb)}};
 	struct vy_outputs outs;
 	vy_outputs_init(&outs);
-	dispatch_ok(b, p, in, 2, NULL, &outs);
-	check_sum(&outs, a, bb, N);
+	struct vy_program *p = NULL;
+	if (coarse) {
+		p = vector_add(N);
+		static float a[N], bb[N];
+		fill_inputs(a, bb, N, 4.0f);
+		struct vy_bytes in[2] = {{(uint8_t *)a, sizeof(a)}, {(uint8_t *)bb, sizeof(bb)}};
+		dispatch_ok(b, p, in, 2, NULL, &outs);
+		check_sum(&outs, a, bb, N);
+	} else {
+		p = counting_loop(N);
+		dispatch_ok(b, p, NULL, 0, NULL, &outs);
+		cr_assert_eq(((const uint32_t *)outs.items[0].data)[0], N);
+	}
 	struct vy_vulkan_stats st;
 	cr_assert(vy_vulkan_stats(b, &st));
 	vy_outputs_finish(&outs);
 	vy_program_destroy(p);
 	vy_backend_destroy(b);
 	return st;
+}
+
+static struct vy_vulkan_stats cached_run(void)
+{
+	return cached_run_with(false);
 }
 
 /* Both files of the cache pass every check for this device (they were replaced). */
@@ -1514,6 +1533,20 @@ Test(vulkan, damaged_or_foreign_cache_files_are_ignored_and_replaced)
 			st.spirv_disk_invalid, how == 4, "damage %d: spirv-val's refusals", how);
 		check_cache_files(&prof, how);
 	}
+	done();
+}
+
+Test(vulkan, the_coarse_form_is_cached_with_the_plain_one)
+{
+	/* A coarse launch needs both modules of vector_add: both are written, and a restart
+	 * reads both from disk instead of compiling either. */
+	snprintf(cache_dir, sizeof(cache_dir), "/tmp/vy-vk-coarse-%ld", (long)getpid());
+	struct vy_vulkan_stats st = cached_run_with(true);
+	cr_assert_eq(st.spirv_disk_hits, 0);
+	cr_assert_geq(st.disk_writes, 2, "both modules are written");
+	st = cached_run_with(true);
+	cr_assert_eq(st.spirv_disk_hits, 2, "both modules come from disk");
+	cr_assert_eq(st.disk_rejected, 0);
 	done();
 }
 
