@@ -243,6 +243,13 @@ static enum read_outcome read_checked(const struct vy_vk_disk *disk, enum vy_vk_
 	return READ_OK;
 }
 
+bool vy__vk_disk_has(
+	const struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const uint8_t key[16])
+{
+	char path[4200];
+	return vy__vk_disk_path(disk, kind, key, path, sizeof(path)) && access(path, F_OK) == 0;
+}
+
 bool vy__vk_disk_read(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const uint8_t key[16],
 	void **data, size_t *len)
 {

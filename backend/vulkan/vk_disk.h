@@ -112,6 +112,9 @@ bool vy__vk_disk_path(const struct vy_vk_disk *disk, enum vy_vk_disk_kind kind,
  */
 bool vy__vk_disk_read(struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const uint8_t key[16],
 	void **data, size_t *len);
+/* Whether a file of `key` exists (checked and counted only when read). */
+bool vy__vk_disk_has(
+	const struct vy_vk_disk *disk, enum vy_vk_disk_kind kind, const uint8_t key[16]);
 
 /*
  * Write a file atomically. Failures are counted in write_errors and returned (DISPATCH_FAILED

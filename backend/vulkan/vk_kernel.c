@@ -298,6 +298,9 @@ static int lower_segment(struct vy__vk_segment *seg, struct vy_err *err)
 	return 0;
 }
 
+static int coarse_segment(struct vy__vk_backend *b, struct vy__vk_segment *seg, bool only_from_disk,
+	bool *from_disk, struct vy_err *err);
+
 static int build_segment(struct vy__vk_backend *b, struct vy__vk_kernel *k, uint32_t s,
 	const struct vy_program *view, const struct vy_caps *caps, struct vy_err *err)
 {
@@ -336,6 +339,9 @@ static int build_segment(struct vy__vk_backend *b, struct vy__vk_kernel *k, uint
 		words = NULL;
 	}
 	free(words);
+	if (rc == 0 && seg->layout.coarse && b->disk.dir) {
+		rc = coarse_segment(b, seg, true, &k->from_disk, err);
+	}
 	if (rc) {
 		return rc;
 	}
@@ -590,40 +596,55 @@ static struct vy__vk_variant *find_variant(struct vy__vk_kernel *k, const struct
 }
 
 /*
- * The coarse form's module of every segment (vk_coarse.c), generated and compiled (or read from
- * the disk cache) the first time a coarse launch needs it. The caller holds k->variants_lock.
+ * The coarse form's module of segment s (vk_coarse.c), from the disk cache or compiled (and
+ * then written there). With `only_from_disk`, nothing happens unless the disk cache holds a
+ * file for it: a kernel takes a module that is on disk when it is built, so that what it reports
+ * as from the disk covers every module the disk holds, and compiles one only when a launch first
+ * needs it. *from_disk is cleared when the module did not come from the disk.
  */
+static int coarse_segment(struct vy__vk_backend *b, struct vy__vk_segment *seg, bool only_from_disk,
+	bool *from_disk, struct vy_err *err)
+{
+	char *glsl = NULL;
+	struct vy_vk_shader_layout layout;
+	int rc = vy_vk_codegen(seg->program, &b->cg, &glsl, &layout, err);
+	if (rc) {
+		return rc;
+	}
+	uint8_t key[16];
+	spirv_key(b, glsl, key);
+	if (only_from_disk && !vy__vk_disk_has(&b->disk, VY_VK_DISK_SPIRV, key)) {
+		free(glsl);
+		return 0;
+	}
+	uint32_t *words = NULL;
+	size_t n_words = 0;
+	bool disk = false;
+	rc = spirv_of(b, glsl, &words, &n_words, &disk, key, err);
+	free(glsl);
+	*from_disk = *from_disk && disk;
+	if (rc == 0 && b->validation && !disk) {
+		rc = vy__vk_validate_spirv(words, n_words, err);
+	}
+	if (rc == 0) {
+		rc = vy__vk_module_create(&b->pipes, words, n_words, &seg->coarse_module, err);
+	}
+	if (rc == 0 && !disk && b->disk.dir) {
+		(void)vy__vk_disk_write(&b->disk, VY_VK_DISK_SPIRV, key, words, n_words * 4, NULL);
+	}
+	free(words);
+	return rc;
+}
+
+/* The coarse form's module of every segment, the first time a coarse launch needs it. The caller
+ * holds k->variants_lock. */
 static int coarse_modules_locked(struct vy__vk_kernel *k, struct vy_err *err)
 {
-	struct vy__vk_backend *b = k->b;
 	for (uint32_t s = 0; s < k->n_segments; s++) {
-		struct vy__vk_segment *seg = &k->segments[s];
-		if (seg->coarse_module) {
-			continue;
-		}
-		char *glsl = NULL;
-		struct vy_vk_shader_layout layout;
-		int rc = vy_vk_codegen(seg->program, &b->cg, &glsl, &layout, err);
-		uint32_t *words = NULL;
-		size_t n_words = 0;
-		bool from_disk = false;
-		uint8_t key[16];
-		if (rc == 0) {
-			rc = spirv_of(b, glsl, &words, &n_words, &from_disk, key, err);
-		}
-		free(glsl);
-		if (rc == 0 && b->validation && !from_disk) {
-			rc = vy__vk_validate_spirv(words, n_words, err);
-		}
-		if (rc == 0) {
-			rc = vy__vk_module_create(
-				&b->pipes, words, n_words, &seg->coarse_module, err);
-		}
-		if (rc == 0 && !from_disk && b->disk.dir) {
-			(void)vy__vk_disk_write(
-				&b->disk, VY_VK_DISK_SPIRV, key, words, n_words * 4, NULL);
-		}
-		free(words);
+		bool from_disk = true;
+		int rc = k->segments[s].coarse_module
+				 ? 0
+				 : coarse_segment(k->b, &k->segments[s], false, &from_disk, err);
 		if (rc) {
 			return vy__vk_segment_error(k, s, rc, err);
 		}
