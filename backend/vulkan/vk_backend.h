@@ -405,8 +405,8 @@ enum {
 	/* As a device whose grid limit (maxComputeWorkGroupCount) is VY__VK_TEST_GRID_LIMITS: a
 	 * 1-D launch of more than 16 workgroups folds over y, of more than 64 over z as well. */
 	VY__VK_TEST_SMALL_GRID = 1u << 4,
-	/* Every 1-D launch of an elementwise program runs coarse, however few its workgroups, as
-	 * on a CPU device (a GPU runs only large ones coarse). */
+	/* Every 1-D launch of an elementwise program runs coarse, however few its workgroups (a
+	 * GPU runs only large ones coarse, a CPU device none). */
 	VY__VK_TEST_COARSE_ALL = 1u << 5,
 };
 #define VY__VK_TEST_GRID_LIMITS                                                                    \

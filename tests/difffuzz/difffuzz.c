@@ -23,8 +23,8 @@
  * with vy_backend_dispatch_async and then waits for it, so that the programs of concurrent
  * workers share batches, as a daemon's queued dispatches do (on a discrete GPU their copies back
  * then run in one tail after the batch). `--coarse` runs every 1-D launch of an elementwise
- * program coarse however small (vk_coarse.c), as lavapipe always does and a GPU does only for
- * large launches. `--no-shrink` reports each mismatch as it is found,
+ * program coarse however small (vk_coarse.c), where a GPU does it only for large launches and
+ * lavapipe never. `--no-shrink` reports each mismatch as it is found,
  * without running it again or shrinking it: for a first look on a shared device.
  * A device loss stops the run: it is reported once, with the programs in flight then.
  * `--jobs N` (default: the online CPUs) runs N worker threads, each taking the next program

@@ -1550,6 +1550,31 @@ Test(vulkan, the_coarse_form_is_cached_with_the_plain_one)
 	done();
 }
 
+Test(vulkan, a_coarse_launch_runs_every_logical_workgroup_of_its_grid_and_no_more)
+{
+	/* Nine logical workgroups of 64 over 1000 elements: one launched workgroup runs eight,
+	 * the next the ninth alone, and no tenth writes c[576..639]. */
+	enum { N = 1000, GROUPS = 9 };
+	struct vy_backend *b = open_with(NULL, VY__VK_TEST_COARSE_ALL);
+	struct vy_program *p = vector_add(N);
+	static float a[N], bb[N];
+	fill_inputs(a, bb, N, 2.0f);
+	struct vy_bytes in[2] = {{(uint8_t *)a, sizeof(a)}, {(uint8_t *)bb, sizeof(bb)}};
+	struct vy_dispatch_config cfg = {.grid = {GROUPS, 1, 1}};
+	struct vy_outputs outs;
+	vy_outputs_init(&outs);
+	dispatch_ok(b, p, in, 2, &cfg, &outs);
+	const float *c = (const float *)outs.items[0].data;
+	for (uint32_t i = 0; i < N; i++) {
+		float want = i < GROUPS * 64 ? a[i] + bb[i] : 0.0f;
+		cr_assert_eq(c[i], want, "c[%u] = %g, want %g", i, (double)c[i], (double)want);
+	}
+	vy_outputs_finish(&outs);
+	vy_program_destroy(p);
+	vy_backend_destroy(b);
+	done();
+}
+
 static int vet_calls;
 
 static bool vet_accept(const uint32_t *words, size_t n_words)
