@@ -563,21 +563,19 @@ static void bitcast(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk
 	set(out, to, "%s", a.text);
 }
 
-/* The value of type t that a loaded word `src` holds: f32 canonical, bool nonzero. */
-static void load_word(struct vy__vk_gen *g, struct vy__vk_val *out, enum vy_type t, const char *src)
+/* The value of type t that a loaded word `src` holds, as GLSL text: f32 canonical, bool
+ * nonzero. */
+static void word_value(
+	struct vy__vk_gen *g, enum vy_type t, const char *src, char *buf, size_t size)
 {
-	switch (t) {
-	case VY_TYPE_F32:
+	if (t == VY_TYPE_F32) {
 		use(g, VY__VK_USE(CANON));
-		temp(g, out, t, "vy_canon(%s)", src);
-		break;
-	case VY_TYPE_BOOL:
-		temp(g, out, t, "%s != 0u", src);
-		break;
-	default:
-		temp(g, out, t, "%s", src);
-		break;
 	}
+	snprintf(buf, size,
+		t == VY_TYPE_F32    ? "vy_canon(%s)"
+		: t == VY_TYPE_BOOL ? "%s != 0u"
+				    : "%s",
+		src);
 }
 
 static void load(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_val *out)
@@ -590,30 +588,23 @@ static void load(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_va
 		set(out, t, "%s", t == VY_TYPE_BOOL ? "false" : "0u");
 		return;
 	}
-	char arr[160], len[160];
+	char word[400], value[420];
 	if ((g->coarse.reg & (UINT32_C(1) << b)) && vy__vk_coarse_gid_index(g, e->args[0])) {
 		/* The element's register (vk_coarse.c): 0 out of range, as the load gives. */
-		snprintf(arr, sizeof(arr), "vy_r%u", b);
-		load_word(g, out, t, arr);
+		snprintf(word, sizeof(word), "vy_r%u", b);
+		word_value(g, t, word, value, sizeof(value));
+		temp(g, out, t, "%s", value);
 		return;
 	}
+	char arr[160], len[160];
 	vy__vk_buffer_array(g, b, arr, sizeof(arr));
 	vy__vk_buffer_len(g, b, len, sizeof(len));
 	vy__vk_index(g, &idx);
 	temp(g, out, t, "%s", t == VY_TYPE_BOOL ? "false" : "0u");
 	vy__vk_line(g, "if (%s < %s) {", idx.text, len);
-	switch (t) {
-	case VY_TYPE_F32:
-		use(g, VY__VK_USE(CANON));
-		vy__vk_line(g, "\t%s = vy_canon(%s[%s]);", out->text, arr, idx.text);
-		break;
-	case VY_TYPE_BOOL:
-		vy__vk_line(g, "\t%s = %s[%s] != 0u;", out->text, arr, idx.text);
-		break;
-	default:
-		vy__vk_line(g, "\t%s = %s[%s];", out->text, arr, idx.text);
-		break;
-	}
+	snprintf(word, sizeof(word), "%s[%s]", arr, idx.text);
+	word_value(g, t, word, value, sizeof(value));
+	vy__vk_line(g, "\t%s = %s;", out->text, value);
 	vy__vk_line(g, "}");
 }
 

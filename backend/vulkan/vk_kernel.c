@@ -339,7 +339,8 @@ static int build_segment(struct vy__vk_backend *b, struct vy__vk_kernel *k, uint
 		words = NULL;
 	}
 	free(words);
-	if (rc == 0 && seg->layout.coarse && b->disk.dir) {
+	/* Where no launch runs coarse (a CPU device) the coarse form is never generated. */
+	if (rc == 0 && seg->layout.coarse && b->disk.dir && b->exec.coarse_min != UINT32_MAX) {
 		rc = coarse_segment(b, seg, true, &k->from_disk, err);
 	}
 	if (rc) {
