@@ -36,7 +36,6 @@
 #include "ir.h"
 #include "reference/reference.h"
 #include "registry.h"
-#include "vk_keep.h"
 
 #define MAX_ORACLES 8
 #define MAX_ULP_ROWS 64
@@ -441,7 +440,6 @@ static void open_others(struct runner *r)
 {
 	struct vy_registry_set set;
 	vy_registry_open_all(NULL, &set);
-	vy_test_keep_vulkan_drivers();
 	for (size_t i = 0; i < set.len; i++) {
 		struct vy_registry_opened *o = &set.items[i];
 		bool wanted = r->n_only == 0;

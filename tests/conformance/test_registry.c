@@ -9,7 +9,6 @@
 #include "err.h"
 #include "reference/reference.h"
 #include "registry.h"
-#include "vk_keep.h"
 
 Test(registry, lists_the_reference_and_keeps_precedence_order)
 {
@@ -82,7 +81,6 @@ Test(registry, opens_the_first_available_backend_in_precedence_order)
 	struct vy_backend *b = NULL;
 	struct vy_err err = {0};
 	cr_assert_eq(vy_registry_open_first(NULL, &b, &err), 0, "%s", err.message);
-	vy_test_keep_vulkan_drivers();
 	cr_assert_not_null(b);
 	/* Every backend listed before the one that opened must have failed to open. */
 	for (size_t i = 0; i < n && strcmp(list[i]->id, b->id) != 0; i++) {
@@ -97,7 +95,6 @@ Test(registry, opens_all_backends_and_records_why_others_failed)
 {
 	struct vy_registry_set set;
 	size_t opened = vy_registry_open_all(NULL, &set);
-	vy_test_keep_vulkan_drivers();
 	cr_assert_eq(set.len, vy_registry_list(NULL, 0), "every compiled-in backend is tried");
 	size_t seen = 0;
 	bool reference = false;

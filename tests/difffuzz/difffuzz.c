@@ -66,7 +66,6 @@
 #include "err.h"
 #include "reference/reference.h"
 #include "registry.h"
-#include "vk_keep.h"
 #ifdef VY_HAVE_VULKAN
 #include "vk_backend.h"
 #include "vk_codegen.h"
@@ -1763,7 +1762,6 @@ static int open_targets(struct run *run, const char **only, size_t n_only)
 	struct vy_registry_options vk_opts = {.kernel_cache_entries = run->kernel_cache};
 	struct vy_registry_set set;
 	vy_registry_open_all(&vk_opts, &set);
-	vy_test_keep_vulkan_drivers();
 	int rc = 0;
 	for (size_t i = 0; i < set.len; i++) {
 		struct vy_registry_opened *o = &set.items[i];

@@ -17,7 +17,6 @@
 #include "err.h"
 #include "ir.h"
 #include "vk_backend.h"
-#include "vk_keep.h"
 #include "vulkan.h"
 
 static struct vy_backend *be;
@@ -39,7 +38,6 @@ static struct vy_backend *open_flags(unsigned flags)
 		cr_skip_test("no usable Vulkan device: %s", err.message);
 	}
 	cr_assert_eq(rc, 0, "backend create: %s", err.message);
-	vy_test_keep_vulkan_drivers();
 	if (!vy__vk_from(b)->dev.host_import) {
 		vy_backend_destroy(b);
 		cr_skip_test("the device lacks VK_EXT_external_memory_host");

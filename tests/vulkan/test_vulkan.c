@@ -24,7 +24,6 @@
 #include "spec.h"
 #include "vk_backend.h"
 #include "vk_disk.h"
-#include "vk_keep.h"
 #include "vulkan.h"
 
 static struct vy_backend *be;
@@ -49,7 +48,6 @@ static struct vy_backend *open_with(const struct vy_vulkan_options *base, unsign
 		cr_skip_test("no usable Vulkan device: %s", err.message);
 	}
 	cr_assert_eq(rc, 0, "backend create: %s (fix: %s)", err.message, err.fix);
-	vy_test_keep_vulkan_drivers();
 	return b;
 }
 
