@@ -471,7 +471,11 @@ static int vk_compile_native(struct vy_backend *base, const struct vy_program *p
 		}
 		struct vy__vk_variant *v;
 		if (rc == 0) {
-			rc = vy__vk_variant_get(k, config->spec, wg, 0, &v, err);
+			uint64_t limit = config->max_loop_iterations
+						 ? config->max_loop_iterations
+						 : VY_DISPATCH_DEFAULT_MAX_LOOP_ITERATIONS;
+			rc = vy__vk_variant_get(
+				k, config->spec, wg, 0, vy__vk_uncounted(k, limit), &v, err);
 		}
 	}
 	pthread_rwlock_unlock(&b->life);

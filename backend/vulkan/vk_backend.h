@@ -72,6 +72,7 @@ struct vy__vk_variant {
 	struct vy_spec_map spec; /* owned copy of the values it was made for */
 	uint32_t workgroup_size[3];
 	uint32_t coarse;       /* vy__vk_job.coarse: the value of VY_VK_COARSE_SPEC_ID, or 0 */
+	bool uncounted;        /* vy__vk_job.uncounted: VY_VK_COUNT_SPEC_ID set to false */
 	VkPipeline *pipelines; /* owned, one per segment */
 	struct vy__vk_variant *next;
 };
@@ -248,8 +249,15 @@ void vy__vk_kernel_release(void *kernel);
  * those of vkCreateComputePipelines.
  */
 int vy__vk_variant_get(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
-	const uint32_t workgroup_size[3], uint32_t coarse, struct vy__vk_variant **out,
-	struct vy_err *err);
+	const uint32_t workgroup_size[3], uint32_t coarse, bool uncounted,
+	struct vy__vk_variant **out, struct vy_err *err);
+
+/*
+ * Whether a launch of `k` under a loop limit of `limit` iterations runs uncounted
+ * (VY_VK_COUNT_SPEC_ID): some segment can, and no segment's loops can run more than `limit`
+ * iterations in an invocation, so none could trap at the limit.
+ */
+bool vy__vk_uncounted(const struct vy__vk_kernel *k, uint64_t limit);
 
 /*
  * Destroy the Vulkan objects of every live kernel and empty the cache (before closing the
@@ -319,6 +327,7 @@ struct vy__vk_job {
 	/* VY_VK_COARSE when every invocation runs that many logical workgroups (launch.workgroups
 	 * then covers ceil(launch.grid[0] / VY_VK_COARSE)); else 0. */
 	uint32_t coarse;
+	bool uncounted; /* vy__vk_uncounted for the dispatch's loop limit */
 	/* A launch of many workgroups runs as n_parts indirect dispatches of `part_step` units
 	 * along axis `part_axis` each, so that a stopped job skips the parts not yet started. */
 	uint32_t n_parts; /* 0: one direct dispatch */

@@ -143,7 +143,7 @@ static uint32_t bucket(const char *name)
 	return h & (VY__VK_VAR_HEADS - 1);
 }
 
-static void var_push(struct vy__vk_gen *g, const char *name, uint32_t id)
+static void var_push(struct vy__vk_gen *g, const char *name, uint32_t id, struct vy__vk_range range)
 {
 	if (g->n_vars == g->cap_vars) {
 		uint32_t cap = g->cap_vars ? g->cap_vars * 2 : 64;
@@ -156,7 +156,7 @@ static void var_push(struct vy__vk_gen *g, const char *name, uint32_t id)
 		g->cap_vars = cap;
 	}
 	uint32_t b = bucket(name);
-	g->vars[g->n_vars] = (struct vy__vk_var){name, id, g->heads[b]};
+	g->vars[g->n_vars] = (struct vy__vk_var){name, id, g->heads[b], range};
 	g->heads[b] = (int32_t)g->n_vars;
 	g->n_vars++;
 }
@@ -180,6 +180,17 @@ void vy__vk_var_ident(const struct vy__vk_gen *g, const char *name, char *buf, s
 	}
 	assert(!"variable out of scope in a validated program");
 	snprintf(buf, size, "0u");
+}
+
+struct vy__vk_range vy__vk_var_range(const struct vy__vk_gen *g, const char *name)
+{
+	for (int32_t i = g->heads[bucket(name)]; i >= 0; i = g->vars[i].next) {
+		if (strcmp(g->vars[i].name, name) == 0) {
+			return g->vars[i].range;
+		}
+	}
+	assert(!"variable out of scope in a validated program");
+	return (struct vy__vk_range){0, UINT32_MAX};
 }
 
 uint32_t vy__vk_buffer_find(const struct vy__vk_gen *g, const char *name)
@@ -346,7 +357,9 @@ static void store(struct vy__vk_gen *g, const struct vy_node *n)
 	vy__vk_buffer_array(g, b, arr, sizeof(arr));
 	vy__vk_buffer_len(g, b, len, sizeof(len));
 	vy__vk_index(g, &idx);
-	vy__vk_line(g, "if (%s < %s) {", idx.text, len);
+	bool within = g->p->buffers[b].access == VY_ACCESS_WORKGROUP &&
+		      vy__vk_index_within(g, n->args[0], g->p->buffers[b].count);
+	vy__vk_line(g, "if (%s%s < %s) {", within ? "vy_wg_own || " : "", idx.text, len);
 	if (g->coarse.reg & (UINT32_C(1) << b)) {
 		/* The element's register (vk_coarse.c): written back after the calls. */
 		vy__vk_line(g, "\tvy_r%u = %s%s;", b, val.text,
@@ -427,6 +440,39 @@ static uint64_t block_passes(const struct vy_block *b, uint64_t times)
 	return passes;
 }
 
+/* Nodes and expressions of a block, its nested blocks included. */
+static uint64_t block_size(const struct vy_block *b)
+{
+	uint64_t size = 0;
+	for (uint32_t i = 0; i < b->len; i++) {
+		const struct vy_node *x = b->items[i];
+		size += 1 + block_size(&x->body) + block_size(&x->orelse);
+		for (uint32_t k = 0; k < 2; k++) {
+			size += x->args[k] ? expr_size(x->args[k]) : 0;
+		}
+	}
+	return size;
+}
+
+/* The most loop iterations the block can count when it runs `times` times, as the shader counts
+ * them (one per iteration of every loop), or UINT64_MAX when a bound is not a literal. */
+static uint64_t block_iters(const struct vy_block *b, uint64_t times)
+{
+	uint64_t iters = 0;
+	for (uint32_t i = 0; i < b->len; i++) {
+		const struct vy_node *x = b->items[i];
+		if (x->kind == VY_NODE_LOOP) {
+			uint64_t trips = static_trips(x);
+			iters = sat_add(iters, sat_mul(times, trips));
+			iters = sat_add(iters, block_iters(&x->body, sat_mul(times, trips)));
+		} else {
+			iters = sat_add(iters, block_iters(&x->body, times));
+			iters = sat_add(iters, block_iters(&x->orelse, times));
+		}
+	}
+	return iters;
+}
+
 /* The prologue's loops that zero workgroup memory, one pass per workgroup-sized slice. */
 static uint64_t prologue_passes(const struct vy_program *p)
 {
@@ -502,6 +548,10 @@ static struct shaped shape_block(struct vy__vk_gen *g, const struct vy_block *b,
 /* The start of one iteration: count it, trap past the limit, and look at the stop word. */
 static void iteration_head(struct vy__vk_gen *g)
 {
+	if (g->guarded) {
+		vy__vk_line(g, "if (vy_counted) {");
+		g->indent++;
+	}
 	vy__vk_line(g, "vy_it_lo += 1u;");
 	vy__vk_line(g, "if (vy_it_lo == 0u) {");
 	vy__vk_line(g, "\tvy_it_hi += 1u;");
@@ -514,13 +564,17 @@ static void iteration_head(struct vy__vk_gen *g)
 		g, "if ((vy_it_lo & %uu) == 0u && vy_stop.word != 0u) {", VY_VK_STOP_PERIOD - 1);
 	vy__vk_line(g, "\treturn;");
 	vy__vk_line(g, "}");
+	if (g->guarded) {
+		g->indent--;
+		vy__vk_line(g, "}");
+	}
 }
 
 /* One iteration's body, named by the IR's node numbers whichever copy it is. */
 static void iteration_body(struct vy__vk_gen *g, const struct vy_node *n, uint32_t id)
 {
 	uint32_t mark = g->n_vars;
-	var_push(g, n->name, id);
+	var_push(g, n->name, id, vy__vk_loop_range(g, n));
 	block(g, &n->body);
 	var_pop_to(g, mark);
 }
@@ -550,15 +604,32 @@ static uint32_t reserving_head(
 	g->next_temp += 5;
 	/* t: borrow, room left under the limit, this pass's iterations, the end, the old count */
 	vy__vk_line(g, "uint t%u;", t);
-	vy__vk_line(g, "uint t%u = usubBorrow(vy_pc.loop_limit_lo, vy_it_lo, t%u);", t + 1, t);
+	if (g->guarded) {
+		/* An uncounted launch has all the room it can use. */
+		vy__vk_line(g, "uint t%u = 0xFFFFFFFFu;", t + 1);
+		vy__vk_line(g, "if (vy_counted) {");
+		g->indent++;
+		vy__vk_line(g, "t%u = usubBorrow(vy_pc.loop_limit_lo, vy_it_lo, t%u);", t + 1, t);
+	} else {
+		vy__vk_line(
+			g, "uint t%u = usubBorrow(vy_pc.loop_limit_lo, vy_it_lo, t%u);", t + 1, t);
+	}
 	vy__vk_line(g, "if (vy_pc.loop_limit_hi - vy_it_hi - t%u != 0u) {", t);
 	vy__vk_line(g, "\tt%u = 0xFFFFFFFFu;", t + 1);
 	vy__vk_line(g, "}");
+	if (g->guarded) {
+		g->indent--;
+		vy__vk_line(g, "}");
+	}
 	vy__vk_line(g, "uint t%u = %s < t%u ? min(t%u - %s, %uu) : 0u;", t + 2, v, bound, bound, v,
 		copies);
 	vy__vk_line(g, "t%u = t%u < t%u;", over, t + 1, t + 2);
 	vy__vk_line(g, "t%u = min(t%u, t%u);", t + 2, t + 1, t + 2);
 	vy__vk_line(g, "uint t%u = %s + t%u;", t + 3, v, t + 2);
+	if (g->guarded) {
+		vy__vk_line(g, "if (vy_counted) {");
+		g->indent++;
+	}
 	vy__vk_line(g, "uint t%u = vy_it_lo;", t + 4);
 	vy__vk_line(g, "vy_it_lo = uaddCarry(vy_it_lo, t%u, t%u);", t + 2, t);
 	vy__vk_line(g, "vy_it_hi += t%u;", t);
@@ -566,6 +637,10 @@ static uint32_t reserving_head(
 		~(VY_VK_STOP_PERIOD - 1));
 	vy__vk_line(g, "\treturn;");
 	vy__vk_line(g, "}");
+	if (g->guarded) {
+		g->indent--;
+		vy__vk_line(g, "}");
+	}
 	return t + 3;
 }
 
@@ -648,6 +723,8 @@ static void loop(struct vy__vk_gen *g, const struct vy_node *n)
 		return;
 	}
 	g->has_loop = true;
+	/* A barrier in the body comes after the accesses of earlier iterations too. */
+	g->touched = g->touched || vy__vk_block_touches(g, &n->body);
 	uint32_t self = g->node;
 	/* The bound is read once, even when it names a variable that the body assigns. */
 	uint32_t bound = g->next_temp++;
@@ -699,6 +776,11 @@ static void region_comment(struct vy__vk_gen *g, const char *name)
 static void node(struct vy__vk_gen *g, const struct vy_node *n)
 {
 	g->node = g->next_node++;
+	/* A node's own expressions run before anything in its body, whose nodes mark themselves
+	 * as they are generated (a loop marks its whole body: see loop()). */
+	g->touched = g->touched || vy__vk_expr_touches(g, n->args[0]) ||
+		     vy__vk_expr_touches(g, n->args[1]) ||
+		     (n->kind == VY_NODE_STORE && vy__vk_node_touches(g, n));
 	struct vy__vk_val v;
 	char text[192];
 	switch (n->kind) {
@@ -710,7 +792,7 @@ static void node(struct vy__vk_gen *g, const struct vy_node *n)
 		uint32_t id = g->next_var++;
 		ident(text, sizeof(text), 'v', id, n->name);
 		vy__vk_line(g, "%s %s = %s;", vy__vk_glsl_type(v.type), text, v.text);
-		var_push(g, n->name, id);
+		var_push(g, n->name, id, vy__vk_range_of(g, n->args[0]));
 		return;
 	}
 	case VY_NODE_ASSIGN:
@@ -770,12 +852,19 @@ static void node(struct vy__vk_gen *g, const struct vy_node *n)
 			return;
 		}
 		/* Release this invocation's writes, meet, then acquire the others'. Every order
-		 * gets the full fence: it is never weaker than what the program asked for. */
+		 * gets the full fence, never weaker than what the program asked for, except that
+		 * buffer memory needs none before any access to a buffer that the program writes
+		 * (vk_facts.c). */
 		g->has_barrier = true;
 		vy__vk_line(g, "memoryBarrierShared();");
-		vy__vk_line(g, "memoryBarrierBuffer();");
+		if (g->touched) {
+			g->fenced = true;
+			vy__vk_line(g, "memoryBarrierBuffer();");
+		}
 		vy__vk_line(g, "barrier();");
-		vy__vk_line(g, "memoryBarrierBuffer();");
+		if (g->touched) {
+			vy__vk_line(g, "memoryBarrierBuffer();");
+		}
 		return;
 	case VY_NODE_KIND_COUNT:
 		break;
@@ -817,6 +906,19 @@ static void emit_interface(struct vy__vk_gen *g, struct vy__vk_str *out)
 		"\nlayout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2,\n"
 		"\tlocal_size_x = %u, local_size_y = %u, local_size_z = %u) in;\n\n",
 		p->workgroup_size[0], p->workgroup_size[1], p->workgroup_size[2]);
+	for (uint32_t i = 0; i < p->n_buffers; i++) {
+		if (p->buffers[i].access == VY_ACCESS_WORKGROUP) {
+			/* The launch has the program's own workgroup size: the ranges of vk_facts.c
+			 * hold, and the bounds checks they make redundant fold away. (No && here:
+			 * glslang writes a short-circuit outside any function.) */
+			vy__vk_str_addf(out,
+				"const bool vy_wg_own = ((gl_WorkGroupSize.x ^ %uu) | "
+				"(gl_WorkGroupSize.y ^ %uu) |\n"
+				"\t(gl_WorkGroupSize.z ^ %uu)) == 0u;\n\n",
+				p->workgroup_size[0], p->workgroup_size[1], p->workgroup_size[2]);
+			break;
+		}
+	}
 
 	char id[128];
 	for (uint32_t i = 0; i < layout->n_spec; i++) {
@@ -831,8 +933,7 @@ static void emit_interface(struct vy__vk_gen *g, struct vy__vk_str *out)
 
 	for (uint32_t k = 0; k < layout->n_bindings; k++) {
 		const struct vy_vk_binding *bd = &layout->bindings[k];
-		const char *qual =
-			bd->read_only ? "readonly " : (g->has_barrier ? "coherent " : "");
+		const char *qual = bd->read_only ? "readonly " : (g->fenced ? "coherent " : "");
 		ident(id, sizeof(id), 'b', bd->buffer_index, p->buffers[bd->buffer_index].name);
 		vy__vk_str_addf(out,
 			"layout(std430, set = 0, binding = %u) %sbuffer VyBuf%u {\n\tuint d[];\n} "
@@ -869,6 +970,10 @@ static void emit_interface(struct vy__vk_gen *g, struct vy__vk_str *out)
 	if (g->coarse.on) {
 		vy__vk_str_addf(out, "layout(constant_id = %u) const uint vy_kc = 1u;\n",
 			VY_VK_COARSE_SPEC_ID);
+	}
+	if (g->guarded) {
+		vy__vk_str_addf(out, "layout(constant_id = %u) const bool vy_counted = true;\n",
+			VY_VK_COUNT_SPEC_ID);
 	}
 	for (uint32_t i = 0; i < p->n_buffers; i++) {
 		const struct vy_buffer *b = &p->buffers[i];
@@ -1006,8 +1111,15 @@ int vy_vk_codegen(const struct vy_program *program, const struct vy_vk_codegen_o
 		uint32_t next = 0;
 		shape_block(&g, &program->entry, &next);
 	}
+	vy__vk_facts_init(&g);
+	layout->static_iters = block_iters(&program->entry, 1);
+	g.guarded =
+		layout->static_iters > 0 &&
+		sat_mul(layout->static_iters, block_size(&program->entry)) <= VY_VK_UNCOUNTED_WORK;
+	layout->uncountable = g.guarded;
 	vy__vk_coarse_plan(&g);
 	block(&g, &program->entry);
+	vy__vk_facts_finish(&g);
 	free(g.shapes);
 	if (g.rc) {
 		vy__vk_str_finish(&g.body);

@@ -23,6 +23,10 @@
  *                          more (a timeout), whose results are then undefined.
  *   push constants         struct vy_vk_push, 52 bytes.
  *   spec constant VY_VK_COARSE_SPEC_ID  in the coarse form: logical workgroups per launched one.
+ *   spec constant VY_VK_COUNT_SPEC_ID   where layout.uncountable: a bool, true by default; false
+ *                          drops the counting of loop iterations against loop_limit and the reads
+ *                          of the stop word in loops (the runtime sets it only when
+ *                          layout.static_iters <= loop_limit, so no iteration could trap).
  *   spec constant 0..2     the workgroup size (local_size_{x,y,z}_id).
  *   spec constant 3..      one per distinct `spec` name, sorted by name (strcmp), each a 32-bit
  *                          word: u32 as is, i32 as two's complement, f32 as its bits, bool as
@@ -120,6 +124,12 @@ struct vy_vk_shader_layout {
 	/* An elementwise program (vk_coarse.c): its coarse form, generated with
 	 * vy_vk_codegen_options.coarse, takes spec constant VY_VK_COARSE_SPEC_ID. */
 	bool coarse;
+	/* The most loop iterations one invocation can run, as the literal bounds of its loops tell
+	 * (0: no loop), or UINT64_MAX when a bound is not a literal. */
+	uint64_t static_iters;
+	/* static_iters is not 0 and small enough (VY_VK_UNCOUNTED_WORK): the shader takes
+	 * VY_VK_COUNT_SPEC_ID. */
+	bool uncountable;
 };
 
 /* Push constants, std430, filled per dispatch by the runtime. */
@@ -153,8 +163,18 @@ struct vy_vk_push {
 #define VY_VK_COARSE 8u
 #define VY_VK_COARSE_SPEC_ID (3u + VY_VK_MAX_SPEC)
 
+/* The bool spec constant that turns the loop counting and stop reads off (see above). */
+#define VY_VK_COUNT_SPEC_ID (4u + VY_VK_MAX_SPEC)
+
 /* Loop iterations of one invocation between two reads of the stop word (a power of two). */
 #define VY_VK_STOP_PERIOD 1024u
+
+/*
+ * A program may run uncounted when its loop iterations times its size (nodes and expressions)
+ * is at most this: an invocation then runs no longer than a counted one of the largest program
+ * may run between two reads of the stop word, so a timeout stops an uncounted launch as soon.
+ */
+#define VY_VK_UNCOUNTED_WORK ((uint64_t)VY_VK_STOP_PERIOD * VY_IR_MAX_NODES)
 
 /* Size of the trap sidecar: the trap key word, the trap count word and the cut loop word. */
 #define VY_VK_TRAP_BYTES 12u

@@ -601,9 +601,17 @@ static void load(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_va
 	vy__vk_buffer_len(g, b, len, sizeof(len));
 	vy__vk_index(g, &idx);
 	temp(g, out, t, "%s", t == VY_TYPE_BOOL ? "false" : "0u");
-	vy__vk_line(g, "if (%s < %s) {", idx.text, len);
+	bool shared = g->p->buffers[b].access == VY_ACCESS_WORKGROUP;
+	bool within = shared && vy__vk_index_within(g, e->args[0], g->p->buffers[b].count);
+	vy__vk_line(g, "if (%s%s < %s) {", within ? "vy_wg_own || " : "", idx.text, len);
 	snprintf(word, sizeof(word), "%s[%s]", arr, idx.text);
-	word_value(g, t, word, value, sizeof(value));
+	if (shared && t == VY_TYPE_F32) {
+		/* Workgroup memory holds only what stores put there, canonical f32 words (a
+		 * workgroup buffer has one type), and zeros. */
+		snprintf(value, sizeof(value), "%s", word);
+	} else {
+		word_value(g, t, word, value, sizeof(value));
+	}
 	vy__vk_line(g, "\t%s = %s;", out->text, value);
 	vy__vk_line(g, "}");
 }

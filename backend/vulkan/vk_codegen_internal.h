@@ -108,11 +108,18 @@ struct vy__vk_val {
 	char text[96];
 };
 
-/* A variable in scope: its IR name and its GLSL identifier number. */
+/* An interval of u32 values, bounds included (vk_facts.c). */
+struct vy__vk_range {
+	uint32_t lo;
+	uint32_t hi;
+};
+
+/* A variable in scope: its IR name, its GLSL identifier number and the range of its value. */
 struct vy__vk_var {
 	const char *name; /* borrowed from the program */
 	uint32_t id;
 	int32_t next; /* the entry below in the same hash chain, or -1 */
+	struct vy__vk_range range;
 };
 
 /* Hash chains of the scope stack; a power of two. */
@@ -155,6 +162,18 @@ struct vy__vk_gen {
 
 	bool has_barrier;
 	bool has_loop;
+	/* vk_facts.c: the names some assign targets (sorted, borrowed strings; owned array), the
+	 * non-workgroup buffers stored to or updated atomically (bit = program index), whether an
+	 * access to one of those may have run before the node being generated, and whether a
+	 * barrier fenced buffer memory. */
+	const char **assigned;
+	uint32_t n_assigned;
+	uint32_t written;
+	bool touched;
+	bool fenced;
+	/* layout.uncountable: the counting of loop iterations and the stop word's reads in loops
+	 * hang on the spec constant vy_counted (VY_VK_COUNT_SPEC_ID). */
+	bool guarded;
 	/* By preorder node number, when the device ends long loops and the program may run into
 	 * that (else NULL: every loop is plain). Owned. */
 	struct vy__vk_loop_shape *shapes;
@@ -171,6 +190,25 @@ int vy__vk_fail(struct vy__vk_gen *g, int code, const char *fix, const char *fmt
 
 /* The GLSL identifier of a variable in scope; the program is validated, so it is there. */
 void vy__vk_var_ident(const struct vy__vk_gen *g, const char *name, char *buf, size_t size);
+/* The range recorded for a variable in scope when it was bound. */
+struct vy__vk_range vy__vk_var_range(const struct vy__vk_gen *g, const char *name);
+
+/* vk_facts.c: read the program's assigned names and written buffers (before generating), and
+ * free them. */
+void vy__vk_facts_init(struct vy__vk_gen *g);
+void vy__vk_facts_finish(struct vy__vk_gen *g);
+/* Whether some assign in the program targets `name`. */
+bool vy__vk_assigned(const struct vy__vk_gen *g, const char *name);
+/* The range of a u32 expression in the current scope, under the program's workgroup size. */
+struct vy__vk_range vy__vk_range_of(const struct vy__vk_gen *g, const struct vy_expr *e);
+/* The range of a loop's variable in its body, the loop being generated in the current scope. */
+struct vy__vk_range vy__vk_loop_range(const struct vy__vk_gen *g, const struct vy_node *loop);
+/* Whether an index is below `count` whenever the launch has the program's workgroup size. */
+bool vy__vk_index_within(const struct vy__vk_gen *g, const struct vy_expr *idx, uint32_t count);
+/* Whether an expression (NULL: none), a node or a block accesses a buffer of g->written. */
+bool vy__vk_expr_touches(const struct vy__vk_gen *g, const struct vy_expr *e);
+bool vy__vk_node_touches(const struct vy__vk_gen *g, const struct vy_node *n);
+bool vy__vk_block_touches(const struct vy__vk_gen *g, const struct vy_block *b);
 
 /* The GLSL identifiers of a buffer (array expression without index) and the text of its length. */
 void vy__vk_buffer_array(const struct vy__vk_gen *g, uint32_t buffer, char *buf, size_t size);

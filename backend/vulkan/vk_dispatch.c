@@ -151,6 +151,9 @@ int vy__vk_plan_launch(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 			       config->workgroup_size[2])) {
 		rc = vy__vk_check_workgroup(b, job->launch.workgroup_size, err);
 	}
+	job->uncounted = vy__vk_uncounted(k, config->max_loop_iterations
+						     ? config->max_loop_iterations
+						     : VY_DISPATCH_DEFAULT_MAX_LOOP_ITERATIONS);
 	job->coarse = 0;
 	if (rc == 0 && coarse_fits(b, k, &job->launch)) {
 		/* The same workgroups, VY_VK_COARSE to a launched one: the launch of that many. */
@@ -469,7 +472,7 @@ int vy__vk_job_start(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 	}
 	if (rc == 0) {
 		rc = vy__vk_variant_get(k, req->config->spec, job->launch.workgroup_size,
-			job->coarse, &job->v, err);
+			job->coarse, job->uncounted, &job->v, err);
 	}
 	if (rc == 0) {
 		rc = vy__vk_ctx_acquire(&b->exec, &job->ctx, err);

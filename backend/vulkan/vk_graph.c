@@ -40,6 +40,7 @@ struct vk_gstep {
 	struct vy__vk_variant *v;
 	struct vy_launch launch;
 	uint32_t coarse; /* vy__vk_job.coarse */
+	bool uncounted;  /* vy__vk_job.uncounted */
 	uint32_t n_parts;
 	uint32_t part_axis;
 	uint32_t part_step;
@@ -254,7 +255,7 @@ static int make_steps(struct vy_graph_recording *r, const struct vy_graph_step_r
 		rc = vy__vk_plan_launch(b, gs->k, &plan, cfg, &job, err);
 		if (rc == 0) {
 			rc = vy__vk_variant_get(gs->k, cfg->spec, job.launch.workgroup_size,
-				job.coarse, &gs->v, err);
+				job.coarse, job.uncounted, &gs->v, err);
 		}
 		if (rc) {
 			vy_graph_name_step(err, i, r->n_steps);
@@ -262,6 +263,7 @@ static int make_steps(struct vy_graph_recording *r, const struct vy_graph_step_r
 		}
 		gs->launch = job.launch;
 		gs->coarse = job.coarse;
+		gs->uncounted = job.uncounted;
 		gs->n_parts = vy__vk_split_plan(&b->exec, &job);
 		gs->part_axis = job.part_axis;
 		gs->part_step = job.part_step;
@@ -332,6 +334,7 @@ static void step_job(const struct vy_graph_recording *r, uint32_t i, struct vy__
 	job->v = gs->v;
 	job->launch = gs->launch;
 	job->coarse = gs->coarse;
+	job->uncounted = gs->uncounted;
 	job->n_parts = gs->n_parts;
 	job->part_axis = gs->part_axis;
 	job->part_step = gs->part_step;

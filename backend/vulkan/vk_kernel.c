@@ -585,11 +585,12 @@ static int check_spec(struct vy__vk_kernel *k, const struct vy_spec_map *spec, s
 static const struct vy_spec_map empty_spec;
 
 static struct vy__vk_variant *find_variant(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
-	const uint32_t wg[3], uint32_t coarse)
+	const uint32_t wg[3], uint32_t coarse, bool uncounted)
 {
 	for (struct vy__vk_variant *v = k->variants; v; v = v->next) {
 		if (memcmp(v->workgroup_size, wg, sizeof(v->workgroup_size)) == 0 &&
-			v->coarse == coarse && vy_spec_map_eq(&v->spec, spec)) {
+			v->coarse == coarse && v->uncounted == uncounted &&
+			vy_spec_map_eq(&v->spec, spec)) {
 			return v;
 		}
 	}
@@ -654,13 +655,14 @@ static int coarse_modules_locked(struct vy__vk_kernel *k, struct vy_err *err)
 }
 
 static int make_pipelines(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
-	const uint32_t wg[3], uint32_t coarse, VkPipeline *pipelines, struct vy_err *err)
+	const uint32_t wg[3], uint32_t coarse, bool uncounted, VkPipeline *pipelines,
+	struct vy_err *err)
 {
 	struct vy__vk_backend *b = k->b;
 	for (uint32_t s = 0; s < k->n_segments; s++) {
 		const struct vy__vk_segment *seg = &k->segments[s];
-		uint32_t data[4 + VY_VK_MAX_SPEC];
-		VkSpecializationMapEntry entries[4 + VY_VK_MAX_SPEC];
+		uint32_t data[5 + VY_VK_MAX_SPEC];
+		VkSpecializationMapEntry entries[5 + VY_VK_MAX_SPEC];
 		uint32_t n = 0;
 		for (uint32_t i = 0; i < 3; i++) {
 			data[n] = wg[i];
@@ -682,6 +684,11 @@ static int make_pipelines(struct vy__vk_kernel *k, const struct vy_spec_map *spe
 			entries[n] = (VkSpecializationMapEntry){VY_VK_COARSE_SPEC_ID, n * 4, 4};
 			n++;
 		}
+		if (uncounted && seg->layout.uncountable) {
+			data[n] = VK_FALSE;
+			entries[n] = (VkSpecializationMapEntry){VY_VK_COUNT_SPEC_ID, n * 4, 4};
+			n++;
+		}
 		VkSpecializationInfo info = {
 			.mapEntryCount = n,
 			.pMapEntries = entries,
@@ -698,15 +705,28 @@ static int make_pipelines(struct vy__vk_kernel *k, const struct vy_spec_map *spe
 	return 0;
 }
 
+bool vy__vk_uncounted(const struct vy__vk_kernel *k, uint64_t limit)
+{
+	bool any = false;
+	for (uint32_t s = 0; s < k->n_segments; s++) {
+		const struct vy_vk_shader_layout *l = &k->segments[s].layout;
+		if (l->static_iters > limit || (l->static_iters > 0 && !l->uncountable)) {
+			return false;
+		}
+		any = any || l->uncountable;
+	}
+	return any;
+}
+
 int vy__vk_variant_get(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
-	const uint32_t workgroup_size[3], uint32_t coarse, struct vy__vk_variant **out,
-	struct vy_err *err)
+	const uint32_t workgroup_size[3], uint32_t coarse, bool uncounted,
+	struct vy__vk_variant **out, struct vy_err *err)
 {
 	if (!spec) {
 		spec = &empty_spec;
 	}
 	pthread_mutex_lock(&k->variants_lock);
-	struct vy__vk_variant *v = find_variant(k, spec, workgroup_size, coarse);
+	struct vy__vk_variant *v = find_variant(k, spec, workgroup_size, coarse, uncounted);
 	pthread_mutex_unlock(&k->variants_lock);
 	if (v) {
 		*out = v;
@@ -727,8 +747,9 @@ int vy__vk_variant_get(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
 	v = xcalloc(1, sizeof(*v));
 	memcpy(v->workgroup_size, workgroup_size, sizeof(v->workgroup_size));
 	v->coarse = coarse;
+	v->uncounted = uncounted;
 	v->pipelines = xcalloc(k->n_segments, sizeof(*v->pipelines));
-	rc = make_pipelines(k, spec, workgroup_size, coarse, v->pipelines, err);
+	rc = make_pipelines(k, spec, workgroup_size, coarse, uncounted, v->pipelines, err);
 	struct vy_vk_device *d = &k->b->dev;
 	if (rc) {
 		for (uint32_t s = 0; s < k->n_segments; s++) {
@@ -743,7 +764,7 @@ int vy__vk_variant_get(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
 	vy_spec_map_init_copy(&v->spec, spec);
 	pthread_mutex_lock(&k->variants_lock);
 	save_spirv_locked(k);
-	struct vy__vk_variant *other = find_variant(k, spec, workgroup_size, coarse);
+	struct vy__vk_variant *other = find_variant(k, spec, workgroup_size, coarse, uncounted);
 	if (!other) {
 		v->next = k->variants;
 		k->variants = v;

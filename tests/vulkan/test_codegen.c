@@ -957,3 +957,178 @@ Test(codegen, every_shift_masks_its_count_to_five_bits)
 		free(glsl);
 	}
 }
+
+/* A tiled product over 8x8 workgroups: two workgroup tiles, literal loops, barriers, and the
+ * written buffer c stored only after the loops. `extra` goes before that store. */
+static char *tiled(const char *extra)
+{
+	static const char head[] =
+		"{\"vyre\": 1, \"workgroup_size\": [8, 8, 1], \"buffers\": ["
+		"{\"name\": \"a\", \"binding\": 0, \"access\": \"read_only\", \"type\": \"f32\", "
+		"\"count\": 0},"
+		"{\"name\": \"c\", \"binding\": 1, \"access\": \"read_write\", \"type\": \"f32\", "
+		"\"count\": 0},"
+		"{\"name\": \"ta\", \"binding\": 2, \"access\": \"workgroup\", \"type\": \"f32\", "
+		"\"count\": 64},"
+		"{\"name\": \"tb\", \"binding\": 3, \"access\": \"workgroup\", \"type\": \"u32\", "
+		"\"count\": 64}],"
+		"\"entry\": [[\"let\", \"lx\", [\"lid\", 0]], [\"let\", \"ly\", [\"lid\", 1]],"
+		"[\"let\", \"acc\", [\"f32\", 0.0]],"
+		"[\"loop\", \"t\", [\"u32\", 0], [\"u32\", 3], ["
+		"[\"store\", \"ta\", [\"add\", [\"mul\", [\"var\", \"ly\"], [\"u32\", 8]], "
+		"[\"var\", \"lx\"]], [\"load\", \"a\", [\"gid\", 0]]],"
+		"[\"barrier\"],"
+		"[\"loop\", \"k\", [\"u32\", 0], [\"u32\", 8], [[\"assign\", \"acc\", [\"add\", "
+		"[\"var\", \"acc\"], [\"load\", \"ta\", [\"add\", [\"mul\", [\"var\", \"k\"], "
+		"[\"u32\", 8]], [\"var\", \"lx\"]]]]]]],"
+		"[\"barrier\"]]], ";
+	static const char tail[] = "[\"store\", \"c\", [\"gid\", 0], [\"var\", \"acc\"]]]}";
+	size_t n = strlen(head) + strlen(extra) + strlen(tail) + 1;
+	char *text = malloc(n);
+	cr_assert_not_null(text);
+	snprintf(text, n, "%s%s%s", head, extra, tail);
+	return text;
+}
+
+Test(codegen, literal_loops_count_their_iterations_only_where_the_launch_asks)
+{
+	const struct vy_vk_codegen_options *nv = &profiles[1];
+	char *json = tiled("");
+	struct vy_vk_shader_layout layout;
+	char *glsl = glsl_of(json, nv, &layout);
+	cr_assert_eq(layout.static_iters, 3 + 3 * 8);
+	cr_assert(layout.uncountable);
+	cr_assert(
+		strstr(glsl, "layout(constant_id = 68) const bool vy_counted = true;"), "%s", glsl);
+	cr_assert(strstr(glsl, "\t\t\tif (vy_counted) {\n\t\t\t\tvy_it_lo += 1u;\n"), "%s", glsl);
+	free(glsl);
+	free(json);
+
+	/* A bound read from memory, or more work than a counted invocation does between two
+	 * reads of the stop word: always counted. */
+	static const char *const counted[] = {
+		"[\"loop\", \"j\", [\"u32\", 0], [\"len\", \"a\"], []], ",
+		"[\"loop\", \"j\", [\"u32\", 0], [\"u32\", 65536], [[\"loop\", \"m\", "
+		"[\"u32\", 0], [\"u32\", 65536], []]]], ",
+	};
+	for (size_t i = 0; i < sizeof(counted) / sizeof(counted[0]); i++) {
+		json = tiled(counted[i]);
+		glsl = glsl_of(json, nv, &layout);
+		cr_assert_not(layout.uncountable, "%s", counted[i]);
+		cr_assert_null(strstr(glsl, "vy_counted"), "%s", glsl);
+		cr_assert(strstr(glsl, "vy_it_lo += 1u;"), "%s", glsl);
+		free(glsl);
+		free(json);
+	}
+	/* On llvmpipe the copied loops take their iterations from the limit only when counted. */
+	json = tiled("[\"loop\", \"j\", [\"u32\", 0], [\"u32\", 70000], []], ");
+	glsl = glsl_of(json, &profiles[0], &layout);
+	cr_assert(layout.uncountable);
+	cr_assert(strstr(glsl, " = 0xFFFFFFFFu;\n\t\t\tif (vy_counted) {\n\t\t\t\tt"), "%s", glsl);
+	free(glsl);
+	free(json);
+}
+
+Test(codegen, workgroup_indices_proven_in_range_skip_their_check_under_the_own_workgroup_size)
+{
+	struct vy_vk_shader_layout layout;
+	for (size_t pi = 0; pi < N_PROFILES; pi++) {
+		char *json = tiled(
+			/* gid 0 may be anything; a variable that some assign changes too */
+			"[\"let\", \"g\", [\"load\", \"tb\", [\"gid\", 0]]],"
+			"[\"let\", \"h\", [\"lid\", 0]], [\"assign\", \"h\", [\"u32\", 99]],"
+			"[\"let\", \"e\", [\"load\", \"tb\", [\"var\", \"h\"]]],"
+			/* (lx * 8 + ly) % 64 and lx >> 0 are in range */
+			"[\"let\", \"m\", [\"load\", \"tb\", [\"mod\", [\"add\", [\"mul\", "
+			"[\"var\", "
+			"\"lx\"], [\"u32\", 8]], [\"var\", \"ly\"]], [\"u32\", 64]]]],"
+			"[\"let\", \"s\", [\"load\", \"tb\", [\"shr\", [\"var\", \"lx\"], "
+			"[\"u32\", "
+			"0]]]],");
+		char *glsl = glsl_of(json, &profiles[pi], &layout);
+		cr_assert(
+			strstr(glsl,
+				"const bool vy_wg_own = ((gl_WorkGroupSize.x ^ 8u) | "
+				"(gl_WorkGroupSize.y ^ 8u) |\n\t(gl_WorkGroupSize.z ^ 1u)) == 0u;"),
+			"%s", glsl);
+		/* the store to ta, the load in the inner loop, and m and s */
+		size_t own = 0;
+		for (const char *at = glsl; (at = strstr(at, "if (vy_wg_own || ")) != NULL; at++) {
+			own++;
+		}
+		cr_assert_eq(own, 4, "%s: %zu checks left out\n%s", profile_names[pi], own, glsl);
+		cr_assert(strstr(glsl, "if (vy_gid.x < 64u) {"), "%s", glsl);
+		cr_assert(strstr(glsl, "if (v6_h < 64u) {"), "%s", glsl);
+		/* the global load is checked against its length and canonicalized; the tile's
+		 * words are canonical already */
+		cr_assert(strstr(glsl, "if (vy_gid.x < vy_len0) {"), "%s", glsl);
+		cr_assert(strstr(glsl, "vy_canon(b0_a.d[vy_gid.x])"), "%s", glsl);
+		cr_assert_null(strstr(glsl, "vy_canon(b2_ta"), "%s", glsl);
+		struct compiled c;
+		compile(glsl, &c);
+		cr_assert_eq(c.status, shaderc_compilation_status_success, "%s\n%s", c.log, glsl);
+		free(c.words);
+		free(glsl);
+		free(json);
+	}
+}
+
+Test(codegen, barriers_fence_buffer_memory_only_after_an_access_to_a_written_buffer)
+{
+	const struct vy_vk_codegen_options *nv = &profiles[1];
+	struct vy_vk_shader_layout layout;
+	/* c is touched only after the loops: no barrier orders a buffer access */
+	char *json = tiled("");
+	char *glsl = glsl_of(json, nv, &layout);
+	cr_assert(strstr(glsl, "memoryBarrierShared();\n\t\t\tbarrier();"), "%s", glsl);
+	cr_assert_null(strstr(glsl, "memoryBarrierBuffer"), "%s", glsl);
+	cr_assert_null(strstr(glsl, "coherent"), "%s", glsl);
+	free(glsl);
+	free(json);
+	/* A read of c before the loops, or a store to c in an if before them:
+	 * every barrier after it fences, and c is coherent. */
+	static const char *const before[] = {
+		"[\"let\", \"r\", [\"load\", \"c\", [\"u32\", 0]]], ",
+		"[\"if\", [\"eq\", [\"var\", \"lx\"], [\"u32\", 0]], [[\"store\", \"c\", "
+		"[\"u32\", 1], [\"f32\", 1.0]]], []], ",
+	};
+	for (size_t i = 0; i < sizeof(before) / sizeof(before[0]); i++) {
+		size_t n = strlen(before[i]) + 1;
+		char *extra = malloc(n);
+		cr_assert_not_null(extra);
+		memcpy(extra, before[i], n);
+		json = tiled("");
+		/* move the access in front of the loops: splice it after the let of acc */
+		const char *at = strstr(json, "[\"loop\", \"t\"");
+		cr_assert_not_null(at);
+		size_t head = (size_t)(at - json);
+		size_t len = strlen(json) + n;
+		char *moved = malloc(len);
+		cr_assert_not_null(moved);
+		snprintf(moved, len, "%.*s%s%s", (int)head, json, extra, at);
+		glsl = glsl_of(moved, nv, &layout);
+		cr_assert(strstr(glsl, "memoryBarrierBuffer();\n\t\t\tbarrier();\n\t\t\t"
+				       "memoryBarrierBuffer();"),
+			"%s\n%s", before[i], glsl);
+		cr_assert(strstr(glsl, "coherent buffer VyBuf1"), "%s", glsl);
+		free(glsl);
+		free(moved);
+		free(json);
+		free(extra);
+	}
+	/* A store to c late in the loop's body comes before the barrier of the next pass. */
+	json = tiled("");
+	char *late = strstr(json, "[\"barrier\"]]], ");
+	cr_assert_not_null(late);
+	static const char store[] = "[\"store\", \"c\", [\"gid\", 0], [\"var\", \"acc\"]]]], ";
+	size_t len = strlen(json) + sizeof(store);
+	char *looped = malloc(len);
+	cr_assert_not_null(looped);
+	snprintf(looped, len, "%.*s[\"barrier\"], %s%s", (int)(late - json), json, store,
+		late + strlen("[\"barrier\"]]], "));
+	glsl = glsl_of(looped, nv, &layout);
+	cr_assert(strstr(glsl, "memoryBarrierBuffer();\n\t\t\tbarrier();"), "%s\n%s", looped, glsl);
+	free(glsl);
+	free(looped);
+	free(json);
+}
