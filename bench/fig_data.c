@@ -490,6 +490,69 @@ int vy_bench_transfer_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 	return 0;
 }
 
+/* --- paired figures ----------------------------------------------------------------------- */
+
+/* One timed run of one side of a paired figure: its time (device where measured) in *ns. */
+typedef int side_fn(void *arg, uint64_t *ns, bool *device, struct vy_err *err);
+
+struct side {
+	side_fn *run;
+	void *arg;
+	uint64_t median_ns;
+	bool device;
+};
+
+/*
+ * The hand-written anchor and vyred's side of a figure, run alternately: for VY_BENCH_WARM_NS (at
+ * least once each), then `runs` times each, the median of each side's timed runs in its
+ * median_ns. A GPU raises and lowers its clocks with its load from one run to the next;
+ * alternating gives both sides the same clocks, so their ratio holds whatever the clocks did.
+ */
+static int paired_runs(struct side sides[2], uint32_t runs, struct vy_err *err)
+{
+	uint64_t t[2][RUNS_MAX];
+	uint64_t warm_from = vy_bench_now_ns();
+	uint32_t warm = 1;
+	int rc = 0;
+	for (uint32_t it = 0; rc == 0 && it < warm + runs; it++) {
+		if (it + 1 == warm && vy_bench_now_ns() - warm_from < VY_BENCH_WARM_NS) {
+			warm++;
+		}
+		for (int s = 0; rc == 0 && s < 2; s++) {
+			uint64_t ns = 0;
+			rc = sides[s].run(sides[s].arg, &ns, &sides[s].device, err);
+			if (it >= warm) {
+				t[s][it - warm] = ns;
+			}
+		}
+	}
+	for (int s = 0; rc == 0 && s < 2; s++) {
+		sides[s].median_ns = vy_bench_median(t[s], runs);
+	}
+	return rc;
+}
+
+/* vyred's side: one dispatch, its reply checked. */
+struct dispatch_side {
+	struct vy_client *c;
+	const struct vy_dispatch_args *args;
+	check_fn *check;
+	const void *want;
+};
+
+static int dispatch_side_run(void *arg, uint64_t *ns, bool *device, struct vy_err *err)
+{
+	const struct dispatch_side *d = arg;
+	uint64_t wall = 0;
+	return dispatch_once(d->c, d->args, d->check, d->want, ns, &wall, device, NULL, err);
+}
+
+static uint64_t raw_time(const struct vy_raw_vk_run *run, bool *device)
+{
+	*device = run->device_ns != UINT64_MAX;
+	return *device ? run->device_ns : run->wall_ns;
+}
+
 /* --- reduce ------------------------------------------------------------------------------ */
 
 static int sum_check(const struct vy_reply *r, const void *want, struct vy_err *err)
@@ -504,62 +567,21 @@ static int sum_check(const struct vy_reply *r, const void *want, struct vy_err *
 	return 0;
 }
 
-static int raw_reduce(struct vy_raw_vk *raw, const uint32_t *x, uint64_t n, uint32_t groups,
-	uint32_t per, uint32_t runs, uint32_t expect, uint64_t *median_ns, bool *device,
-	struct vy_err *err)
-{
-	uint64_t t[RUNS_MAX];
-	int rc = vy_raw_vk_reduce_prepare(raw, x, n, groups, per, err);
-	for (uint32_t it = 0; rc == 0 && it < runs + 1; it++) {
-		struct vy_raw_vk_run run;
-		uint32_t sum = 0;
-		rc = vy_raw_vk_reduce_run(raw, &sum, &run, err);
-		if (rc == 0 && sum != expect) {
-			rc = vy_bench_wrong(
-				err, "raw Vulkan reduction", "sum %u, want %u", sum, expect);
-		}
-		*device = run.device_ns != UINT64_MAX;
-		if (it > 0) {
-			t[it - 1] = *device ? run.device_ns : run.wall_ns;
-		}
-	}
-	if (rc == 0) {
-		*median_ns = vy_bench_median(t, runs);
-	}
-	return rc;
-}
+struct raw_reduce {
+	struct vy_raw_vk *raw;
+	uint32_t expect;
+};
 
-static int vyred_reduce(struct vy_bench_ctx *ctx, const uint32_t *x, uint64_t n, uint32_t groups,
-	uint32_t per, uint32_t expect, uint64_t *median_ns, bool *device, struct vy_err *err)
+static int raw_reduce_run(void *arg, uint64_t *ns, bool *device, struct vy_err *err)
 {
-	struct vy_error e;
-	struct vy_program *p = vy_bench_prog_reduce(groups, per, &e);
-	struct vy_client *c = NULL;
-	uint64_t h = 0, wall = 0;
-	char id[VY_PROGRAM_ID_CHARS];
-	struct vy_dispatch_options opt = {.grid = {groups, 1, 1}, .timing = true};
-	int rc = p ? 0 : vy_bench_session_fail(err, "reduce program", &e);
-	if (rc == 0) {
-		rc = vy_bench_session_connect(ctx, "vybench-reduce", &c, err);
+	const struct raw_reduce *r = arg;
+	struct vy_raw_vk_run run;
+	uint32_t sum = 0;
+	int rc = vy_raw_vk_reduce_run(r->raw, &sum, &run, err);
+	if (rc == 0 && sum != r->expect) {
+		rc = vy_bench_wrong(err, "raw Vulkan reduction", "sum %u, want %u", sum, r->expect);
 	}
-	if (rc == 0) {
-		rc = vy_bench_session_compile(c, p, &opt, id, NULL, err);
-	}
-	if (rc == 0) {
-		rc = resident_put(c, x, (size_t)n * 4, &h, err);
-	}
-	struct vy_dispatch_input in = vy_input_resident(h);
-	struct vy_dispatch_args args = {
-		.program_id = id, .inputs = &in, .n_inputs = 1, .options = &opt};
-	if (rc == 0) {
-		rc = dispatch_runs(c, &args, ctx->sizes.runs, sum_check, &expect, median_ns, &wall,
-			device, NULL, err);
-	}
-	if (h) {
-		vy_buffer_free(c, h, NULL);
-	}
-	vy_client_close(c);
-	vy_program_free(p);
+	*ns = raw_time(&run, device);
 	return rc;
 }
 
@@ -578,26 +600,53 @@ int vy_bench_reduce_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 		x[i] = vy_bench_hash(i);
 		expect += x[i];
 	}
-	uint64_t raw_ns = 0, vy_ns = 0;
-	bool raw_dev = false, vy_dev = false;
-	int rc = raw_reduce(
-		ctx->raw, x, n, groups, per, ctx->sizes.runs, expect, &raw_ns, &raw_dev, err);
+	struct vy_error e;
+	struct vy_program *p = vy_bench_prog_reduce(groups, per, &e);
+	struct vy_client *c = NULL;
+	uint64_t h = 0;
+	char id[VY_PROGRAM_ID_CHARS];
+	struct vy_dispatch_options opt = {.grid = {groups, 1, 1}, .timing = true};
+	int rc = p ? 0 : vy_bench_session_fail(err, "reduce program", &e);
 	if (rc == 0) {
-		rc = vyred_reduce(ctx, x, n, groups, per, expect, &vy_ns, &vy_dev, err);
+		rc = vy_raw_vk_reduce_prepare(ctx->raw, x, n, groups, per, err);
+	}
+	if (rc == 0) {
+		rc = vy_bench_session_connect(ctx, "vybench-reduce", &c, err);
+	}
+	if (rc == 0) {
+		rc = vy_bench_session_compile(c, p, &opt, id, NULL, err);
+	}
+	if (rc == 0) {
+		rc = resident_put(c, x, (size_t)n * 4, &h, err);
 	}
 	free(x);
+	struct vy_dispatch_input in = vy_input_resident(h);
+	struct vy_dispatch_args args = {
+		.program_id = id, .inputs = &in, .n_inputs = 1, .options = &opt};
+	struct raw_reduce hand = {ctx->raw, expect};
+	struct dispatch_side vy = {c, &args, sum_check, &expect};
+	struct side sides[2] = {
+		{raw_reduce_run, &hand, 0, false}, {dispatch_side_run, &vy, 0, false}};
+	if (rc == 0) {
+		rc = paired_runs(sides, ctx->sizes.runs, err);
+	}
+	if (h) {
+		vy_buffer_free(c, h, NULL);
+	}
+	vy_client_close(c);
+	vy_program_free(p);
 	if (rc) {
 		return rc;
 	}
 	double bytes = 4.0 * (double)n;
 	struct vy_bench_figure *f = vy_bench_report_add(ctx->report, "reduce_bandwidth",
-		"reduction u32 sum, IR", "GB/s", gbps(bytes, vy_ns), "hand GLSL",
-		gbps(bytes, raw_ns), VY_BENCH_GOAL_NONE, 0, NULL);
+		"reduction u32 sum, IR", "GB/s", gbps(bytes, sides[1].median_ns), "hand GLSL",
+		gbps(bytes, sides[0].median_ns), VY_BENCH_GOAL_NONE, 0, NULL);
 	vy_bench_figure_note(f,
-		"%llu elements on %u workgroups of 256, %u per invocation, median of %u; timed by "
-		"%s (IR), %s (hand)",
-		(unsigned long long)n, groups, per, ctx->sizes.runs, vy_dev ? "device" : "wall",
-		raw_dev ? "device" : "wall");
+		"%llu elements on %u workgroups of 256, %u per invocation, median of %u runs of "
+		"each, the two run alternately; timed by %s (IR), %s (hand)",
+		(unsigned long long)n, groups, per, ctx->sizes.runs,
+		sides[1].device ? "device" : "wall", sides[0].device ? "device" : "wall");
 	return 0;
 }
 
@@ -626,53 +675,65 @@ static int matmul_check(const char *what, const float *a, const float *b, const 
 	return 0;
 }
 
-static int raw_matmul(struct vy_raw_vk *raw, const float *a, const float *b, float *c, uint32_t n,
-	uint32_t runs, uint64_t *median_ns, bool *device, struct vy_err *err)
+static int raw_matmul_run(void *arg, uint64_t *ns, bool *device, struct vy_err *err)
 {
-	uint64_t t[RUNS_MAX];
-	int rc = vy_raw_vk_matmul_prepare(raw, a, b, n, err);
-	for (uint32_t it = 0; rc == 0 && it < runs + 1; it++) {
-		struct vy_raw_vk_run run;
-		rc = vy_raw_vk_matmul_run(raw, &run, err);
-		*device = run.device_ns != UINT64_MAX;
-		if (it > 0) {
-			t[it - 1] = *device ? run.device_ns : run.wall_ns;
-		}
-	}
-	if (rc == 0) {
-		rc = vy_raw_vk_matmul_read(raw, c, err);
-	}
+	struct vy_raw_vk_run run;
+	int rc = vy_raw_vk_matmul_run(arg, &run, err);
+	*ns = raw_time(&run, device);
+	return rc;
+}
+
+/* The hand-written kernel's C, then vyred's (resident buffer `hc`), each checked. */
+static int matmul_results(struct vy_bench_ctx *ctx, struct vy_client *cl, uint64_t hc,
+	const float *a, const float *b, float *c, uint32_t n, struct vy_err *err)
+{
+	size_t bytes = (size_t)n * n * 4;
+	struct vy_error e;
+	int rc = vy_raw_vk_matmul_read(ctx->raw, c, err);
 	if (rc == 0) {
 		rc = matmul_check("raw Vulkan matmul", a, b, c, n, err);
 	}
+	memset(c, 0, bytes);
+	if (rc == 0 && vy_buffer_download(cl, hc, 0, c, bytes, &e) != 0) {
+		rc = vy_bench_session_fail(err, "download", &e);
+	}
 	if (rc == 0) {
-		*median_ns = vy_bench_median(t, runs);
+		rc = matmul_check("vyred matmul", a, b, c, n, err);
 	}
 	return rc;
 }
 
-static int vyred_matmul(struct vy_bench_ctx *ctx, const float *a, const float *b, float *c,
-	uint32_t n, uint64_t *median_ns, bool *device, struct vy_err *err)
+int vy_bench_matmul_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 {
-	size_t bytes = (size_t)n * n * 4;
+	uint32_t n = ctx->sizes.matmul_n;
+	size_t nn = (size_t)n * n;
+	size_t bytes = nn * 4;
+	float *a = malloc(bytes), *b = malloc(bytes), *c = malloc(bytes);
+	int rc = a && b && c ? 0 : no_memory(err, nn * 12);
+	for (size_t i = 0; rc == 0 && i < nn; i++) {
+		a[i] = (float)(vy_bench_hash(i) % 5);
+		b[i] = (float)(vy_bench_hash(i + nn) % 7);
+	}
 	struct vy_error e;
-	struct vy_program *p = vy_bench_prog_matmul(n, &e);
+	struct vy_program *p = rc == 0 ? vy_bench_prog_matmul(n, &e) : NULL;
 	struct vy_client *cl = NULL;
-	uint64_t h[3] = {0, 0, 0}, wall = 0;
+	uint64_t h[3] = {0, 0, 0};
 	char id[VY_PROGRAM_ID_CHARS];
 	struct vy_dispatch_options opt = {.grid = {n / 16, n / 16, 1}, .timing = true};
-	int rc = p ? 0 : vy_bench_session_fail(err, "matmul program", &e);
+	if (rc == 0 && !p) {
+		rc = vy_bench_session_fail(err, "matmul program", &e);
+	}
+	if (rc == 0) {
+		rc = vy_raw_vk_matmul_prepare(ctx->raw, a, b, n, err);
+	}
 	if (rc == 0) {
 		rc = vy_bench_session_connect(ctx, "vybench-matmul", &cl, err);
 	}
 	if (rc == 0) {
 		rc = vy_bench_session_compile(cl, p, &opt, id, NULL, err);
 	}
-	if (rc == 0) {
-		rc = resident_put(cl, a, bytes, &h[0], err);
-	}
-	if (rc == 0) {
-		rc = resident_put(cl, b, bytes, &h[1], err);
+	for (int i = 0; rc == 0 && i < 2; i++) {
+		rc = resident_put(cl, i == 0 ? a : b, bytes, &h[i], err);
 	}
 	if (rc == 0 && vy_buffer_alloc(cl, bytes, NULL, &h[2], &e) != 0) {
 		rc = vy_bench_session_fail(err, "alloc", &e);
@@ -684,15 +745,14 @@ static int vyred_matmul(struct vy_bench_ctx *ctx, const float *a, const float *b
 		.outputs_to = &h[2],
 		.n_outputs_to = 1,
 		.options = &opt};
+	struct dispatch_side vy = {cl, &args, output_resident, NULL};
+	struct side sides[2] = {
+		{raw_matmul_run, ctx->raw, 0, false}, {dispatch_side_run, &vy, 0, false}};
 	if (rc == 0) {
-		rc = dispatch_runs(cl, &args, ctx->sizes.runs, output_resident, NULL, median_ns,
-			&wall, device, NULL, err);
-	}
-	if (rc == 0 && vy_buffer_download(cl, h[2], 0, c, bytes, &e) != 0) {
-		rc = vy_bench_session_fail(err, "download", &e);
+		rc = paired_runs(sides, ctx->sizes.runs, err);
 	}
 	if (rc == 0) {
-		rc = matmul_check("vyred matmul", a, b, c, n, err);
+		rc = matmul_results(ctx, cl, h[2], a, b, c, n, err);
 	}
 	for (int i = 0; i < 3; i++) {
 		if (h[i]) {
@@ -701,28 +761,6 @@ static int vyred_matmul(struct vy_bench_ctx *ctx, const float *a, const float *b
 	}
 	vy_client_close(cl);
 	vy_program_free(p);
-	return rc;
-}
-
-int vy_bench_matmul_run(struct vy_bench_ctx *ctx, struct vy_err *err)
-{
-	uint32_t n = ctx->sizes.matmul_n;
-	size_t nn = (size_t)n * n;
-	float *a = malloc(nn * 4), *b = malloc(nn * 4), *c = malloc(nn * 4);
-	int rc = a && b && c ? 0 : no_memory(err, nn * 12);
-	for (size_t i = 0; rc == 0 && i < nn; i++) {
-		a[i] = (float)(vy_bench_hash(i) % 5);
-		b[i] = (float)(vy_bench_hash(i + nn) % 7);
-	}
-	uint64_t raw_ns = 0, vy_ns = 0;
-	bool raw_dev = false, vy_dev = false;
-	if (rc == 0) {
-		rc = raw_matmul(ctx->raw, a, b, c, n, ctx->sizes.runs, &raw_ns, &raw_dev, err);
-	}
-	if (rc == 0) {
-		memset(c, 0, nn * 4);
-		rc = vyred_matmul(ctx, a, b, c, n, &vy_ns, &vy_dev, err);
-	}
 	free(a);
 	free(b);
 	free(c);
@@ -731,11 +769,13 @@ int vy_bench_matmul_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 	}
 	double flops = 2.0 * (double)n * (double)n * (double)n;
 	struct vy_bench_figure *f = vy_bench_report_add(ctx->report, "matmul_rate",
-		"matmul f32, IR", "GFLOP/s", flops / (double)vy_ns, "hand GLSL",
-		flops / (double)raw_ns, VY_BENCH_GOAL_NONE, 0, NULL);
+		"matmul f32, IR", "GFLOP/s", flops / (double)sides[1].median_ns, "hand GLSL",
+		flops / (double)sides[0].median_ns, VY_BENCH_GOAL_NONE, 0, NULL);
 	vy_bench_figure_note(f,
-		"%u x %u, 16 x 16 tiles in workgroup memory, median of %u; timed by %s (IR), %s "
-		"(hand)",
-		n, n, ctx->sizes.runs, vy_dev ? "device" : "wall", raw_dev ? "device" : "wall");
+		"%u x %u, 16 x 16 tiles in workgroup memory, median of %u runs of each, the two "
+		"run "
+		"alternately; timed by %s (IR), %s (hand)",
+		n, n, ctx->sizes.runs, sides[1].device ? "device" : "wall",
+		sides[0].device ? "device" : "wall");
 	return 0;
 }

@@ -6,11 +6,12 @@
 #
 #   tools/gpu-check.sh PACK OUT [FUZZ_SECONDS [FUZZ_SEED]]
 #
-# PACK is a folder made by `tools/gpu-check.sh --pack PACK BUILD [BASELINE_BUILD]` on the build
-# machine: stripped binaries of BUILD (release: daemon/vyred, bench/vybench, the conformance
-# runner, difffuzz, libvyre) under PACK/cur, and of BASELINE_BUILD under PACK/base when given.
+# PACK is a folder made by `tools/gpu-check.sh --pack PACK BUILD [BASELINE_BUILD [NAME=BUILD]...]`
+# on the build machine: stripped binaries of BUILD (release: daemon/vyred, bench/vybench, the
+# conformance runner, difffuzz, libvyre) under PACK/cur, of BASELINE_BUILD under PACK/base when
+# given, and of each NAME=BUILD under PACK/NAME (the steps between the two, for an A/B/C).
 # OUT receives conformance.txt, difffuzz.txt, emit.txt and one bench JSON per build and pass
-# (bench-cur-N.json, bench-base-N.json, interleaved: base, cur, base, cur). Run it from the
+# (bench-SIDE-N.json, interleaved: base, the named steps, cur, then again). Run it from the
 # repository root (the corpus, the bench scripts and the emit test are read from the tree).
 # FUZZ_SECONDS written as until:EPOCH runs the fuzzer until that time (date +%s), so that one
 # call can give the fuzzer whatever the steps before it left of the call's limit.
@@ -23,10 +24,12 @@ if [ "${1:-}" = "--pack" ]; then
 	build=$3
 	base=${4:-}
 	rm -rf "$pack"
-	for side in cur base; do
-		b=$build
-		[ "$side" = base ] && b=$base
-		[ -n "$b" ] || continue
+	sides=("cur=$build")
+	[ -n "$base" ] && sides+=("base=$base")
+	[ $# -gt 4 ] && sides+=("${@:5}")
+	for pair in "${sides[@]}"; do
+		side=${pair%%=*}
+		b=${pair#*=}
 		for f in daemon/vyred bench/vybench tests/conformance/conformance \
 			tests/difffuzz/difffuzz client/libvyre.so.1; do
 			[ -e "$b/$f" ] || continue
@@ -60,8 +63,10 @@ grep -E '^FAIL' "$out/conformance.txt" | head -20
 tail -n 3 "$out/conformance.txt"
 
 echo "== bench (interleaved A/B)"
+steps=$(find "$pack" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | grep -vx -e base -e cur | sort)
 for pass in $(seq "${GPU_CHECK_PASSES:-2}"); do
-	for side in base cur; do
+	# shellcheck disable=SC2086 # the step names are words
+	for side in base $steps cur; do
 		[ -x "$pack/$side/bench/vybench" ] || continue
 		VYBENCH_BUILD=$pack/$side bench/run.sh "/tmp/gpu-check-bench-$side-$pass" >/dev/null 2>&1
 		echo "bench $side pass $pass: exit $?"

@@ -142,6 +142,7 @@ static int device_up(struct vy__vk_backend *b, uint32_t index, struct vy_err *er
 				.has_f64 = b->dev.f64,
 				.fold_exact = b->probe.fold_exact,
 				.select_exact = b->probe.select_exact,
+				.flushes_subnormals = b->probe.flushes_subnormals,
 			},
 		.coarse = true,
 		.subgroups = b->subgroups,

@@ -143,7 +143,8 @@ static uint32_t bucket(const char *name)
 	return h & (VY__VK_VAR_HEADS - 1);
 }
 
-static void var_push(struct vy__vk_gen *g, const char *name, uint32_t id, struct vy__vk_range range)
+static void var_push(
+	struct vy__vk_gen *g, const char *name, uint32_t id, struct vy__vk_range range, bool loose)
 {
 	if (g->n_vars == g->cap_vars) {
 		uint32_t cap = g->cap_vars ? g->cap_vars * 2 : 64;
@@ -156,7 +157,7 @@ static void var_push(struct vy__vk_gen *g, const char *name, uint32_t id, struct
 		g->cap_vars = cap;
 	}
 	uint32_t b = bucket(name);
-	g->vars[g->n_vars] = (struct vy__vk_var){name, id, g->heads[b], range};
+	g->vars[g->n_vars] = (struct vy__vk_var){name, id, g->heads[b], range, loose};
 	g->heads[b] = (int32_t)g->n_vars;
 	g->n_vars++;
 }
@@ -170,27 +171,38 @@ static void var_pop_to(struct vy__vk_gen *g, uint32_t mark)
 	}
 }
 
-void vy__vk_var_ident(const struct vy__vk_gen *g, const char *name, char *buf, size_t size)
+/* The innermost binding of a name in scope; the program is validated, so it is there. */
+static const struct vy__vk_var *var_find(const struct vy__vk_gen *g, const char *name)
 {
 	for (int32_t i = g->heads[bucket(name)]; i >= 0; i = g->vars[i].next) {
 		if (strcmp(g->vars[i].name, name) == 0) {
-			ident(buf, size, 'v', g->vars[i].id, name);
-			return;
+			return &g->vars[i];
 		}
 	}
-	assert(!"variable out of scope in a validated program");
-	snprintf(buf, size, "0u");
+	return NULL;
+}
+
+void vy__vk_var_ident(const struct vy__vk_gen *g, const char *name, char *buf, size_t size)
+{
+	const struct vy__vk_var *v = var_find(g, name);
+	assert(v && "variable out of scope in a validated program");
+	if (v) {
+		ident(buf, size, 'v', v->id, name);
+	} else {
+		snprintf(buf, size, "0u");
+	}
 }
 
 struct vy__vk_range vy__vk_var_range(const struct vy__vk_gen *g, const char *name)
 {
-	for (int32_t i = g->heads[bucket(name)]; i >= 0; i = g->vars[i].next) {
-		if (strcmp(g->vars[i].name, name) == 0) {
-			return g->vars[i].range;
-		}
-	}
-	assert(!"variable out of scope in a validated program");
-	return (struct vy__vk_range){0, UINT32_MAX};
+	const struct vy__vk_var *v = var_find(g, name);
+	return v ? v->range : (struct vy__vk_range){0, UINT32_MAX};
+}
+
+bool vy__vk_var_loose(const struct vy__vk_gen *g, const char *name)
+{
+	const struct vy__vk_var *v = var_find(g, name);
+	return !v || v->loose;
 }
 
 uint32_t vy__vk_buffer_find(const struct vy__vk_gen *g, const char *name)
@@ -360,20 +372,17 @@ static void store(struct vy__vk_gen *g, const struct vy_node *n)
 	bool within = g->p->buffers[b].access == VY_ACCESS_WORKGROUP &&
 		      vy__vk_index_within(g, n->args[0], g->p->buffers[b].count);
 	vy__vk_line(g, "if (%s%s < %s) {", within ? "vy_wg_own || " : "", idx.text, len);
+	/* A loose f32 is canonicalized; a bool is stored as the word 1 or 0. */
+	char word[160];
+	vy__vk_seen(g, &val, word, sizeof(word));
 	if (g->coarse.reg & (UINT32_C(1) << b)) {
 		/* The element's register (vk_coarse.c): written back after the calls. */
-		vy__vk_line(g, "\tvy_r%u = %s%s;", b, val.text,
-			val.type == VY_TYPE_BOOL ? " ? 1u : 0u" : "");
+		vy__vk_line(g, "\tvy_r%u = %s;", b, word);
 		vy__vk_line(g, "\tvy_st |= %uu;", UINT32_C(1) << b);
 		vy__vk_line(g, "}");
 		return;
 	}
-	/* f32 values are canonical already; a bool is stored as the word 1 or 0. */
-	if (val.type == VY_TYPE_BOOL) {
-		vy__vk_line(g, "\t%s[%s] = %s ? 1u : 0u;", arr, idx.text, val.text);
-	} else {
-		vy__vk_line(g, "\t%s[%s] = %s;", arr, idx.text, val.text);
-	}
+	vy__vk_line(g, "\t%s[%s] = %s;", arr, idx.text, word);
 	vy__vk_line(g, "}");
 }
 
@@ -574,7 +583,7 @@ static void iteration_head(struct vy__vk_gen *g)
 static void iteration_body(struct vy__vk_gen *g, const struct vy_node *n, uint32_t id)
 {
 	uint32_t mark = g->n_vars;
-	var_push(g, n->name, id, vy__vk_loop_range(g, n));
+	var_push(g, n->name, id, vy__vk_loop_range(g, n), false);
 	block(g, &n->body);
 	var_pop_to(g, mark);
 }
@@ -792,7 +801,9 @@ static void node(struct vy__vk_gen *g, const struct vy_node *n)
 		uint32_t id = g->next_var++;
 		ident(text, sizeof(text), 'v', id, n->name);
 		vy__vk_line(g, "%s %s = %s;", vy__vk_glsl_type(v.type), text, v.text);
-		var_push(g, n->name, id, vy__vk_range_of(g, n->args[0]));
+		/* An assigned f32 may take a loose value later: taken as loose throughout. */
+		var_push(g, n->name, id, vy__vk_range_of(g, n->args[0]),
+			v.loose || (v.type == VY_TYPE_F32 && vy__vk_assigned(g, n->name)));
 		return;
 	}
 	case VY_NODE_ASSIGN:

@@ -69,6 +69,11 @@ struct vy_vk_math {
 	 * passes through an OR with a push constant that is always 0, so no constant reaches it.
 	 */
 	bool select_exact;
+	/*
+	 * Every f32 add, sub and mul whose result is subnormal gives the zero of its sign (the
+	 * probe saw no other answer): their results need no flush of their own.
+	 */
+	bool flushes_subnormals;
 };
 
 struct vy_vk_codegen_options {

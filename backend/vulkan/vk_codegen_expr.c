@@ -42,6 +42,9 @@ static void set(struct vy__vk_val *out, enum vy_type type, const char *fmt, ...)
 	va_end(ap);
 	assert(n > 0 && (size_t)n < sizeof(out->text));
 	out->type = type;
+	/* Until its producer says otherwise, an f32 may be loose: a producer that is left out
+	 * costs a canonicalization, never a wrong word. */
+	out->loose = type == VY_TYPE_F32;
 }
 
 /* Declare a temporary of `type` holding the GLSL expression built from fmt; `out` names it. */
@@ -62,6 +65,11 @@ static void temp(
 	set(out, type, "t%u", id);
 }
 
+static void use(struct vy__vk_gen *g, uint64_t bits)
+{
+	g->uses |= bits;
+}
+
 void vy__vk_opaque(struct vy__vk_gen *g, struct vy__vk_val *v)
 {
 	if (g->opts->math.select_exact || v->type == VY_TYPE_BOOL) {
@@ -69,6 +77,19 @@ void vy__vk_opaque(struct vy__vk_gen *g, struct vy__vk_val *v)
 	}
 	struct vy__vk_val x = *v;
 	temp(g, v, x.type, "%s + (%s & vy_z)", x.text, x.text);
+	v->loose = x.loose;
+}
+
+void vy__vk_seen(struct vy__vk_gen *g, const struct vy__vk_val *v, char *buf, size_t size)
+{
+	if (v->type == VY_TYPE_F32 && v->loose) {
+		use(g, VY__VK_USE(CANON));
+		snprintf(buf, size, "vy_canon(%s)", v->text);
+	} else if (v->type == VY_TYPE_BOOL) {
+		snprintf(buf, size, "%s ? 1u : 0u", v->text);
+	} else {
+		snprintf(buf, size, "%s", v->text);
+	}
 }
 
 void vy__vk_index(struct vy__vk_gen *g, struct vy__vk_val *idx)
@@ -106,16 +127,12 @@ static void literal(const struct vy_expr *e, struct vy__vk_val *out)
 		break;
 	case VY_TYPE_F32:
 		set(out, VY_TYPE_F32, "0x%08Xu", canon_bits(e->bits));
+		out->loose = false;
 		break;
 	default:
 		assert(!"literal of no type");
 		break;
 	}
-}
-
-static void use(struct vy__vk_gen *g, uint64_t bits)
-{
-	g->uses |= bits;
 }
 
 static int unsupported_subgroups(struct vy__vk_gen *g)
@@ -189,6 +206,10 @@ static void f32_binary(struct vy__vk_gen *g, enum vy_binop op, const struct vy__
 	use(g, lib);
 	temp(g, out, rt, "%s%s(%s, %s)", negate ? "!" : "", fn, swap ? b->text : a->text,
 		swap ? a->text : b->text);
+	/* add, sub and mul leave a NaN as the device gives it; min and max pass an operand on,
+	 * a NaN when both are (vk_codegen_lib.c) */
+	out->loose = op == VY_BIN_ADD || op == VY_BIN_SUB || op == VY_BIN_MUL ||
+		     ((op == VY_BIN_MIN || op == VY_BIN_MAX) && (a->loose || b->loose));
 }
 
 /* i32 division and remainder: the traps first, in the reference's order, then the magnitudes. */
@@ -368,36 +389,43 @@ static void f32_unary(
 	const char *x = a->text;
 	switch (op) {
 	case VY_UN_NEG:
-		use(g, VY__VK_USE(CANON));
-		temp(g, out, VY_TYPE_F32, "vy_canon(%s ^ " SIGN_BIT ")", x);
+		/* the sign of a NaN is loose too */
+		temp(g, out, VY_TYPE_F32, "%s ^ " SIGN_BIT, x);
+		out->loose = true;
 		return;
 	case VY_UN_ABS:
-		use(g, VY__VK_USE(CANON));
-		temp(g, out, VY_TYPE_F32, "vy_canon(%s & 0x7FFFFFFFu)", x);
+		temp(g, out, VY_TYPE_F32, "%s & 0x7FFFFFFFu", x);
+		out->loose = a->loose;
 		return;
 	case VY_UN_SIGN:
 		use(g, VY__VK_USE(FSIGN));
 		temp(g, out, VY_TYPE_F32, "vy_fsign(%s)", x);
+		out->loose = false;
 		return;
 	case VY_UN_FLOOR:
 		use(g, VY__VK_USE(FFLOOR));
 		temp(g, out, VY_TYPE_F32, "vy_ffloor(%s)", x);
+		out->loose = a->loose; /* a NaN passes through */
 		return;
 	case VY_UN_CEIL:
 		use(g, VY__VK_USE(FCEIL));
 		temp(g, out, VY_TYPE_F32, "vy_fceil(%s)", x);
+		out->loose = a->loose; /* a NaN passes through */
 		return;
 	case VY_UN_ROUND:
 		use(g, VY__VK_USE(FROUND));
 		temp(g, out, VY_TYPE_F32, "vy_fround(%s)", x);
+		out->loose = a->loose; /* a NaN passes through */
 		return;
 	case VY_UN_TRUNC:
 		use(g, VY__VK_USE(FTRUNC));
 		temp(g, out, VY_TYPE_F32, "vy_ftrunc(%s)", x);
+		out->loose = a->loose; /* a NaN passes through */
 		return;
 	case VY_UN_SQRT:
 		use(g, VY__VK_USE(FSQRT));
 		temp(g, out, VY_TYPE_F32, "vy_fsqrt(%s)", x);
+		out->loose = false;
 		return;
 	case VY_UN_IS_NAN:
 		use(g, VY__VK_USE(ISNAN));
@@ -503,8 +531,9 @@ static void cast(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_va
 	bool ints = from != VY_TYPE_F32 && from != VY_TYPE_BOOL && to != VY_TYPE_F32 &&
 		    to != VY_TYPE_BOOL;
 	if (from == to || ints) {
-		/* u32 <-> i32 keep their bits. */
+		/* u32 <-> i32 keep their bits; an f32 cast to f32 keeps a loose NaN loose. */
 		set(out, to, "%s", a.text);
+		out->loose = a.loose;
 		return;
 	}
 	switch (to) {
@@ -525,6 +554,7 @@ static void cast(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_va
 			use(g, VY__VK_USE(U2F));
 			temp(g, out, to, "vy_u2f(%s)", a.text);
 		}
+		out->loose = false;
 		return;
 	case VY_TYPE_U32:
 	case VY_TYPE_I32:
@@ -558,9 +588,18 @@ static void bitcast(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk
 	if (to == VY_TYPE_F32 && a.type != VY_TYPE_F32) {
 		use(g, VY__VK_USE(CANON));
 		temp(g, out, to, "vy_canon(%s)", a.text);
+		out->loose = false;
+		return;
+	}
+	if (a.type == VY_TYPE_F32 && to != VY_TYPE_F32 && a.loose) {
+		/* the bits are seen: a loose NaN becomes the canonical one */
+		char word[160];
+		vy__vk_seen(g, &a, word, sizeof(word));
+		temp(g, out, to, "%s", word);
 		return;
 	}
 	set(out, to, "%s", a.text);
+	out->loose = a.loose;
 }
 
 /* The value of type t that a loaded word `src` holds, as GLSL text: f32 canonical, bool
@@ -594,6 +633,7 @@ static void load(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_va
 		snprintf(word, sizeof(word), "vy_r%u", b);
 		word_value(g, t, word, value, sizeof(value));
 		temp(g, out, t, "%s", value);
+		out->loose = false;
 		return;
 	}
 	char arr[160], len[160];
@@ -614,6 +654,7 @@ static void load(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_va
 	}
 	vy__vk_line(g, "\t%s = %s;", out->text, value);
 	vy__vk_line(g, "}");
+	out->loose = false;
 }
 
 static void atomic(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_val *out)
@@ -666,6 +707,7 @@ static void spec(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_va
 		/* The runtime may pass any bits. */
 		use(g, VY__VK_USE(CANON));
 		temp(g, out, VY_TYPE_F32, "vy_canon(%s)", id);
+		out->loose = false;
 		break;
 	case VY_TYPE_BOOL:
 		set(out, VY_TYPE_BOOL, "(%s != 0u)", id);
@@ -694,6 +736,7 @@ static void subgroup_reduce(struct vy__vk_gen *g, const struct vy_expr *e, struc
 			g->subgroup_features |= VY_VK_SUBGROUP_BALLOT | VY_VK_SUBGROUP_SHUFFLE;
 			temp(g, out, VY_TYPE_F32, "%s(%s)",
 				op == VY_REDUCE_ADD ? "vy_sg_fadd" : "vy_sg_fmul", x);
+			out->loose = true;
 			return;
 		case VY_REDUCE_MIN:
 		case VY_REDUCE_MAX:
@@ -701,6 +744,7 @@ static void subgroup_reduce(struct vy__vk_gen *g, const struct vy_expr *e, struc
 			g->subgroup_features |= VY_VK_SUBGROUP_ARITHMETIC;
 			temp(g, out, VY_TYPE_F32, "%s(%s)",
 				op == VY_REDUCE_MIN ? "vy_sg_fmin" : "vy_sg_fmax", x);
+			out->loose = false;
 			return;
 		default:
 			assert(!"bitwise reduction of f32");
@@ -752,6 +796,7 @@ static void subgroup(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__v
 		temp(g, out, a.type, "%s(%s, %s)",
 			a.type == VY_TYPE_BOOL ? "vy_sg_shuffle_b" : "vy_sg_shuffle", a.text,
 			b.text);
+		out->loose = a.loose;
 		return;
 	case VY_EXPR_SUBGROUP_BALLOT:
 		vy__vk_expr(g, e->args[0], &a);
@@ -788,6 +833,7 @@ void vy__vk_expr(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_va
 	case VY_EXPR_VAR:
 		vy__vk_var_ident(g, e->name, text, sizeof(text));
 		set(out, e->type, "%s", text);
+		out->loose = vy__vk_var_loose(g, e->name);
 		return;
 	case VY_EXPR_LOAD:
 		load(g, e, out);
@@ -826,6 +872,7 @@ void vy__vk_expr(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_va
 		vy__vk_opaque(g, &a);
 		vy__vk_opaque(g, &b);
 		temp(g, out, a.type, "%s ? %s : %s", cond, a.text, b.text);
+		out->loose = a.loose || b.loose;
 		return;
 	case VY_EXPR_CAST:
 		cast(g, e, out);
@@ -843,6 +890,7 @@ void vy__vk_expr(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_va
 		}
 		use(g, VY__VK_USE(FFMA));
 		temp(g, out, VY_TYPE_F32, "vy_ffma(%s, %s, %s)", a.text, b.text, c.text);
+		out->loose = false;
 		return;
 	case VY_EXPR_ATOMIC:
 		atomic(g, e, out);

@@ -52,6 +52,7 @@ void vy__vk_str_finish(struct vy__vk_str *s);
 /* The helpers of the GLSL library; a program's shader holds the ones it uses and their deps. */
 #define VY__VK_LIB_MAP(X)                                                                          \
 	X(CANON)                                                                                   \
+	X(FLUSH)                                                                                   \
 	X(ISNAN)                                                                                   \
 	X(ROUND_PACK)                                                                              \
 	X(MULX)                                                                                    \
@@ -102,9 +103,12 @@ void vy__vk_lib_emit(struct vy__vk_str *out, uint64_t uses, const struct vy_vk_m
 /* Whether the fma helper needs doubles on this device. */
 bool vy__vk_lib_fma_needs_f64(const struct vy_vk_math *math);
 
-/* An operand: a temporary, a variable, a literal or a builtin, as GLSL text. */
+/* An operand: a temporary, a variable, a literal or a builtin, as GLSL text. An f32 operand is
+ * `loose` when it may be a NaN other than the canonical one (vk_codegen_lib.c): what makes its
+ * bits seen (a store, a bitcast) canonicalizes it first. */
 struct vy__vk_val {
 	enum vy_type type;
+	bool loose;
 	char text[96];
 };
 
@@ -120,6 +124,7 @@ struct vy__vk_var {
 	uint32_t id;
 	int32_t next; /* the entry below in the same hash chain, or -1 */
 	struct vy__vk_range range;
+	bool loose; /* an f32 that may hold a loose NaN */
 };
 
 /* Hash chains of the scope stack; a power of two. */
@@ -192,6 +197,10 @@ int vy__vk_fail(struct vy__vk_gen *g, int code, const char *fix, const char *fmt
 void vy__vk_var_ident(const struct vy__vk_gen *g, const char *name, char *buf, size_t size);
 /* The range recorded for a variable in scope when it was bound. */
 struct vy__vk_range vy__vk_var_range(const struct vy__vk_gen *g, const char *name);
+/* Whether a variable in scope may hold a loose NaN. */
+bool vy__vk_var_loose(const struct vy__vk_gen *g, const char *name);
+/* The GLSL text of a value whose bits are about to be seen: canonical. */
+void vy__vk_seen(struct vy__vk_gen *g, const struct vy__vk_val *v, char *buf, size_t size);
 
 /* vk_facts.c: read the program's assigned names and written buffers (before generating), and
  * free them. */

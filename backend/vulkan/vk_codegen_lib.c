@@ -5,9 +5,18 @@
  * the helpers its program uses, with their dependencies, in the order of the table below (each
  * helper after the ones it calls).
  *
- * f32 values are their bits in a uint, always canonical (NaN 0x7FC00000, no subnormal). NaN, Inf,
- * zero and subnormal tests are integer tests on the bits, never isnan(). Float arithmetic happens
- * only on `precise` variables, one IEEE operation at a time, and its result is canonicalized.
+ * f32 values are their bits in a uint, never subnormal, and canonical except that a NaN may be
+ * *loose*: any NaN, of either sign and any payload, where the canonical one is 0x7FC00000.
+ * NaN, Inf, zero and subnormal tests are integer tests on the bits, never isnan(), and every one
+ * of them holds for any NaN: a magnitude above 0x7F800000, never a comparison with 0x7FC00000.
+ * So every helper answers a loose NaN as it answers the canonical one, and the NaN it gives back
+ * is either the canonical one or its operand; the code generator canonicalizes a value that may
+ * be loose only where its bits are seen: a store and a bitcast to an integer (docs/semantics.md,
+ * "Where a NaN is canonicalized"). add, sub and mul leave their NaN loose; every other helper
+ * returns the canonical NaN or an operand. A subnormal result is flushed to the zero of its sign
+ * after add, sub and mul (vy_flush), unless the device is known to do so itself
+ * (vy_vk_math.flushes_subnormals), and by every other helper that can make one.
+ * Float arithmetic happens only on `precise` variables, one IEEE operation at a time.
  *
  * Operations that the device does not compute exactly (the probe of DESIGN.md §4.4 says which)
  * are computed exactly from the bits:
@@ -40,6 +49,12 @@ static const char canon_text[] = "uint vy_canon(uint x)\n"
 				 "\t\treturn 0x7FC00000u;\n"
 				 "\t}\n"
 				 "\treturn x;\n"
+				 "}\n";
+
+/* A subnormal result becomes the zero of its sign; a NaN stays as it is (see above). */
+static const char flush_text[] = "uint vy_flush(uint x)\n"
+				 "{\n"
+				 "\treturn (x & 0x7F800000u) == 0u ? x & 0x80000000u : x;\n"
 				 "}\n";
 
 static const char isnan_text[] = "bool vy_isnan(uint x)\n"
@@ -111,14 +126,12 @@ static const char fadd_special[] = "\tuint ma = a & 0x7FFFFFFFu;\n"
 				   "\t\treturn a;\n"
 				   "\t}\n";
 
-static const char fadd_tail[] = "\tprecise float r = uintBitsToFloat(a) + uintBitsToFloat(b);\n"
-				"\treturn vy_canon(floatBitsToUint(r));\n"
-				"}\n";
+static const char fadd_sum[] = "\tprecise float r = uintBitsToFloat(a) + uintBitsToFloat(b);\n";
 
 static const char fadd_head[] = "uint vy_fadd(uint a, uint b)\n"
 				"{\n";
 
-/* a - b is a + (-b) exactly, NaN included (the result is the canonical NaN either way). */
+/* a - b is a + (-b) exactly, NaN included (a NaN either way). */
 static const char fsub_head[] = "uint vy_fsub(uint a, uint b)\n"
 				"{\n"
 				"\tb ^= 0x80000000u;\n";
@@ -158,25 +171,26 @@ static const char fmul_special[] =
 	"\tif (ma == 0u || mb == 0u) {\n"
 	"\t\treturn s;\n"
 	"\t}\n"
-	"\tprecise float r = uintBitsToFloat(a) * uintBitsToFloat(b);\n"
-	"\tuint x = vy_canon(floatBitsToUint(r));\n"
-	"\tif ((x & 0x7FFFFFFFu) == 0u) {\n"
-	"\t\tx = vy_fmul_exact(a, b);\n"
-	"\t}\n"
-	"\treturn x;\n"
-	"}\n";
+	"\tprecise float r = uintBitsToFloat(a) * uintBitsToFloat(b);\n";
+
+static const char fmul_special_tail[] = "\tif ((x & 0x7FFFFFFFu) == 0u) {\n"
+					"\t\tx = vy_fmul_exact(a, b);\n"
+					"\t}\n"
+					"\treturn x;\n"
+					"}\n";
 
 /* The instruction decides special operands; only a zero from nonzero operands is recomputed. */
 static const char fmul_native[] = "uint vy_fmul(uint a, uint b)\n"
 				  "{\n"
-				  "\tprecise float r = uintBitsToFloat(a) * uintBitsToFloat(b);\n"
-				  "\tuint x = vy_canon(floatBitsToUint(r));\n"
-				  "\tif ((x & 0x7FFFFFFFu) == 0u && (a & 0x7FFFFFFFu) != 0u &&\n"
-				  "\t\t(b & 0x7FFFFFFFu) != 0u) {\n"
-				  "\t\tx = vy_fmul_exact(a, b);\n"
-				  "\t}\n"
-				  "\treturn x;\n"
-				  "}\n";
+				  "\tprecise float r = uintBitsToFloat(a) * uintBitsToFloat(b);\n";
+
+static const char fmul_native_tail[] =
+	"\tif ((x & 0x7FFFFFFFu) == 0u && (a & 0x7FFFFFFFu) != 0u &&\n"
+	"\t\t(b & 0x7FFFFFFFu) != 0u) {\n"
+	"\t\tx = vy_fmul_exact(a, b);\n"
+	"\t}\n"
+	"\treturn x;\n"
+	"}\n";
 
 /*
  * a * b + c for finite operands with a * b != 0, from the bits: the 48-bit product and the addend
@@ -756,26 +770,28 @@ static const char sg_fmul_text[] = "uint vy_sg_fmul(uint v)\n"
 /*
  * min and max are associative and commutative over the reference's order (-0 below +0, NaN
  * ignored unless every value is NaN), so the builtin unsigned reductions of order-preserving keys
- * give the reference's answer: for min the canonical NaN's key is above every other key, for max
- * a NaN gets key 0, below every other.
+ * give the reference's answer: for min a NaN gets the key 0xFFFFFFFF, above every other, for max
+ * the key 0, below every other; a result of that key is the canonical NaN.
  */
-static const char sg_fminmax_text[] = "uint vy_sg_key(uint x)\n"
-				      "{\n"
-				      "\treturn (x & 0x80000000u) != 0u ? ~x : (x | 0x80000000u);\n"
-				      "}\n"
-				      "uint vy_sg_unkey(uint k)\n"
-				      "{\n"
-				      "\treturn (k & 0x80000000u) != 0u ? (k & 0x7FFFFFFFu) : ~k;\n"
-				      "}\n"
-				      "uint vy_sg_fmin(uint v)\n"
-				      "{\n"
-				      "\treturn vy_sg_unkey(subgroupMin(vy_sg_key(v)));\n"
-				      "}\n"
-				      "uint vy_sg_fmax(uint v)\n"
-				      "{\n"
-				      "\tuint k = subgroupMax(vy_isnan(v) ? 0u : vy_sg_key(v));\n"
-				      "\treturn k == 0u ? 0x7FC00000u : vy_sg_unkey(k);\n"
-				      "}\n";
+static const char sg_fminmax_text[] =
+	"uint vy_sg_key(uint x)\n"
+	"{\n"
+	"\treturn (x & 0x80000000u) != 0u ? ~x : (x | 0x80000000u);\n"
+	"}\n"
+	"uint vy_sg_unkey(uint k)\n"
+	"{\n"
+	"\treturn (k & 0x80000000u) != 0u ? (k & 0x7FFFFFFFu) : ~k;\n"
+	"}\n"
+	"uint vy_sg_fmin(uint v)\n"
+	"{\n"
+	"\tuint k = subgroupMin(vy_isnan(v) ? 0xFFFFFFFFu : vy_sg_key(v));\n"
+	"\treturn k == 0xFFFFFFFFu ? 0x7FC00000u : vy_sg_unkey(k);\n"
+	"}\n"
+	"uint vy_sg_fmax(uint v)\n"
+	"{\n"
+	"\tuint k = subgroupMax(vy_isnan(v) ? 0u : vy_sg_key(v));\n"
+	"\treturn k == 0u ? 0x7FC00000u : vy_sg_unkey(k);\n"
+	"}\n";
 
 struct lib_entry {
 	uint64_t deps;
@@ -785,13 +801,14 @@ struct lib_entry {
 
 static const struct lib_entry lib[VY__VK_LIB_COUNT] = {
 	[VY__VK_LIB_CANON] = {0},
+	[VY__VK_LIB_FLUSH] = {0},
 	[VY__VK_LIB_ISNAN] = {0},
 	[VY__VK_LIB_ROUND_PACK] = {0},
 	[VY__VK_LIB_MULX] = {D(ROUND_PACK)},
 	[VY__VK_LIB_FMA_EXACT] = {D(MULX) | D(ROUND_PACK)},
-	[VY__VK_LIB_FADD] = {D(CANON)},
-	[VY__VK_LIB_FSUB] = {D(CANON)},
-	[VY__VK_LIB_FMUL] = {D(CANON) | D(MULX)},
+	[VY__VK_LIB_FADD] = {D(FLUSH)},
+	[VY__VK_LIB_FSUB] = {D(FLUSH)},
+	[VY__VK_LIB_FMUL] = {D(FLUSH) | D(MULX)},
 	[VY__VK_LIB_FDIV] = {D(CANON) | D(ROUND_PACK)},
 	[VY__VK_LIB_FMOD] = {D(ROUND_PACK)},
 	[VY__VK_LIB_FSQRT] = {D(CANON) | D(ROUND_PACK)},
@@ -851,6 +868,9 @@ static void emit_one(struct vy__vk_str *out, enum vy__vk_lib which, const struct
 	case VY__VK_LIB_CANON:
 		vy__vk_str_add(out, canon_text);
 		break;
+	case VY__VK_LIB_FLUSH:
+		vy__vk_str_add(out, flush_text);
+		break;
 	case VY__VK_LIB_ISNAN:
 		vy__vk_str_add(out, isnan_text);
 		break;
@@ -863,7 +883,10 @@ static void emit_one(struct vy__vk_str *out, enum vy__vk_lib which, const struct
 		if (!math->fold_exact) {
 			vy__vk_str_add(out, fadd_special);
 		}
-		vy__vk_str_add(out, fadd_tail);
+		vy__vk_str_add(out, fadd_sum);
+		vy__vk_str_add(out, math->flushes_subnormals
+					    ? "\treturn floatBitsToUint(r);\n}\n"
+					    : "\treturn vy_flush(floatBitsToUint(r));\n}\n");
 		break;
 	case VY__VK_LIB_MULX:
 		vy__vk_str_add(out, mulx_text);
@@ -873,6 +896,10 @@ static void emit_one(struct vy__vk_str *out, enum vy__vk_lib which, const struct
 		break;
 	case VY__VK_LIB_FMUL:
 		vy__vk_str_add(out, math->fold_exact ? fmul_native : fmul_special);
+		vy__vk_str_add(out, math->flushes_subnormals
+					    ? "\tuint x = floatBitsToUint(r);\n"
+					    : "\tuint x = vy_flush(floatBitsToUint(r));\n");
+		vy__vk_str_add(out, math->fold_exact ? fmul_native_tail : fmul_special_tail);
 		break;
 	case VY__VK_LIB_FDIV:
 		vy__vk_str_add(out, fdiv_exact);
@@ -971,6 +998,10 @@ static void emit_one(struct vy__vk_str *out, enum vy__vk_lib which, const struct
 void vy__vk_lib_emit(struct vy__vk_str *out, uint64_t uses, const struct vy_vk_math *math)
 {
 	uses = vy__vk_lib_close(uses);
+	if (math->flushes_subnormals) {
+		/* add, sub and mul, its only callers, leave the flush to the device */
+		uses &= ~VY__VK_USE(FLUSH);
+	}
 	/* The enum lists every helper after the helpers it calls. */
 	for (unsigned i = 0; i < VY__VK_LIB_COUNT; i++) {
 		if (uses & (UINT64_C(1) << i)) {

@@ -57,7 +57,8 @@ static const struct vy_vulkan_profile named[] = {
 					.sqrt_exact = false,
 					.has_f64 = true,
 					.fold_exact = true,
-					.select_exact = true},
+					.select_exact = true,
+					.flushes_subnormals = true},
 				.subgroups = true,
 				.subgroup_size = 32,
 				.coarse = true,
@@ -146,8 +147,9 @@ static void describe(struct vy__vk_str *out, const char *c, const struct vy_vulk
 		c, yes_no(m->fma_fused), yes_no(m->div_exact), yes_no(m->sqrt_exact),
 		yes_no(m->has_f64));
 	vy__vk_str_addf(out,
-		"%s   constant operands folded exactly: %s; selects between constants exact: %s\n",
-		c, yes_no(m->fold_exact), yes_no(m->select_exact));
+		"%s   constant operands folded exactly: %s; selects between constants exact: %s; "
+		"subnormal sums and products flushed: %s\n",
+		c, yes_no(m->fold_exact), yes_no(m->select_exact), yes_no(m->flushes_subnormals));
 	vy__vk_str_addf(out, "%s   subgroup operations: %s (%u lanes)\n", c,
 		yes_no(p->cg.subgroups), p->cg.subgroup_size);
 	if (p->cg.loop_passes > 0) {

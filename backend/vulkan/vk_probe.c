@@ -5,7 +5,9 @@
  *     product's rounding error and an unfused one returns 0 or a different value;
  *   - '/' and sqrt: quotients and roots of normal numbers over a wide exponent range, compared
  *     with the host's correctly rounded results (x86-64 SSE arithmetic and sqrtf);
- *   - subnormals: products of two small normal numbers whose exact result is subnormal.
+ *   - subnormals: products of two small normal numbers whose exact result is subnormal, and
+ *     sums a + c of two normal numbers near the smallest normal whose exact result is subnormal:
+ *     kept, or flushed to the zero of their sign (anything else is neither).
  * Results whose correct value is subnormal are left out of the first three comparisons, so that
  * flushing is reported once, as keeps_subnormals = false, and not as an inexact operation.
  *
@@ -28,6 +30,7 @@
 
 #define PROBE_SAMPLES 4096u
 #define PROBE_GROUP 64u
+#define PROBE_OUT 5u /* words out per triple */
 
 static const char probe_glsl[] =
 	"#version 450\n"
@@ -47,10 +50,12 @@ static const char probe_glsl[] =
 	"	precise float q = a / b;\n"
 	"	precise float s = sqrt(abs(a));\n"
 	"	precise float m = a * b;\n"
-	"	dst.v[4u * i] = floatBitsToUint(f);\n"
-	"	dst.v[4u * i + 1u] = floatBitsToUint(q);\n"
-	"	dst.v[4u * i + 2u] = floatBitsToUint(s);\n"
-	"	dst.v[4u * i + 3u] = floatBitsToUint(m);\n"
+	"	precise float d = a + c;\n"
+	"	dst.v[5u * i] = floatBitsToUint(f);\n"
+	"	dst.v[5u * i + 1u] = floatBitsToUint(q);\n"
+	"	dst.v[5u * i + 2u] = floatBitsToUint(s);\n"
+	"	dst.v[5u * i + 3u] = floatBitsToUint(m);\n"
+	"	dst.v[5u * i + 4u] = floatBitsToUint(d);\n"
 	"}\n";
 
 static const char fold_glsl[] =
@@ -165,6 +170,12 @@ static void make_triples(float *t, uint32_t n)
 			x[1] = random_float(&s, -75, -64);
 			x[2] = 0.0f;
 			break;
+		case 3:
+			/* a + c: two numbers of exponent -126 and opposite signs */
+			x[0] = random_float(&s, -126, -126);
+			x[1] = random_float(&s, -8, 8);
+			x[2] = -random_float(&s, -126, -126);
+			break;
 		default:
 			x[0] = random_float(&s, -40, 40);
 			x[1] = random_float(&s, -40, 40);
@@ -209,24 +220,35 @@ static void judge(const float *t, const uint32_t *res, uint32_t n, struct vy_vk_
 	memset(out, 0, sizeof(*out));
 	out->samples = n;
 	uint32_t subnormal_kept = 0;
+	uint32_t zeros[2] = {0, 0}; /* flushed to the zero of their sign: products, sums */
+	uint32_t others = 0;        /* subnormal results neither kept nor flushed so */
 	for (uint32_t i = 0; i < n; i++) {
 		float a = t[3 * i];
 		float b = t[3 * i + 1];
 		float c = t[3 * i + 2];
-		float want[4] = {fmaf(a, b, c), a / b, sqrtf(fabsf(a)), a * b};
+		float want[5] = {fmaf(a, b, c), a / b, sqrtf(fabsf(a)), a * b, a + c};
+		const uint32_t *r = &res[PROBE_OUT * i];
 		for (int k = 0; k < 3; k++) {
-			if (subnormal(want[k]) || res[4 * i + k] == bits_of(want[k])) {
+			if (subnormal(want[k]) || r[k] == bits_of(want[k])) {
 				continue;
 			}
 			*(k == 0         ? &out->fma_diffs
 				: k == 1 ? &out->div_diffs
 					 : &out->sqrt_diffs) += 1;
 		}
-		if (subnormal(want[3])) {
-			if (res[4 * i + 3] == bits_of(want[3])) {
+		for (int k = 3; k < 5; k++) {
+			if (!subnormal(want[k])) {
+				continue;
+			}
+			if (r[k] == bits_of(want[k])) {
 				subnormal_kept++;
+				continue;
+			}
+			out->subnormal_flushed++;
+			if (r[k] == (bits_of(want[k]) & 0x80000000u)) {
+				zeros[k - 3]++;
 			} else {
-				out->subnormal_flushed++;
+				others++;
 			}
 		}
 	}
@@ -234,6 +256,8 @@ static void judge(const float *t, const uint32_t *res, uint32_t n, struct vy_vk_
 	out->div_exact = out->div_diffs == 0;
 	out->sqrt_exact = out->sqrt_diffs == 0;
 	out->keeps_subnormals = subnormal_kept > 0 && out->subnormal_flushed == 0;
+	out->flushes_subnormals =
+		subnormal_kept == 0 && others == 0 && zeros[0] > 0 && zeros[1] > 0;
 }
 
 static float float_of(uint32_t u)
@@ -357,7 +381,7 @@ int vy__vk_probe_run(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes, struct
 {
 	uint32_t n = PROBE_SAMPLES;
 	float *triples = calloc(3 * n, sizeof(float));
-	uint32_t *results = calloc(4 * n, sizeof(uint32_t));
+	uint32_t *results = calloc(PROBE_OUT * n, sizeof(uint32_t));
 	if (!triples || !results) {
 		free(triples);
 		free(results);
@@ -366,7 +390,7 @@ int vy__vk_probe_run(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes, struct
 	}
 	make_triples(triples, n);
 	int rc = run_kernel(x, pipes, cc, probe_glsl, triples, (uint64_t)n * 12, results,
-		(uint64_t)n * 16, n, err);
+		(uint64_t)n * PROBE_OUT * 4, n, err);
 	if (rc == 0) {
 		judge(triples, results, n, out);
 		uint32_t in[2 * FOLD_SAMPLES + 1];

@@ -25,6 +25,8 @@ struct vy_vk_probe {
 	bool div_exact;
 	bool sqrt_exact;
 	bool keeps_subnormals;
+	/* every subnormal product and sum came back as the zero of its sign */
+	bool flushes_subnormals;
 	bool fold_exact;   /* add, sub, mul with constant operands keep +-0, inf, NaN */
 	bool select_exact; /* a select or an if between two constant words keeps their bits */
 	/* Loop iterations one invocation ran of a loop of 2^20 before the driver ended it: the

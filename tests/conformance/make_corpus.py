@@ -2805,6 +2805,48 @@ def exactness_cases():
         "the select).")
 
 
+def nan_seen_case():
+    """A NaN that add, sub, mul, neg or abs leave loose is canonicalized where its bits are
+    seen: a store (workgroup memory included) and a bitcast."""
+    name = "nan_canonical_where_seen"
+    xs = [0x7FC00000, 0xFFC00000, 0x7F800001, 0x3F800000, INF, NINF, 0x80000000, 0x7FFFFFFF]
+    outs = ["o_cast", "o_bits", "o_add", "o_sel", "o_floor", "o_min", "o_wg", "o_mul"]
+    types = ["f32", "u32", "f32", "f32", "f32", "f32", "u32", "u32"]
+    bufs = [buf("x", 0, "read_only", "f32", 8)]
+    bufs += [buf(o, 1 + k, "write_only", types[k], 8) for k, o in enumerate(outs)]
+    bufs.append(buf("w", 9, "workgroup", "f32", 8))
+    n = V("n")
+    prog = program(name, 8, bufs,
+                   [let("i", gid()), let("n", op("neg", load("x", V("i")))),
+                    store("o_cast", V("i"), ["cast", "f32", n]),
+                    store("o_bits", V("i"), ["bitcast", "u32", ["cast", "f32", n]]),
+                    store("o_add", V("i"), ["cast", "f32", op("add", load("x", V("i")),
+                                                             load("x", U(4)))]),
+                    store("o_sel", V("i"), ["select", op("lt", V("i"), U(99)), n, F(1.0)]),
+                    store("o_floor", V("i"), op("floor", n)),
+                    store("o_min", V("i"), op("min", n, n)),
+                    store("w", lid(), n), barrier(),
+                    store("o_wg", V("i"), ["bitcast", "u32", load("w", lid())]),
+                    store("o_mul", V("i"), ["bitcast", "u32", op("mul", n, F(2.0))])])
+    negs = [fneg(x) for x in xs]
+    two = 0x40000000
+    expect = [shown([canon(v) for v in negs], "f32"),
+              [canon(v) for v in negs],
+              shown([fadd(x, INF) for x in xs], "f32"),
+              shown(negs, "f32"),
+              shown([fround_like(v, "floor") for v in negs], "f32"),
+              shown([fminmax(v, v, True) for v in negs], "f32"),
+              [canon(v) for v in negs],
+              [fmul(v, two) for v in negs]]
+    case(name, "neg of a NaN, a cast of an f32 to f32 and of a sum with a NaN, a select, floor, "
+         "min, a round trip through workgroup memory and a product: each word stored or bitcast "
+         "is the canonical NaN, whatever NaN the device's add, sub and mul give (difffuzz "
+         "programs 2114f922ff0ef073, 85d5a1a1fa2603b8 and 98e223331c2cd3d3 on an H200: a cast "
+         "to f32 passed a loose NaN on as canonical, and 0x7FFFFFFF reached memory).",
+         prog, [{"values": shown(xs, "f32")}], expect=expect)
+
+
+nan_seen_case()
 exactness_cases()
 
 

@@ -181,6 +181,7 @@ Test(vulkan, enumerates_devices_and_reports_an_honest_profile)
 	cr_assert_eq(prof.select_exact, pr->select_exact);
 	cr_assert_eq(pr->fold_exact, pr->fold_diffs == 0);
 	cr_assert_eq(pr->select_exact, pr->select_diffs == 0);
+	cr_assert(!(pr->flushes_subnormals && pr->keeps_subnormals));
 	if (strstr(prof.name, "llvmpipe")) {
 		/* lavapipe folds 0 * x to 0 and x + 0 to x, and a select between -0.0 and 1.0 into
 		 * a conversion of the condition that gives +0 (docs/semantics.md §10). */
@@ -191,6 +192,8 @@ Test(vulkan, enumerates_devices_and_reports_an_honest_profile)
 		cr_assert(prof.div_exact);
 		cr_assert(prof.sqrt_exact);
 		cr_assert(prof.keeps_subnormals);
+		cr_assert_not(pr->flushes_subnormals, "lavapipe's sums and products keep them");
+		cr_assert_eq(pr->subnormal_flushed, 0);
 		cr_assert(prof.unified_memory, "lavapipe needs no staging");
 	}
 	done();
