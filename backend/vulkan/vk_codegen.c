@@ -143,8 +143,8 @@ static uint32_t bucket(const char *name)
 	return h & (VY__VK_VAR_HEADS - 1);
 }
 
-static void var_push(
-	struct vy__vk_gen *g, const char *name, uint32_t id, struct vy__vk_range range, bool loose)
+static void var_push(struct vy__vk_gen *g, const char *name, uint32_t id, struct vy__vk_range range,
+	bool loose, bool varying)
 {
 	if (g->n_vars == g->cap_vars) {
 		uint32_t cap = g->cap_vars ? g->cap_vars * 2 : 64;
@@ -157,7 +157,7 @@ static void var_push(
 		g->cap_vars = cap;
 	}
 	uint32_t b = bucket(name);
-	g->vars[g->n_vars] = (struct vy__vk_var){name, id, g->heads[b], range, loose};
+	g->vars[g->n_vars] = (struct vy__vk_var){name, id, g->heads[b], range, loose, varying};
 	g->heads[b] = (int32_t)g->n_vars;
 	g->n_vars++;
 }
@@ -203,6 +203,12 @@ bool vy__vk_var_loose(const struct vy__vk_gen *g, const char *name)
 {
 	const struct vy__vk_var *v = var_find(g, name);
 	return !v || v->loose;
+}
+
+bool vy__vk_var_varying(const struct vy__vk_gen *g, const char *name)
+{
+	const struct vy__vk_var *v = var_find(g, name);
+	return v && v->varying;
 }
 
 uint32_t vy__vk_buffer_find(const struct vy__vk_gen *g, const char *name)
@@ -583,7 +589,8 @@ static void iteration_head(struct vy__vk_gen *g)
 static void iteration_body(struct vy__vk_gen *g, const struct vy_node *n, uint32_t id)
 {
 	uint32_t mark = g->n_vars;
-	var_push(g, n->name, id, vy__vk_loop_range(g, n), false);
+	var_push(g, n->name, id, vy__vk_loop_range(g, n), false,
+		vy__vk_varying(g, n->args[0]) || vy__vk_varying(g, n->args[1]));
 	block(g, &n->body);
 	var_pop_to(g, mark);
 }
@@ -803,7 +810,8 @@ static void node(struct vy__vk_gen *g, const struct vy_node *n)
 		vy__vk_line(g, "%s %s = %s;", vy__vk_glsl_type(v.type), text, v.text);
 		/* An assigned f32 may take a loose value later: taken as loose throughout. */
 		var_push(g, n->name, id, vy__vk_range_of(g, n->args[0]),
-			v.loose || (v.type == VY_TYPE_F32 && vy__vk_assigned(g, n->name)));
+			v.loose || (v.type == VY_TYPE_F32 && vy__vk_assigned(g, n->name)),
+			!vy__vk_assigned(g, n->name) && vy__vk_varying(g, n->args[0]));
 		return;
 	}
 	case VY_NODE_ASSIGN:

@@ -143,9 +143,12 @@ static int unsupported_subgroups(struct vy__vk_gen *g)
 		"subgroup operations are not supported on this device");
 }
 
+/* `known`: no operand is varying (vk_facts.c), so a compiler may fold the operation. */
 static void f32_binary(struct vy__vk_gen *g, enum vy_binop op, const struct vy__vk_val *a,
-	const struct vy__vk_val *b, struct vy__vk_val *out)
+	const struct vy__vk_val *b, bool known, struct vy__vk_val *out)
 {
+	/* The device's flush cannot be relied on where the driver folds the operation itself. */
+	bool flush = known && g->opts->math.flushes_subnormals;
 	const char *fn = NULL;
 	uint64_t lib = 0;
 	enum vy_type rt = VY_TYPE_F32;
@@ -153,16 +156,16 @@ static void f32_binary(struct vy__vk_gen *g, enum vy_binop op, const struct vy__
 	bool negate = false;
 	switch (op) {
 	case VY_BIN_ADD:
-		fn = "vy_fadd";
-		lib = VY__VK_USE(FADD);
+		fn = flush ? "vy_faddk" : "vy_fadd";
+		lib = flush ? VY__VK_USE(FADDK) : VY__VK_USE(FADD);
 		break;
 	case VY_BIN_SUB:
-		fn = "vy_fsub";
-		lib = VY__VK_USE(FSUB);
+		fn = flush ? "vy_fsubk" : "vy_fsub";
+		lib = flush ? VY__VK_USE(FSUBK) : VY__VK_USE(FSUB);
 		break;
 	case VY_BIN_MUL:
-		fn = "vy_fmul";
-		lib = VY__VK_USE(FMUL);
+		fn = flush ? "vy_fmulk" : "vy_fmul";
+		lib = flush ? VY__VK_USE(FMULK) : VY__VK_USE(FMUL);
 		break;
 	case VY_BIN_DIV:
 		fn = "vy_fdiv";
@@ -369,7 +372,8 @@ static void binary(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_
 	}
 	enum vy_binop op = (enum vy_binop)e->op;
 	if (a.type == VY_TYPE_F32) {
-		f32_binary(g, op, &a, &b, out);
+		f32_binary(g, op, &a, &b,
+			!vy__vk_varying(g, e->args[0]) && !vy__vk_varying(g, e->args[1]), out);
 	} else if (a.type == VY_TYPE_BOOL) {
 		/* eq, ne, and, or: the only operations on bool. */
 		static const char *const ops[VY_BINOP_COUNT] = {[VY_BIN_EQ] = "==",

@@ -60,6 +60,9 @@ void vy__vk_str_finish(struct vy__vk_str *s);
 	X(FADD)                                                                                    \
 	X(FSUB)                                                                                    \
 	X(FMUL)                                                                                    \
+	X(FADDK)                                                                                   \
+	X(FSUBK)                                                                                   \
+	X(FMULK)                                                                                   \
 	X(FDIV)                                                                                    \
 	X(FMOD)                                                                                    \
 	X(FSQRT)                                                                                   \
@@ -124,7 +127,8 @@ struct vy__vk_var {
 	uint32_t id;
 	int32_t next; /* the entry below in the same hash chain, or -1 */
 	struct vy__vk_range range;
-	bool loose; /* an f32 that may hold a loose NaN */
+	bool loose;   /* an f32 that may hold a loose NaN */
+	bool varying; /* vy__vk_val.varying of its value; false for an assigned name */
 };
 
 /* Hash chains of the scope stack; a power of two. */
@@ -214,6 +218,11 @@ struct vy__vk_range vy__vk_range_of(const struct vy__vk_gen *g, const struct vy_
 struct vy__vk_range vy__vk_loop_range(const struct vy__vk_gen *g, const struct vy_node *loop);
 /* Whether an index is below `count` whenever the launch has the program's workgroup size. */
 bool vy__vk_index_within(const struct vy__vk_gen *g, const struct vy_expr *idx, uint32_t count);
+/* Whether an expression depends on what only the run can know (a load, an atomic, gid, wgid, a
+ * buffer's length, a subgroup operation), so that no compiler can fold an operation on it. */
+bool vy__vk_varying(const struct vy__vk_gen *g, const struct vy_expr *e);
+/* Whether a variable in scope holds such a value (an assigned one counts as not). */
+bool vy__vk_var_varying(const struct vy__vk_gen *g, const char *name);
 /* Whether an expression (NULL: none), a node or a block accesses a buffer of g->written. */
 bool vy__vk_expr_touches(const struct vy__vk_gen *g, const struct vy_expr *e);
 bool vy__vk_node_touches(const struct vy__vk_gen *g, const struct vy_node *n);

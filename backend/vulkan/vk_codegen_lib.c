@@ -128,13 +128,8 @@ static const char fadd_special[] = "\tuint ma = a & 0x7FFFFFFFu;\n"
 
 static const char fadd_sum[] = "\tprecise float r = uintBitsToFloat(a) + uintBitsToFloat(b);\n";
 
-static const char fadd_head[] = "uint vy_fadd(uint a, uint b)\n"
-				"{\n";
-
 /* a - b is a + (-b) exactly, NaN included (a NaN either way). */
-static const char fsub_head[] = "uint vy_fsub(uint a, uint b)\n"
-				"{\n"
-				"\tb ^= 0x80000000u;\n";
+static const char fsub_negate[] = "\tb ^= 0x80000000u;\n";
 
 /*
  * A device that flushes subnormal results may decide before rounding, and so return zero where
@@ -164,14 +159,13 @@ static const char mulx_text[] =
 
 /* Special operands by integer tests, as for add: the product only sees finite nonzero ones. */
 static const char fmul_special[] =
-	"uint vy_fmul(uint a, uint b)\n"
-	"{\n" SIGN_AND_NAN "\tif (ma == 0x7F800000u || mb == 0x7F800000u) {\n"
-	"\t\treturn ma == 0u || mb == 0u ? 0x7FC00000u : (s | 0x7F800000u);\n"
-	"\t}\n"
-	"\tif (ma == 0u || mb == 0u) {\n"
-	"\t\treturn s;\n"
-	"\t}\n"
-	"\tprecise float r = uintBitsToFloat(a) * uintBitsToFloat(b);\n";
+	SIGN_AND_NAN "\tif (ma == 0x7F800000u || mb == 0x7F800000u) {\n"
+		     "\t\treturn ma == 0u || mb == 0u ? 0x7FC00000u : (s | 0x7F800000u);\n"
+		     "\t}\n"
+		     "\tif (ma == 0u || mb == 0u) {\n"
+		     "\t\treturn s;\n"
+		     "\t}\n"
+		     "\tprecise float r = uintBitsToFloat(a) * uintBitsToFloat(b);\n";
 
 static const char fmul_special_tail[] = "\tif ((x & 0x7FFFFFFFu) == 0u) {\n"
 					"\t\tx = vy_fmul_exact(a, b);\n"
@@ -180,14 +174,33 @@ static const char fmul_special_tail[] = "\tif ((x & 0x7FFFFFFFu) == 0u) {\n"
 					"}\n";
 
 /* The instruction decides special operands; only a zero from nonzero operands is recomputed. */
-static const char fmul_native[] = "uint vy_fmul(uint a, uint b)\n"
-				  "{\n"
-				  "\tprecise float r = uintBitsToFloat(a) * uintBitsToFloat(b);\n";
+static const char fmul_native[] = "\tprecise float r = uintBitsToFloat(a) * uintBitsToFloat(b);\n";
 
 static const char fmul_native_tail[] =
 	"\tif ((x & 0x7FFFFFFFu) == 0u && (a & 0x7FFFFFFFu) != 0u &&\n"
 	"\t\t(b & 0x7FFFFFFFu) != 0u) {\n"
 	"\t\tx = vy_fmul_exact(a, b);\n"
+	"\t}\n"
+	"\treturn x;\n"
+	"}\n";
+
+/*
+ * On a device whose fma() is fused, a zero product of run-time operands (nothing else folds it)
+ * is decided without the exact product: the result is the zero of the product's sign or, where
+ * the flush came before rounding, the smallest normal number. It is the latter exactly when
+ * |a * b| >= 2^-126 - 2^-150 (the tie rounds to the even 2^-126), the threshold T = 0x207FFFFF
+ * scaled by 2^-64. With both operands nonzero |a| < 1 here (|b| >= 2^-126), so |a| * 2^64 is
+ * exact, and the fused |a| * 2^64 * |b| - T has the sign of the exact difference, a flushed one
+ * included (a flush keeps the sign; an exact 0 is +0, and the tie goes up): its bits are below
+ * 0x7F800000 exactly when the product reaches the threshold. A zero operand gives -T, or NaN
+ * where |a| * 2^64 overflows: the signed zero either way. No other operand gives a zero
+ * product: infinities and NaN give neither.
+ */
+static const char fmul_fused_tail[] =
+	"\tif (r == 0.0) {\n"
+	"\t\tprecise float d = fma(abs(uintBitsToFloat(a)) * uintBitsToFloat(0x5F800000u),\n"
+	"\t\t\tabs(uintBitsToFloat(b)), -uintBitsToFloat(0x207FFFFFu));\n"
+	"\t\tx = ((a ^ b) & 0x80000000u) | (floatBitsToUint(d) < 0x7F800000u ? 0x00800000u : 0u);\n"
 	"\t}\n"
 	"\treturn x;\n"
 	"}\n";
@@ -809,6 +822,9 @@ static const struct lib_entry lib[VY__VK_LIB_COUNT] = {
 	[VY__VK_LIB_FADD] = {D(FLUSH)},
 	[VY__VK_LIB_FSUB] = {D(FLUSH)},
 	[VY__VK_LIB_FMUL] = {D(FLUSH) | D(MULX)},
+	[VY__VK_LIB_FADDK] = {D(FLUSH)},
+	[VY__VK_LIB_FSUBK] = {D(FLUSH)},
+	[VY__VK_LIB_FMULK] = {D(FLUSH) | D(MULX)},
 	[VY__VK_LIB_FDIV] = {D(CANON) | D(ROUND_PACK)},
 	[VY__VK_LIB_FMOD] = {D(ROUND_PACK)},
 	[VY__VK_LIB_FSQRT] = {D(CANON) | D(ROUND_PACK)},
@@ -862,6 +878,40 @@ bool vy__vk_lib_fma_needs_f64(const struct vy_vk_math *math)
 	return !math->fma_fused && math->has_f64;
 }
 
+/*
+ * add (FADD), sub (FSUB) or mul (FMUL) as vy_fadd, vy_fsub or vy_fmul with `suffix`, flushing a
+ * subnormal result when `flush` (vy_flush), else leaving that to the device.
+ */
+static void emit_arith(struct vy__vk_str *out, enum vy__vk_lib op, const struct vy_vk_math *math,
+	bool flush, const char *suffix)
+{
+	static const char *const names[] = {"fadd", "fsub", "fmul"};
+	vy__vk_str_addf(
+		out, "uint vy_%s%s(uint a, uint b)\n{\n", names[op - VY__VK_LIB_FADD], suffix);
+	if (op == VY__VK_LIB_FMUL) {
+		vy__vk_str_add(out, math->fold_exact ? fmul_native : fmul_special);
+		vy__vk_str_add(out, flush ? "\tuint x = vy_flush(floatBitsToUint(r));\n"
+					  : "\tuint x = floatBitsToUint(r);\n");
+		if (!math->fold_exact) {
+			vy__vk_str_add(out, fmul_special_tail);
+		} else if (!flush && math->fma_fused) {
+			vy__vk_str_add(out, fmul_fused_tail);
+		} else {
+			vy__vk_str_add(out, fmul_native_tail);
+		}
+		return;
+	}
+	if (op == VY__VK_LIB_FSUB) {
+		vy__vk_str_add(out, fsub_negate);
+	}
+	if (!math->fold_exact) {
+		vy__vk_str_add(out, fadd_special);
+	}
+	vy__vk_str_add(out, fadd_sum);
+	vy__vk_str_add(out, flush ? "\treturn vy_flush(floatBitsToUint(r));\n}\n"
+				  : "\treturn floatBitsToUint(r);\n}\n");
+}
+
 static void emit_one(struct vy__vk_str *out, enum vy__vk_lib which, const struct vy_vk_math *math)
 {
 	switch (which) {
@@ -879,27 +929,19 @@ static void emit_one(struct vy__vk_str *out, enum vy__vk_lib which, const struct
 		break;
 	case VY__VK_LIB_FADD:
 	case VY__VK_LIB_FSUB:
-		vy__vk_str_add(out, which == VY__VK_LIB_FADD ? fadd_head : fsub_head);
-		if (!math->fold_exact) {
-			vy__vk_str_add(out, fadd_special);
-		}
-		vy__vk_str_add(out, fadd_sum);
-		vy__vk_str_add(out, math->flushes_subnormals
-					    ? "\treturn floatBitsToUint(r);\n}\n"
-					    : "\treturn vy_flush(floatBitsToUint(r));\n}\n");
+	case VY__VK_LIB_FMUL:
+		emit_arith(out, which, math, !math->flushes_subnormals, "");
+		break;
+	case VY__VK_LIB_FADDK:
+	case VY__VK_LIB_FSUBK:
+	case VY__VK_LIB_FMULK:
+		emit_arith(out, which - (VY__VK_LIB_FADDK - VY__VK_LIB_FADD), math, true, "k");
 		break;
 	case VY__VK_LIB_MULX:
 		vy__vk_str_add(out, mulx_text);
 		break;
 	case VY__VK_LIB_FMA_EXACT:
 		vy__vk_str_add(out, fma_exact_text);
-		break;
-	case VY__VK_LIB_FMUL:
-		vy__vk_str_add(out, math->fold_exact ? fmul_native : fmul_special);
-		vy__vk_str_add(out, math->flushes_subnormals
-					    ? "\tuint x = floatBitsToUint(r);\n"
-					    : "\tuint x = vy_flush(floatBitsToUint(r));\n");
-		vy__vk_str_add(out, math->fold_exact ? fmul_native_tail : fmul_special_tail);
 		break;
 	case VY__VK_LIB_FDIV:
 		vy__vk_str_add(out, fdiv_exact);
@@ -998,8 +1040,10 @@ static void emit_one(struct vy__vk_str *out, enum vy__vk_lib which, const struct
 void vy__vk_lib_emit(struct vy__vk_str *out, uint64_t uses, const struct vy_vk_math *math)
 {
 	uses = vy__vk_lib_close(uses);
-	if (math->flushes_subnormals) {
-		/* add, sub and mul, its only callers, leave the flush to the device */
+	if (math->flushes_subnormals &&
+		!(uses & (VY__VK_USE(FADDK) | VY__VK_USE(FSUBK) | VY__VK_USE(FMULK)))) {
+		/* add, sub and mul of run-time values, its only other callers, leave the flush to
+		 * the device */
 		uses &= ~VY__VK_USE(FLUSH);
 	}
 	/* The enum lists every helper after the helpers it calls. */

@@ -9,6 +9,9 @@
  *     variables of loops and lets, and the arithmetic that cannot wrap on the interval: anything
  *     else is the whole range. A workgroup buffer's bounds check is left out where the range
  *     ends below the buffer's count, under that workgroup size (the shader's vy_wg_own);
+ *   - the values that depend on what only the run can know (a load, gid, ...): an add, sub or
+ *     mul of such a value runs on the device, never in a compiler's constant folding, which
+ *     keeps subnormals where the device flushes them (vk_codegen_lib.c, flushes_subnormals);
  *   - the buffers a barrier must order: the non-workgroup buffers the program stores to or
  *     updates atomically. A barrier fences buffer memory only when an access to one of them may
  *     come before it in the invocation (before it in the program, or anywhere in a loop around
@@ -182,6 +185,32 @@ struct vy__vk_range vy__vk_loop_range(const struct vy__vk_gen *g, const struct v
 bool vy__vk_index_within(const struct vy__vk_gen *g, const struct vy_expr *idx, uint32_t count)
 {
 	return vy__vk_range_of(g, idx).hi < count;
+}
+
+/* ---- Values no compiler knows ---- */
+
+bool vy__vk_varying(const struct vy__vk_gen *g, const struct vy_expr *e)
+{
+	switch (e->kind) {
+	case VY_EXPR_LOAD:
+	case VY_EXPR_ATOMIC:
+	case VY_EXPR_GID:
+	case VY_EXPR_WGID:
+	case VY_EXPR_LEN:
+	case VY_EXPR_SUBGROUP_REDUCE:
+	case VY_EXPR_SUBGROUP_SHUFFLE:
+	case VY_EXPR_SUBGROUP_BALLOT:
+		return true;
+	case VY_EXPR_VAR:
+		return vy__vk_var_varying(g, e->name);
+	default:
+		for (uint32_t i = 0; i < e->nargs; i++) {
+			if (vy__vk_varying(g, e->args[i])) {
+				return true;
+			}
+		}
+		return false;
+	}
 }
 
 /* ---- Buffer accesses a barrier orders ---- */

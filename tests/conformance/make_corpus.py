@@ -2846,6 +2846,64 @@ def nan_seen_case():
          prog, [{"values": shown(xs, "f32")}], expect=expect)
 
 
+def constant_subnormal_case():
+    """Products and sums of constants that a driver folds as it compiles, keeping the
+    subnormals its device flushes at run time."""
+    name = "subnormal_of_constants"
+    sp = ["spec", "sp_f", "f32", F(-1.0)]
+    tiny = 0x00800000  # the smallest normal
+    prog = program(name, 1, [buf("o_b", 0, "write_only", "bool", 3),
+                             buf("o_f", 1, "write_only", "f32", 3)],
+                   [store("o_b", U(0), op("le", op("mul", F(0.10000000149011612), sp), F(0.0))),
+                    store("o_f", U(0), op("mul", F(0.10000000149011612), sp)),
+                    store("o_f", U(1), op("sub", sp, ["spec", "sp_g", "f32", F(0.0)])),
+                    store("o_b", U(1), op("eq", op("sub", sp, ["spec", "sp_g", "f32", F(0.0)]),
+                                          F(0.0))),
+                    store("o_f", U(2), op("add", op("mul", sp, F(0.5)), sp))])
+    g = 0x00800001
+    want_f = [fmul(0x3DCCCCCD, tiny), fsub(tiny, g), fadd(fmul(tiny, 0x3F000000), tiny)]
+    want_b = [1 if bits_to_float(want_f[0]) <= 0 else 0,
+              1 if bits_to_float(fsub(tiny, g)) == 0 else 0, 0]
+    case(name, "With the spec constants at the smallest normal number and the next one up, "
+         "0.1 * sp_f, sp_f - sp_g and sp_f * 0.5 have subnormal exact results, which flush to "
+         "zeros: a driver that folds these constant operations as it compiles keeps the "
+         "subnormal that its device flushes at run time (difffuzz program 3242b3c1616161d1 on "
+         "an H200: 0.1 * sp_f <= 0 was false), so an operation of constants flushes its "
+         "result itself.",
+         prog, config={"spec": {"sp_f": "0x%08x" % tiny, "sp_g": "0x%08x" % g}},
+         expect=[[w == 1 for w in want_b], shown(want_f, "f32")])
+
+
+def mul_at_smallest_normal_case():
+    """Products of loaded operands whose exact value lies just below the smallest normal
+    number: they round up to it, tie to it, or round to a subnormal that flushes to zero."""
+    name = "mul_at_smallest_normal"
+    near = [0x01000000 - k for k in range(1, 5)]       # 2^-125 - k * 2^-148
+    halves = [0x3F000000, 0x3F000001, 0x3EFFFFFF, 0x3EFFFFFE]  # 0.5 and its neighbours
+    xs, ys = [], []
+    for a in near:
+        for b in halves:
+            for sa, sb in ((0, 0), (1, 0), (0, 1), (1, 1)):
+                xs.append(a | sa << 31)
+                ys.append(b | sb << 31)
+    xs += [0x00800000, 0x00800000, 0, 0x80000000, 0x3F800000]
+    ys += [0x3F800000, 0x3F000000, 0x00800000, 0x3F000000, 0x80000000]
+    n = len(xs)
+    prog = program(name, 64, [buf("a", 0, "read_only", "f32", n),
+                              buf("b", 1, "read_only", "f32", n),
+                              buf("o", 2, "write_only", "f32", n)],
+                   [let("i", gid()), guard(U(n)),
+                    store("o", V("i"), op("mul", load("a", V("i")), load("b", V("i"))))])
+    case(name, "a * b for loaded operands near 2^-125 and 0.5: exact products just below "
+         "2^-126 that round up to it or tie to it (ties to even: 2^-126), and ones that round "
+         "to a subnormal and flush to the zero of their sign; a device that flushes before "
+         "rounding gives zero for all of them, and the code generator decides them again.",
+         prog, [{"values": shown(xs, "f32")}, {"values": shown(ys, "f32")}],
+         expect=[shown([fmul(a, b) for a, b in zip(xs, ys)], "f32")])
+
+
+mul_at_smallest_normal_case()
+constant_subnormal_case()
 nan_seen_case()
 exactness_cases()
 

@@ -1179,5 +1179,9 @@ Test(codegen, a_nan_is_canonicalized_where_its_bits_are_seen_and_nowhere_else)
 	cr_assert(strstr(glsl, "\tuint x = floatBitsToUint(r);\n"), "%s", glsl);
 	cr_assert(strstr(glsl, "\treturn floatBitsToUint(r);\n}\n"), "%s", glsl);
 	cr_assert_null(strstr(glsl, "vy_flush("), "%s", glsl);
+	/* a zero product is decided by the fused threshold test, not the exact product */
+	cr_assert(strstr(glsl, "-uintBitsToFloat(0x207FFFFFu));"), "%s", glsl);
+	cr_assert(
+		strstr(glsl, "(floatBitsToUint(d) < 0x7F800000u ? 0x00800000u : 0u);"), "%s", glsl);
 	free(glsl);
 }
