@@ -435,24 +435,26 @@ static uint64_t sat_mul(uint64_t a, uint64_t b)
 }
 
 /*
- * The most loop passes the block can take when it runs `times` times, counted as the driver
- * counts them: a loop of n iterations takes n + 1 passes (the last one leaves it).
+ * Loop counts of the block when it runs `times` times, a loop of n iterations counting
+ * n + `extra`, or UINT64_MAX when a bound is not a literal: with extra 1, the loop passes as the
+ * driver counts them (the last pass leaves the loop); with extra 0, the iterations as the shader
+ * counts them.
  */
-static uint64_t block_passes(const struct vy_block *b, uint64_t times)
+static uint64_t block_loops(const struct vy_block *b, uint64_t times, uint64_t extra)
 {
-	uint64_t passes = 0;
+	uint64_t n = 0;
 	for (uint32_t i = 0; i < b->len; i++) {
 		const struct vy_node *x = b->items[i];
 		if (x->kind == VY_NODE_LOOP) {
 			uint64_t trips = static_trips(x);
-			passes = sat_add(passes, sat_mul(times, sat_add(trips, 1)));
-			passes = sat_add(passes, block_passes(&x->body, sat_mul(times, trips)));
+			n = sat_add(n, sat_mul(times, sat_add(trips, extra)));
+			n = sat_add(n, block_loops(&x->body, sat_mul(times, trips), extra));
 		} else {
-			passes = sat_add(passes, block_passes(&x->body, times));
-			passes = sat_add(passes, block_passes(&x->orelse, times));
+			n = sat_add(n, block_loops(&x->body, times, extra));
+			n = sat_add(n, block_loops(&x->orelse, times, extra));
 		}
 	}
-	return passes;
+	return n;
 }
 
 /* Nodes and expressions of a block, its nested blocks included. */
@@ -467,25 +469,6 @@ static uint64_t block_size(const struct vy_block *b)
 		}
 	}
 	return size;
-}
-
-/* The most loop iterations the block can count when it runs `times` times, as the shader counts
- * them (one per iteration of every loop), or UINT64_MAX when a bound is not a literal. */
-static uint64_t block_iters(const struct vy_block *b, uint64_t times)
-{
-	uint64_t iters = 0;
-	for (uint32_t i = 0; i < b->len; i++) {
-		const struct vy_node *x = b->items[i];
-		if (x->kind == VY_NODE_LOOP) {
-			uint64_t trips = static_trips(x);
-			iters = sat_add(iters, sat_mul(times, trips));
-			iters = sat_add(iters, block_iters(&x->body, sat_mul(times, trips)));
-		} else {
-			iters = sat_add(iters, block_iters(&x->body, times));
-			iters = sat_add(iters, block_iters(&x->orelse, times));
-		}
-	}
-	return iters;
 }
 
 /* The prologue's loops that zero workgroup memory, one pass per workgroup-sized slice. */
@@ -1119,7 +1102,7 @@ int vy_vk_codegen(const struct vy_program *program, const struct vy_vk_codegen_o
 		g.heads[i] = -1;
 	}
 	if (opts->loop_passes > 0 &&
-		sat_add(prologue_passes(program), block_passes(&program->entry, 1)) >=
+		sat_add(prologue_passes(program), block_loops(&program->entry, 1, 1)) >=
 			opts->loop_passes) {
 		uint32_t nodes = vy_block_count_nodes(&program->entry);
 		g.shapes = calloc(nodes > 0 ? nodes : 1, sizeof(*g.shapes));
@@ -1131,7 +1114,7 @@ int vy_vk_codegen(const struct vy_program *program, const struct vy_vk_codegen_o
 		shape_block(&g, &program->entry, &next);
 	}
 	vy__vk_facts_init(&g);
-	layout->static_iters = block_iters(&program->entry, 1);
+	layout->static_iters = block_loops(&program->entry, 1, 0);
 	g.guarded =
 		layout->static_iters > 0 &&
 		sat_mul(layout->static_iters, block_size(&program->entry)) <= VY_VK_UNCOUNTED_WORK;
