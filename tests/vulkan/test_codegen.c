@@ -1044,8 +1044,10 @@ Test(codegen, workgroup_indices_proven_in_range_skip_their_check_under_the_own_w
 			"[\"var\", "
 			"\"lx\"], [\"u32\", 8]], [\"var\", \"ly\"]], [\"u32\", 64]]]],"
 			"[\"let\", \"s\", [\"load\", \"tb\", [\"shr\", [\"var\", \"lx\"], "
-			"[\"u32\", "
-			"0]]]],");
+			"[\"u32\", 0]]]],"
+			/* j reaches 64 on its last pass: out of range */
+			"[\"loop\", \"j\", [\"u32\", 0], [\"u32\", 65], [[\"let\", \"q\", "
+			"[\"load\", \"tb\", [\"var\", \"j\"]]]]],");
 		char *glsl = glsl_of(json, &profiles[pi], &layout);
 		cr_assert(
 			strstr(glsl,
@@ -1060,6 +1062,7 @@ Test(codegen, workgroup_indices_proven_in_range_skip_their_check_under_the_own_w
 		cr_assert_eq(own, 4, "%s: %zu checks left out\n%s", profile_names[pi], own, glsl);
 		cr_assert(strstr(glsl, "if (vy_gid.x < 64u) {"), "%s", glsl);
 		cr_assert(strstr(glsl, "if (v6_h < 64u) {"), "%s", glsl);
+		cr_assert(strstr(glsl, "_j < 64u) {"), "the last j is out of range:\n%s", glsl);
 		/* the global load is checked against its length and canonicalized; the tile's
 		 * words are canonical already */
 		cr_assert(strstr(glsl, "if (vy_gid.x < vy_len0) {"), "%s", glsl);
