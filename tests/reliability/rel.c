@@ -21,16 +21,21 @@
 
 #define PATTERN_BYTES 4096
 
-void rel_lean_asan(void)
+void rel_asan_quarantine(int mb)
 {
 	const char *now = getenv("ASAN_OPTIONS");
 	if (now && strstr(now, "quarantine_size_mb")) {
 		return;
 	}
 	char opts[1024];
-	snprintf(opts, sizeof(opts), "%s%squarantine_size_mb=16", now ? now : "",
-		now && *now ? ":" : "");
+	snprintf(opts, sizeof(opts), "%s%squarantine_size_mb=%d", now ? now : "",
+		now && *now ? ":" : "", mb);
 	setenv("ASAN_OPTIONS", opts, 1);
+}
+
+void rel_lean_asan(void)
+{
+	rel_asan_quarantine(16);
 }
 
 long rel_now_ms(void)

@@ -99,9 +99,10 @@ void rel_scene_close(struct rel_scene *s);
 void rel_expect_error(const struct tc_reply *r, int code, const char *words);
 
 /* Daemons started from now on by this test process keep a small AddressSanitizer quarantine
- * (16 MiB instead of 256), so that their RSS shows what they hold rather than what ASan keeps
- * of freed memory. Without ASan the variable is ignored. */
+ * (16 MiB instead of 256; rel_asan_quarantine: `mb`), so that their RSS shows what they hold
+ * rather than what ASan keeps of freed memory. Without ASan the variable is ignored. */
 void rel_lean_asan(void);
+void rel_asan_quarantine(int mb);
 
 /* Milliseconds of CLOCK_MONOTONIC. */
 long rel_now_ms(void);
