@@ -321,7 +321,8 @@ static void status_line(struct vy_server *s)
 	for (struct vy_link *l = s->conns.next; l != &s->conns; l = l->next) {
 		in_flight += VY_CONTAINER_OF(l, struct vy_conn, link)->in_flight;
 	}
-	vy_sd_notify("STATUS=%s: %u clients, %u requests in flight, %zu pipelines cached",
+	vy_sd_notify_periodic(false,
+		"STATUS=%s: %u clients, %u requests in flight, %zu pipelines cached",
 		s->state == VY_SERVER_RUNNING ? "serving" : "draining", s->n_conns, in_flight,
 		s->pipes.count);
 }
@@ -438,7 +439,7 @@ static void on_tick(uv_timer_t *timer)
 	struct vy_server *s = timer->data;
 	uint64_t now = vy_now_ns();
 	if (s->watchdog_usec && now - s->last_watchdog_ns >= s->watchdog_usec * 500) {
-		vy_sd_notify("WATCHDOG=1");
+		vy_sd_notify_periodic(true, NULL);
 		s->last_watchdog_ns = now;
 	}
 	if (now - s->last_sweep_ns >= 250000000) {

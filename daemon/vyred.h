@@ -896,6 +896,10 @@ void vy_stats_pack_clients(struct vy_server *s, struct vy_conn *viewer, msgpack_
 int vy_sd_listen_fd(int *fd, struct vy_err *err);
 /* Send one notification (READY=1, STATUS=..., ...) to systemd; nothing outside systemd. */
 void vy_sd_notify(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A watchdog ping (`ping`) and/or a STATUS= line (`fmt`, NULL: none), sent by a thread of their
+ * own so that a service manager that stops reading never stops the event loop; a newer status
+ * replaces one still waiting. */
+void vy_sd_notify_periodic(bool ping, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The watchdog interval systemd asks for, in microseconds; 0 when none. */
 uint64_t vy_sd_watchdog_usec(void);
 

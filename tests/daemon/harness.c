@@ -178,7 +178,7 @@ int vyd_start(struct vyd *d, const struct vyd_opts *o)
 		return -1;
 	}
 	pthread_mutex_init(&d->lock, NULL);
-	d->reader_started = pthread_create(&d->reader, NULL, read_notes, d) == 0;
+	d->reader_started = !o->deaf && pthread_create(&d->reader, NULL, read_notes, d) == 0;
 	const char *argv[48];
 	int n = 0;
 	if (o->activation) {

@@ -46,6 +46,7 @@ struct vyd_opts {
 	bool activation;         /* run under systemd-socket-activate */
 	const char *const *args; /* extra arguments, NULL-terminated */
 	bool no_wait;            /* do not wait for READY=1 */
+	bool deaf;               /* nobody reads the notify socket (a stuck service manager) */
 };
 
 /* Start a daemon; returns 0 once it has sent READY=1, or -1 (its log is printed). */

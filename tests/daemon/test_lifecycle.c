@@ -93,6 +93,35 @@ Test(lifecycle, systemd_hears_ready_watchdog_and_stopping)
 	vyd_cleanup(&d);
 }
 
+Test(lifecycle, a_service_manager_that_stops_reading_does_not_stop_the_daemon)
+{
+	/* Watchdog pings every 200 ms into a notify socket nobody reads: its queue (ten
+	 * datagrams on Linux by default) is full within about two seconds. */
+	struct vyd d;
+	struct vyd_opts o = {.watchdog = true, .deaf = true, .no_wait = true};
+	cr_assert_eq(vyd_start(&d, &o), 0);
+	struct tc c;
+	int rc = -1;
+	for (int i = 0; i < 200 && rc != 0; i++) {
+		usleep(50000);
+		rc = tc_connect(&c, d.sock);
+	}
+	cr_assert_eq(rc, 0, "the daemon never listened");
+	cr_assert_eq(tc_hello(&c, "deaf-manager"), 0);
+	for (int i = 0; i < 8; i++) {
+		sleep(1);
+		struct tc_reply r;
+		cr_assert_eq(t_simple(&c, VY_OP_PING, &r), 0, "no answer after %d s", i + 1);
+		cr_expect(r.r.ok);
+		tc_reply_free(&r);
+	}
+	tc_close(&c);
+	/* STOPPING=1 would wait on the full queue: the manager is gone, so is the daemon. */
+	kill(d.pid, SIGKILL);
+	vyd_wait(&d, 10000);
+	vyd_cleanup(&d);
+}
+
 Test(lifecycle, socket_activation_hands_over_the_listening_socket)
 {
 	if (system("command -v systemd-socket-activate >/dev/null 2>&1") != 0) {
