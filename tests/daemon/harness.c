@@ -74,6 +74,55 @@ const char *vyd_shared_socket(void)
 	return getenv("VYRED_TEST_SOCKET");
 }
 
+/*
+ * The daemon's environment, made before the fork: this process has other threads, and one of
+ * them may hold the allocator's lock at fork(), so the child allocates nothing before exec. It
+ * only writes its pid into `watchdog_pid`.
+ */
+struct daemon_env {
+	char **envp;
+	char notify[sizeof(((struct vyd *)0)->notify) + 16];
+	char watchdog_pid[40];
+};
+
+static bool env_dropped(const char *var)
+{
+	static const char *const names[] = {
+		"NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID=", "LISTEN_FDS=", "LISTEN_PID="};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strncmp(var, names[i], strlen(names[i])) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool daemon_env_make(struct daemon_env *e, const struct vyd *d, bool watchdog)
+{
+	extern char **environ;
+	size_t n = 0;
+	while (environ[n]) {
+		n++;
+	}
+	e->envp = calloc(n + 4, sizeof(*e->envp));
+	if (!e->envp) {
+		return false;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!env_dropped(environ[i])) {
+			e->envp[k++] = environ[i];
+		}
+	}
+	snprintf(e->notify, sizeof(e->notify), "NOTIFY_SOCKET=%s", d->notify);
+	e->envp[k++] = e->notify;
+	if (watchdog) {
+		e->envp[k++] = "WATCHDOG_USEC=400000";
+		e->envp[k++] = e->watchdog_pid;
+	}
+	return true;
+}
+
 static long now_ms(void)
 {
 	struct timespec ts;
@@ -213,26 +262,29 @@ int vyd_start(struct vyd *d, const struct vyd_opts *o)
 		argv[n++] = o->args[i];
 	}
 	argv[n] = NULL;
-	d->pid = fork();
-	if (d->pid < 0) {
+	struct daemon_env env;
+	if (!daemon_env_make(&env, d, o->watchdog)) {
 		return -1;
 	}
+	d->pid = fork();
 	if (d->pid == 0) {
 		int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		dup2(fd, STDERR_FILENO);
 		dup2(fd, STDOUT_FILENO);
-		setenv("NOTIFY_SOCKET", d->notify, 1);
-		if (o->watchdog) {
-			setenv("WATCHDOG_USEC", "400000", 1);
-			char pid[32];
-			snprintf(pid, sizeof(pid), "%d", (int)getpid());
-			setenv("WATCHDOG_PID", pid, 1);
-		}
-		unsetenv("LISTEN_FDS");
-		unsetenv("LISTEN_PID");
-		execvp(argv[0], (char *const *)argv);
-		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
+		snprintf(env.watchdog_pid, sizeof(env.watchdog_pid), "WATCHDOG_PID=%d",
+			(int)getpid());
+		execvpe(argv[0], (char *const *)argv, env.envp);
+		char failed[400];
+		int len = snprintf(failed, sizeof(failed), "exec %s: errno %d\n", argv[0], errno);
+		size_t told_len = len < 0                        ? 0
+				  : (size_t)len < sizeof(failed) ? (size_t)len
+								 : sizeof(failed) - 1;
+		ssize_t told = write(STDERR_FILENO, failed, told_len);
+		_exit(told < 0 ? 126 : 127);
+	}
+	free(env.envp);
+	if (d->pid < 0) {
+		return -1;
 	}
 	if (o->no_wait || o->activation) {
 		return 0;

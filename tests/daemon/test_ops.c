@@ -7,12 +7,12 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "codec.h"
 #include "spec.h"
+#include "users.h"
 #include "util.h"
 
 static struct tc c;
@@ -694,57 +694,72 @@ Test(ops, named_buffers_are_shared_within_a_user)
 	tc_open(&c, vyd_shared_socket(), "test_ops");
 }
 
+/* A request without arguments; its error code, or -1 when the connection failed (no assert:
+ * it runs as another user, in a thread of its own). */
+static int plain_request(struct tc *o, enum vy_op op, struct tc_reply *r)
+{
+	struct tc_msg m;
+	tc_begin(o, &m, op, 0);
+	return tc_call(o, &m, r) == 0 ? tc_code(r) : -1;
+}
+
+struct others {
+	uint64_t h;
+	uint64_t named;
+};
+
+/* As nobody: root's buffers are NOT_FOUND, admin operations are refused, and the tables list
+ * nobody's own connection and buffers only. 0, or the check that failed. */
+static int nobody_checks(void *arg)
+{
+	const struct others *b = arg;
+	struct tc o;
+	if (tc_connect(&o, vyd_shared_socket()) != 0 || tc_hello(&o, "nobody") != 0) {
+		return 11;
+	}
+	int failed = 0;
+	struct tc_reply rr = {0};
+	struct tc_reply cl = {0};
+	struct tc_reply bl = {0};
+	if (plain_request(&o, VY_OP_CACHE_CLEAR, &rr) != VY_E_PERMISSION_DENIED) {
+		failed = 12;
+	} else if (free_handle(&o, b->h) != VY_E_NOT_FOUND ||
+		   free_handle(&o, b->named) != VY_E_NOT_FOUND) {
+		failed = 13;
+	} else if (plain_request(&o, VY_OP_CLIENTS, &cl) != 0 ||
+		   tc_array_len(&cl, "clients") != 1) {
+		failed = 14;
+	} else if (plain_request(&o, VY_OP_BUFFERS, &bl) != 0 ||
+		   tc_array_len(&bl, "buffers") != 0) {
+		failed = 15;
+	}
+	tc_reply_free(&rr);
+	tc_reply_free(&cl);
+	tc_reply_free(&bl);
+	tc_close(&o);
+	return failed;
+}
+
 Test(ops, another_user_sees_not_found_and_no_admin)
 {
 	if (getuid() != 0) {
 		cr_skip_test("needs root to connect as another user");
 	}
 	struct tc_reply r;
-	uint64_t h = alloc(&c, 16, NULL, &r);
+	struct others b;
+	b.h = alloc(&c, 16, NULL, &r);
 	tc_reply_free(&r);
-	cr_assert(h);
+	cr_assert(b.h);
 	char name[64];
 	t_unique(name, sizeof(name), "root-named");
-	uint64_t named = alloc(&c, 16, name, &r);
+	b.named = alloc(&c, 16, name, &r);
 	tc_reply_free(&r);
-	pid_t pid = fork();
-	if (pid == 0) {
-		if (setgid(65534) != 0 || setuid(65534) != 0) {
-			_exit(10);
-		}
-		struct tc o;
-		if (tc_connect(&o, vyd_shared_socket()) != 0 || tc_hello(&o, "nobody") != 0) {
-			_exit(11);
-		}
-		struct tc_reply rr;
-		if (t_simple(&o, VY_OP_CACHE_CLEAR, &rr) != VY_E_PERMISSION_DENIED) {
-			_exit(12);
-		}
-		tc_reply_free(&rr);
-		if (free_handle(&o, h) != VY_E_NOT_FOUND ||
-			free_handle(&o, named) != VY_E_NOT_FOUND) {
-			_exit(13);
-		}
-		struct tc_reply cl;
-		t_simple(&o, VY_OP_CLIENTS, &cl);
-		int rows = tc_array_len(&cl, "clients");
-		tc_reply_free(&cl);
-		if (rows != 1) {
-			_exit(14);
-		}
-		struct tc_reply bl;
-		t_simple(&o, VY_OP_BUFFERS, &bl);
-		int bufs = tc_array_len(&bl, "buffers");
-		tc_reply_free(&bl);
-		tc_close(&o);
-		_exit(bufs == 0 ? 0 : 15);
-	}
-	int status = 0;
-	waitpid(pid, &status, 0);
-	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the other user's checks: %d",
-		WEXITSTATUS(status));
-	cr_expect_eq(free_handle(&c, h), 0, "the owner still has its buffer");
-	cr_expect_eq(free_handle(&c, named), 0);
+	struct t_user *nobody = t_user_start(65534, 65534, nobody_checks, &b);
+	cr_assert(nobody, "cannot start a client as nobody: %s", strerror(errno));
+	int failed = t_user_wait(nobody);
+	cr_expect_eq(failed, 0, "the other user's checks: %d", failed);
+	cr_expect_eq(free_handle(&c, b.h), 0, "the owner still has its buffer");
+	cr_expect_eq(free_handle(&c, b.named), 0);
 }
 
 Test(ops, stats_tree_has_every_section)

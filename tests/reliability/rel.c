@@ -7,7 +7,6 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
-#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -275,79 +274,16 @@ static int round_once(struct rel_member *m)
 	return 0;
 }
 
-/*
- * The crowds' threads stop between rounds while another thread forks: a thread caught inside
- * malloc at fork() would leave the allocator's lock held in the child for ever.
- */
-static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
-static bool gate_closed;
-static int gate_members; /* crowd threads in their rounds' loop */
-static int gate_parked;  /* of them, waiting at the gate */
-
-static void gate_enter(void)
-{
-	pthread_mutex_lock(&gate_lock);
-	gate_members++;
-	pthread_mutex_unlock(&gate_lock);
-}
-
-static void gate_leave(void)
-{
-	pthread_mutex_lock(&gate_lock);
-	gate_members--;
-	pthread_cond_broadcast(&gate_cond);
-	pthread_mutex_unlock(&gate_lock);
-}
-
-/* Between two rounds: wait while the gate is closed. */
-static void gate_pass(void)
-{
-	pthread_mutex_lock(&gate_lock);
-	if (gate_closed) {
-		gate_parked++;
-		pthread_cond_broadcast(&gate_cond);
-		while (gate_closed) {
-			pthread_cond_wait(&gate_cond, &gate_lock);
-		}
-		gate_parked--;
-	}
-	pthread_mutex_unlock(&gate_lock);
-}
-
-/* Close the gate and wait until every crowd thread waits at it. */
-static void gate_close(void)
-{
-	pthread_mutex_lock(&gate_lock);
-	gate_closed = true;
-	while (gate_parked < gate_members) {
-		pthread_cond_wait(&gate_cond, &gate_lock);
-	}
-	pthread_mutex_unlock(&gate_lock);
-}
-
-static void gate_open(void)
-{
-	pthread_mutex_lock(&gate_lock);
-	gate_closed = false;
-	pthread_cond_broadcast(&gate_cond);
-	pthread_mutex_unlock(&gate_lock);
-}
-
 static void *run_member(void *arg)
 {
 	struct rel_member *m = arg;
-	gate_enter();
 	while (!atomic_load(&m->crowd->stop)) {
 		round_once(m);
 		if (m->failures > 4) {
-			gate_leave();
 			return NULL;
 		}
 		usleep(2000);
-		gate_pass();
 	}
-	gate_leave();
 	/* The attack is over: one more round must pass cleanly (a few tries let a client whose
 	 * buffer went with a lost device allocate a new one). */
 	for (int attempt = 0; attempt < 3 && !m->final_round_ok; attempt++) {
@@ -660,7 +596,7 @@ bool rel_on_vulkan(struct tc *c)
 
 /* --- another user --------------------------------------------------------------------- */
 
-pid_t rel_spawn_as_user(uid_t uid, gid_t gid, int (*fn)(void *), void *arg)
+struct t_user *rel_spawn_as_user(uid_t uid, gid_t gid, int (*fn)(void *), void *arg)
 {
 	if (getuid() != 0) {
 		const char *allow = getenv("VYRED_TEST_ALLOW_NO_ROOT");
@@ -672,36 +608,14 @@ pid_t rel_spawn_as_user(uid_t uid, gid_t gid, int (*fn)(void *), void *arg)
 			       "run the suite as root (sudo ./dev.sh test), or set "
 			       "VYRED_TEST_ALLOW_NO_ROOT=1 to skip the cross-user cases knowingly");
 	}
-	fflush(NULL);
-	gate_close();
-	pid_t pid = fork();
-	if (pid != 0) {
-		gate_open();
-	}
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0) {
-			fprintf(stderr, "cannot become uid %u: %s\n", (unsigned)uid,
-				strerror(errno));
-			_exit(255);
-		}
-		int rc = fn(arg);
-		fflush(NULL);
-		_exit(rc & 0xff);
-	}
-	return pid;
+	struct t_user *u = t_user_start(uid, gid, fn, arg);
+	cr_assert(u, "cannot start a client as uid %u: %s", (unsigned)uid, strerror(errno));
+	return u;
 }
 
-int rel_reap(pid_t pid)
+int rel_reap(struct t_user *u)
 {
-	int status = 0;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-	}
-	if (!WIFEXITED(status)) {
-		return 254;
-	}
-	int rc = WEXITSTATUS(status);
-	return rc == 255 ? -1 : rc;
+	return t_user_wait(u);
 }
 
 int rel_as_user(uid_t uid, gid_t gid, int (*fn)(void *), void *arg)

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "users.h"
 #include "util.h"
 
 #define REL_MAX_CROWD 16
@@ -121,26 +122,25 @@ uint64_t rel_device_stat(struct tc *c, const char *name);
 bool rel_on_vulkan(struct tc *c);
 
 /*
- * Run `fn(arg)` in a child process as nobody (uid and gid 65534) and return what it returns (0
- * when its checks passed, otherwise the number of the check that failed, which the child also
- * prints), or -1 when the child could not change user. It needs root: run by another user the
- * test fails, with a Fix, unless VYRED_TEST_ALLOW_NO_ROOT=1 says the cross-user cases may be
- * skipped (they then skip, and Criterion lists them as skipped). The
- * crowds' threads wait between rounds while the child is forked, so that none holds a lock
- * (the allocator's) that the child will need.
+ * Run `fn(arg)` as nobody (uid and gid 65534) in a thread of that identity (tests/daemon/users.h)
+ * and return what it returns (0 when its checks passed, otherwise the number of the check that
+ * failed, which `fn` also prints), or -1 when the thread could not change user. `fn` must not
+ * assert (see the requests below); it shares the test's memory. It needs root: run by another
+ * user the test fails, with a Fix, unless VYRED_TEST_ALLOW_NO_ROOT=1 says the cross-user cases
+ * may be skipped (they then skip, and Criterion lists them as skipped).
  */
 int rel_as_nobody(int (*fn)(void *), void *arg);
 /* As rel_as_nobody, as the user `uid` and group `gid` (no supplementary groups); the user need
  * not exist in /etc/passwd, since the daemon knows its peers by SO_PEERCRED alone. */
 int rel_as_user(uid_t uid, gid_t gid, int (*fn)(void *), void *arg);
-/* Start `fn(arg)` in a child running as `uid`/`gid` and return at once with its pid (the test
- * goes on beside it, as another user's victim); rel_reap waits for it and returns what
- * rel_as_user would. Needs root, as rel_as_nobody. */
-pid_t rel_spawn_as_user(uid_t uid, gid_t gid, int (*fn)(void *), void *arg);
-int rel_reap(pid_t pid);
+/* Start `fn(arg)` as `uid`/`gid` and return once it runs (the test goes on beside it, as
+ * another user's victim); rel_reap waits for it and returns what rel_as_user would. Needs root,
+ * as rel_as_nobody. */
+struct t_user *rel_spawn_as_user(uid_t uid, gid_t gid, int (*fn)(void *), void *arg);
+int rel_reap(struct t_user *u);
 
 /* Requests that return the reply's error code (0 when ok) and never assert, so that they also
- * serve in threads and in children running as another user. */
+ * serve in threads and in clients running as another user. */
 int rel_alloc(struct tc *c, uint64_t size, const char *name, uint64_t *handle);
 int rel_upload(struct tc *c, uint64_t handle, uint64_t offset, const void *data, size_t len);
 /* Download `len` bytes at `offset` into `out` (which receives exactly len bytes when ok). */

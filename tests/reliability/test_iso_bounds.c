@@ -35,7 +35,7 @@
 #define VICTIM 61002
 #define MIB ((size_t)1 << 20)
 
-/* Figures a child running as another user hands back (a shared mapping survives the fork). */
+/* Figures a client running as another user hands back. */
 struct shared {
 	long ms[8];
 	long count[8];
@@ -52,7 +52,7 @@ static struct shared *shared_new(void)
 }
 
 /* A request of `op` with no fields: the reply's code (0 when ok), or -1 without a reply. Asserts
- * nothing, so that threads and children running as another user can use it. */
+ * nothing, so that threads and clients running as another user can use it. */
 static int simple(struct tc *c, enum vy_op op, struct tc_reply *r)
 {
 	struct tc_msg m;
@@ -266,10 +266,10 @@ Test(isolation, requests_queued_behind_slow_work_stay_within_the_inbound_quota)
 	struct queue_flood f = {s.d.sock, p, slow, 4, 48, MIB, sh};
 	long before = settled_rss(s.d.pid);
 	long t0 = rel_now_ms();
-	pid_t pid = rel_spawn_as_user(ATTACKER, ATTACKER, flood_queue, &f);
+	struct t_user *attacker = rel_spawn_as_user(ATTACKER, ATTACKER, flood_queue, &f);
 	struct sampler sm;
 	sampler_start(&sm, &s);
-	int rc = rel_reap(pid);
+	int rc = rel_reap(attacker);
 	long took = rel_now_ms() - t0;
 	sampler_stop(&sm);
 	long grown = sm.peak_kib - before;
@@ -306,13 +306,13 @@ struct half_flood {
 	struct shared *sh;
 };
 
-/* Tell a child waiting on `fd` to go on; one that is gone already makes no difference. */
+/* Tell a client waiting on `fd` to go on; one that is gone already makes no difference. */
 static void release(int fd)
 {
 	signal(SIGPIPE, SIG_IGN);
 	char byte = 1;
 	if (write(fd, &byte, 1) != 1) {
-		cr_log_warn("the child had stopped already");
+		cr_log_warn("the client had stopped already");
 	}
 }
 
@@ -458,8 +458,8 @@ Test(isolation, half_sent_large_frames_hold_at_most_the_inbound_quota)
 	cr_assert_eq(pipe(f.ready), 0);
 	cr_assert_eq(pipe(f.go), 0);
 	long before = settled_rss(s.d.pid);
-	pid_t pid = rel_spawn_as_user(ATTACKER, ATTACKER, flood_half, &f);
-	/* Only the child writes `ready` and reads `go`: an attacker that stops early is an EOF. */
+	struct t_user *attacker = rel_spawn_as_user(ATTACKER, ATTACKER, flood_half, &f);
+	/* Only the attacker writes `ready` and reads `go`: one that stops early is an EOF. */
 	close(f.ready[1]);
 	close(f.go[0]);
 	char byte = 0;
@@ -472,7 +472,7 @@ Test(isolation, half_sent_large_frames_hold_at_most_the_inbound_quota)
 	struct victim v = {s.d.sock, sh};
 	int victim = rel_as_user(VICTIM, VICTIM, victim_work, &v);
 	release(f.go[1]);
-	int rc = rel_reap(pid);
+	int rc = rel_reap(attacker);
 	long grown = during - before;
 	/* The quota, one read (256 KiB) in hand on each waiting connection, lean ASan's
 	 * quarantine of the buffers the frame reader outgrew, and 8 MiB of slack. */
@@ -692,7 +692,7 @@ Test(isolation, one_user_cannot_take_every_connection)
 	struct conn_flood f = {.sock = s.d.sock, .sh = sh};
 	cr_assert_eq(pipe(f.ready), 0);
 	cr_assert_eq(pipe(f.go), 0);
-	pid_t pid = rel_spawn_as_user(ATTACKER, ATTACKER, flood_conns, &f);
+	struct t_user *attacker = rel_spawn_as_user(ATTACKER, ATTACKER, flood_conns, &f);
 	close(f.ready[1]);
 	close(f.go[0]);
 	char byte = 0;
@@ -702,7 +702,7 @@ Test(isolation, one_user_cannot_take_every_connection)
 	struct victim v = {s.d.sock, sh};
 	int victim = rel_as_user(VICTIM, VICTIM, victim_work, &v);
 	release(f.go[1]);
-	int rc = rel_reap(pid);
+	int rc = rel_reap(attacker);
 	fprintf(stderr,
 		"isolation: connections: uid %d holds %d (max_clients_per_user 16, max_clients "
 		"64), "

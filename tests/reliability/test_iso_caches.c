@@ -231,13 +231,12 @@ Test(isolation, distinct_programs_keep_memory_flat_once_the_caches_are_full)
 	const char *flood_ms = getenv("VYRED_ISO_FLOOD_MS");
 	long budget = flood_ms ? atol(flood_ms) : 14000;
 	struct flood f = {d.sock, t0 + budget, flood_ms ? 1000000 : 6000, &shared[0], &shared[1]};
-	pid_t pid = rel_spawn_as_user(ATTACKER, ATTACKER, flood_run, &f);
+	struct t_user *attacker = rel_spawn_as_user(ATTACKER, ATTACKER, flood_run, &f);
 	size_t cap = 1 << 16;
 	size_t n = 0;
 	struct sample *s = calloc(cap, sizeof(*s));
 	cr_assert_not_null(s);
-	int status = 0;
-	while (waitpid(pid, &status, WNOHANG) == 0) {
+	while (!t_user_ended(attacker)) {
 		if (n < cap) {
 			s[n].done = atomic_load(&shared[0]);
 			s[n].rss_kib = rel_rss_kib(d.pid);
@@ -245,8 +244,7 @@ Test(isolation, distinct_programs_keep_memory_flat_once_the_caches_are_full)
 		}
 		poll(NULL, 0, 20);
 	}
-	cr_assert(WIFEXITED(status), "the attacker's client died");
-	int rc = WEXITSTATUS(status);
+	int rc = rel_reap(attacker);
 	uint64_t done = atomic_load(&shared[0]);
 	cr_assert_eq(rc, 0, "the attacker's client failed at step %d (error %s) after %lu programs",
 		rc, shared[1] ? vy_err_name(-(int)shared[1]) : "none", (unsigned long)done);
@@ -521,24 +519,22 @@ Test(isolation, disk_stores_stay_under_their_cap_least_recently_used_first)
 	tc_open(&c, d.sock, "watch");
 	bool vulkan = rel_on_vulkan(&c);
 	tc_close(&c);
-	/* The client runs in a child: what it learns comes back through shared memory. */
 	struct disk_flood *shared = mmap(NULL, sizeof(struct disk_flood), PROT_READ | PROT_WRITE,
 		MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	cr_assert_neq(shared, MAP_FAILED);
 	struct disk_flood f = {d.sock, 0, "", ""};
 	long t0 = rel_now_ms();
-	pid_t pid = rel_spawn_as_user(ATTACKER, ATTACKER, disk_run, &f);
+	struct t_user *client = rel_spawn_as_user(ATTACKER, ATTACKER, disk_run, &f);
 	uint64_t most = 0;
 	int samples = 0;
-	int status = 0;
-	while (waitpid(pid, &status, WNOHANG) == 0) {
+	while (!t_user_ended(client)) {
 		uint64_t now = tree_bytes(cache);
 		most = now > most ? now : most;
 		samples++;
 		poll(NULL, 0, 5);
 	}
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the client failed: %d",
-		WEXITSTATUS(status));
+	int failed = rel_reap(client);
+	cr_assert_eq(failed, 0, "the client failed: %d", failed);
 	long ms = rel_now_ms() - t0;
 	cr_assert_eq(vyd_stop(&d), 0);
 	uint64_t stopped = tree_bytes(cache);

@@ -6,8 +6,9 @@
  * single job by about one round.
  *
  * Each case starts a daemon of its own, with a socket open to all, and runs the attacker (uid
- * 61001) and the victim (uid 61002) as child processes; bounds are stated against figures
- * measured in the same run, and each case prints them on an `isolation:` line.
+ * 61001) and the victim (uid 61002) as clients of those users (rel_spawn_as_user); bounds are
+ * stated against figures measured in the same run, and each case prints them on an `isolation:`
+ * line.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -27,7 +28,7 @@
 
 #define CONFIG_OPEN "[daemon]\nsocket_mode = 0666\n[limits]\nmax_inflight = 1024\n"
 
-/* Figures and phases the test shares with its children (a MAP_SHARED page). */
+/* Figures and phases the test shares with its users' clients. */
 struct board {
 	_Atomic int phase;
 	_Atomic long alone_us;  /* one attacker dispatch or compile, alone */
@@ -39,7 +40,7 @@ struct board {
 	_Atomic long extra; /* case-specific */
 	_Atomic long extra2;
 	_Atomic long mark_us; /* when the victim sent its request under the attack (now_us) */
-	_Atomic int failed;   /* the check a child failed at, 0 while none did */
+	_Atomic int failed;   /* the check a client failed at, 0 while none did */
 };
 
 enum {
@@ -66,14 +67,14 @@ static long now_us(void)
 	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
 }
 
-/* A child's failed check: noted on the board, so that no one waits for it. */
+/* A client's failed check: noted on the board, so that no one waits for it. */
 static int fail(struct board *b, int check)
 {
 	b->failed = check;
 	return check;
 }
 
-/* Wait for the board to reach `phase`; false after `timeout_ms` or once a child failed. */
+/* Wait for the board to reach `phase`; false after `timeout_ms` or once a client failed. */
 static bool await_phase(struct board *b, int phase, int timeout_ms)
 {
 	long until = rel_now_ms() + timeout_ms;
@@ -131,7 +132,7 @@ static long tiny_once(struct tc *c, const struct vy_program *p, long *queue_us)
 	return rc == 0 ? took : -1;
 }
 
-/* The u64 at `path` of a stats reply, or -1; safe in a child (asserts nothing). */
+/* The u64 at `path` of a stats reply, or -1; safe in a client of another user (asserts nothing). */
 static long stat_of(struct tc *c, const char *path)
 {
 	struct tc_msg m;
@@ -348,7 +349,7 @@ static int heavy_attacker(void *arg)
 struct victim {
 	const char *sock;
 	struct board *b;
-	const struct vy_program *p; /* the victim's tiny program, made before the fork */
+	const struct vy_program *p; /* the victim's tiny program, made before the clients start */
 	int quiet;                  /* dispatches measured before the attack */
 	int flood;                  /* dispatches measured under it at most */
 	long budget_ms;             /* ... and for this long at most */
@@ -412,10 +413,10 @@ static void heavy_case(int conns, int per_conn)
 	struct board *b = board_new();
 	struct vy_program *tiny = small_program(3, 5);
 	struct victim v = {d.sock, b, tiny, 40, 30, 8000, 50, true};
-	pid_t victim = rel_spawn_as_user(VICTIM, VICTIM, tiny_victim, &v);
+	struct t_user *victim = rel_spawn_as_user(VICTIM, VICTIM, tiny_victim, &v);
 	cr_assert(await_phase(b, PHASE_QUIET_DONE, 60000), "the victim did not start");
 	struct heavy_attack a = {d.sock, b, p, slow, conns, per_conn};
-	pid_t attacker = rel_spawn_as_user(ATTACKER, ATTACKER, heavy_attacker, &a);
+	struct t_user *attacker = rel_spawn_as_user(ATTACKER, ATTACKER, heavy_attacker, &a);
 	bool measured = await_phase(b, PHASE_MEASURED, 120000);
 	b->phase = PHASE_STOP;
 	int vrc = rel_reap(victim);
@@ -640,13 +641,13 @@ Test(isolation, large_compiles_of_one_user_delay_another_users_compile_by_about_
 	tc_close(&c);
 	struct board *b = board_new();
 	struct victim v = {d.sock, b, NULL, 0, 0, 0, 20, false};
-	pid_t victim = rel_spawn_as_user(VICTIM, VICTIM, compile_victim, &v);
+	struct t_user *victim = rel_spawn_as_user(VICTIM, VICTIM, compile_victim, &v);
 	cr_assert(await_phase(b, PHASE_QUIET_DONE, 60000), "the victim did not start");
 	struct compile_attack a = {d.sock, b, salt,
 		steps < 50            ? 50
 		: steps > LARGE_STEPS ? LARGE_STEPS
 				      : (uint32_t)steps};
-	pid_t attacker = rel_spawn_as_user(ATTACKER, ATTACKER, compile_attacker, &a);
+	struct t_user *attacker = rel_spawn_as_user(ATTACKER, ATTACKER, compile_attacker, &a);
 	int arc = rel_reap(attacker);
 	int vrc = rel_reap(victim);
 	cr_assert_eq(arc, 0, "the attacker failed at check %d", arc);
@@ -921,8 +922,8 @@ Test(isolation, a_newcomer_gets_no_credit_for_the_time_before_it_came)
 	cr_assert_neq(b, MAP_FAILED);
 	memset(b, 0, sizeof(*b));
 	struct credit_run run = {d.sock, b, p, slow};
-	pid_t old = rel_spawn_as_user(ATTACKER, ATTACKER, incumbent, &run);
-	pid_t fresh = rel_spawn_as_user(VICTIM, VICTIM, newcomer, &run);
+	struct t_user *old = rel_spawn_as_user(ATTACKER, ATTACKER, incumbent, &run);
+	struct t_user *fresh = rel_spawn_as_user(VICTIM, VICTIM, newcomer, &run);
 	long until = rel_now_ms() + 120000;
 	while (b->old_n < OLD_WARM && !b->failed && rel_now_ms() < until) {
 		usleep(2000);

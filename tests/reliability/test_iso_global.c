@@ -29,7 +29,7 @@
 #define ATTACKER 61001
 #define VICTIM 61002
 
-/* Figures a child running as another user hands back (a shared mapping survives the fork). */
+/* Figures a client running as another user hands back. */
 struct figures {
 	long ms[4];
 	long count[4];
@@ -182,7 +182,7 @@ static void two_users(const char *config, enum held what, uint64_t share, uint64
 	struct pair p = {s.d.sock, what, share, rest, key, {-1, -1}, {-1, -1}, figures_new()};
 	cr_assert_eq(pipe(p.ready), 0);
 	cr_assert_eq(pipe(p.released), 0);
-	pid_t attacker = rel_spawn_as_user(ATTACKER, ATTACKER, hold_share, &p);
+	struct t_user *attacker = rel_spawn_as_user(ATTACKER, ATTACKER, hold_share, &p);
 	int rc = rel_as_user(VICTIM, VICTIM, take_rest, &p);
 	if (rc != 0) {
 		/* Let the attacker go whatever happened to the victim. */
@@ -333,7 +333,7 @@ Test(isolation, max_inflight_total_bounds_users_together)
 	struct t_slow slow = t_slow_calibrate(&s.c, p, -1, 1500);
 	struct inflight in = {s.d.sock, p, slow, {-1, -1}, figures_new()};
 	cr_assert_eq(pipe(in.ready), 0);
-	pid_t attacker = rel_spawn_as_user(ATTACKER, ATTACKER, attacker_four, &in);
+	struct t_user *attacker = rel_spawn_as_user(ATTACKER, ATTACKER, attacker_four, &in);
 	int rc = rel_as_user(VICTIM, VICTIM, victim_five, &in);
 	int arc = rel_reap(attacker);
 	fprintf(stderr,
@@ -631,7 +631,7 @@ Test(isolation, replies_of_one_user_are_bounded_over_its_connections)
 	}
 	long alone_ms = fr.f->ms[2];
 	long base = settled_rss(s.d.pid);
-	pid_t attacker = rel_spawn_as_user(ATTACKER, ATTACKER, flood_replies, &fr);
+	struct t_user *attacker = rel_spawn_as_user(ATTACKER, ATTACKER, flood_replies, &fr);
 	char b = 1;
 	cr_assert_eq(read(fr.ready[0], &b, 1), 1);
 	/* Everything the daemon will prepare before the attacker reads. */
@@ -727,7 +727,7 @@ Test(isolation, reply_total_bounds_users_together)
 	struct flood_replies fr = {s.d.sock, p, 1, 2, {-1, -1}, {-1, -1}, figures_new()};
 	cr_assert_eq(pipe(fr.ready), 0);
 	cr_assert_eq(pipe(fr.go_read), 0);
-	pid_t attacker = rel_spawn_as_user(ATTACKER, ATTACKER, flood_replies, &fr);
+	struct t_user *attacker = rel_spawn_as_user(ATTACKER, ATTACKER, flood_replies, &fr);
 	char b = 1;
 	cr_assert_eq(read(fr.ready[0], &b, 1), 1);
 	/* Its two outputs in preparation or unsent (the first may be partly in the socket). */

@@ -209,7 +209,7 @@ Test(isolation, another_users_graph_and_buffers_are_unknown_to_graph_requests)
 	struct vyd d;
 	t_start(&d, open_config);
 	struct board *b = board_map(sizeof(*b), d.sock);
-	pid_t v = rel_spawn_as_user(VICTIM, VICTIM, victim, b);
+	struct t_user *v = rel_spawn_as_user(VICTIM, VICTIM, victim, b);
 	cr_assert(await_phase(&b->phase, 60000), "the victim made no graph");
 	int arc = rel_as_user(ATTACKER, ATTACKER, attacker_tries, b);
 	b->phase = 2;
@@ -405,7 +405,7 @@ Test(isolation, a_users_long_graphs_delay_another_users_dispatch_by_about_one_ru
 	struct vyd d;
 	t_start(&d, open_config);
 	struct long_board *b = board_map(sizeof(*b), d.sock);
-	pid_t attacker = rel_spawn_as_user(ATTACKER, ATTACKER, long_graphs, b);
+	struct t_user *attacker = rel_spawn_as_user(ATTACKER, ATTACKER, long_graphs, b);
 	int vrc = await_phase(&b->phase, 300000) ? rel_as_user(VICTIM, VICTIM, single_dispatches, b)
 						 : -1;
 	long runs = b->runs;

@@ -30,14 +30,14 @@
 
 static const char open_config[] = "[daemon]\nsocket_mode = 0666\n";
 
-/* What the parent and the users' children share (a MAP_SHARED page survives the fork). */
+/* What the test and the users' clients share. */
 struct shared {
 	char sock[320];
 	const struct vy_program *victim;   /* the victim's program */
 	const struct vy_program *own;      /* the attacker's own program */
 	const struct t_inputs *victim_in;  /* inputs of the victim's program */
 	char victim_id[VY_PROGRAM_ID_HEX]; /* its id, computed by the parent */
-	/* figures the children measured */
+	/* figures the clients measured */
 	int rows_before;      /* rows the attacker saw before sending anything */
 	int victim_rows;      /* rows of the victim's program among them */
 	int programs_after;   /* the attacker's program rows after sending */
