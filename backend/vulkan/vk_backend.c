@@ -1317,8 +1317,8 @@ int vy__vk_backend_compile(struct vy_backend *base, const char *glsl, struct vy_
 {
 	uint32_t *words = NULL;
 	size_t n_words = 0;
-	int rc = vy__vk_compile_glsl(
-		vy__vk_from(base)->cc, glsl, strlen(glsl), "kernel.comp", &words, &n_words, err);
+	int rc = vy__vk_compile_glsl(vy__vk_from(base)->cc, glsl, strlen(glsl), "kernel.comp",
+		false, &words, &n_words, err);
 	free(words);
 	return rc;
 }

@@ -165,8 +165,9 @@ static void describe(struct vy__vk_str *out, const char *c, const struct vy_vulk
 		p->caps.max_shared_bytes);
 }
 
-/* Append the text of one segment: its GLSL, or its SPIR-V disassembled. */
-static int emit_segment(struct vy_vk_compiler *cc, const char *glsl, bool spirv,
+/* Append the text of one segment: its GLSL, or its SPIR-V disassembled (through the optimizer
+ * when `optimize`, as the backend compiles a coarse form). */
+static int emit_segment(struct vy_vk_compiler *cc, const char *glsl, bool spirv, bool optimize,
 	struct vy__vk_str *out, struct vy_err *err)
 {
 	if (!spirv) {
@@ -175,7 +176,8 @@ static int emit_segment(struct vy_vk_compiler *cc, const char *glsl, bool spirv,
 	}
 	uint32_t *words = NULL;
 	size_t n_words = 0;
-	int rc = vy__vk_compile_glsl(cc, glsl, strlen(glsl), "kernel.comp", &words, &n_words, err);
+	int rc = vy__vk_compile_glsl(
+		cc, glsl, strlen(glsl), "kernel.comp", optimize, &words, &n_words, err);
 	char *text = NULL;
 	if (rc == 0) {
 		rc = vy__vk_disassemble_spirv(words, n_words, &text, err);
@@ -247,7 +249,7 @@ int vy_vulkan_emit(const struct vy_program *program, const struct vy_vulkan_prof
 			"needs shaderFloat64: %s, subgroup features 0x%x\n",
 			c, s + 1, split.len, layout.n_bindings, layout.n_spec,
 			yes_no(layout.uses_f64), layout.subgroup_features);
-		rc = emit_segment(cc, glsl, spirv, &out, err);
+		rc = emit_segment(cc, glsl, spirv, profile->cg.coarse && layout.coarse, &out, err);
 		free(glsl);
 	}
 	vy__vk_compiler_destroy(cc);

@@ -220,10 +220,10 @@ static void fill_caps(struct vy__vk_backend *b, struct vy_caps *caps)
 	caps->max_shared_bytes = l->maxComputeSharedMemorySize;
 }
 
-static void spirv_key(struct vy__vk_backend *b, const char *glsl, uint8_t key[16])
+static void spirv_key(struct vy__vk_backend *b, const char *glsl, bool optimize, uint8_t key[16])
 {
-	uint32_t ident[3] = {
-		(uint32_t)SPIRV_KEY_VERSION, b->dev.props.vendorID, b->dev.props.deviceID};
+	uint32_t ident[4] = {(uint32_t)SPIRV_KEY_VERSION, b->dev.props.vendorID,
+		b->dev.props.deviceID, optimize};
 	uint64_t seed = XXH3_64bits(ident, sizeof(ident));
 	XXH128_hash_t h = XXH3_128bits_withSeed(glsl, strlen(glsl), seed);
 	XXH128_canonical_t c;
@@ -232,11 +232,11 @@ static void spirv_key(struct vy__vk_backend *b, const char *glsl, uint8_t key[16
 }
 
 /* SPIR-V of `glsl`, from the disk cache (*from_disk set, and the file's use recorded) or
- * compiled; `key` receives its disk cache key. */
-static int spirv_of(struct vy__vk_backend *b, const char *glsl, uint32_t **words, size_t *n_words,
-	bool *from_disk, uint8_t key[16], struct vy_err *err)
+ * compiled, through the optimizer when `optimize`; `key` receives its disk cache key. */
+static int spirv_of(struct vy__vk_backend *b, const char *glsl, bool optimize, uint32_t **words,
+	size_t *n_words, bool *from_disk, uint8_t key[16], struct vy_err *err)
 {
-	spirv_key(b, glsl, key);
+	spirv_key(b, glsl, optimize, key);
 	void *data = NULL;
 	size_t len = 0;
 	if (vy__vk_disk_read(&b->disk, VY_VK_DISK_SPIRV, key, &data, &len)) {
@@ -259,7 +259,8 @@ static int spirv_of(struct vy__vk_backend *b, const char *glsl, uint32_t **words
 		free(data);
 	}
 	*from_disk = false;
-	return vy__vk_compile_glsl(b->cc, glsl, strlen(glsl), "kernel.comp", words, n_words, err);
+	return vy__vk_compile_glsl(
+		b->cc, glsl, strlen(glsl), "kernel.comp", optimize, words, n_words, err);
 }
 
 /* Write the SPIR-V compiled for the kernel's segments, now that a pipeline of each was built.
@@ -324,7 +325,8 @@ static int build_segment(struct vy__vk_backend *b, struct vy__vk_kernel *k, uint
 	uint32_t *words = NULL;
 	size_t n_words = 0;
 	bool from_disk = false;
-	rc = spirv_of(b, glsl, &words, &n_words, &from_disk, seg->spirv_key, err);
+	/* A cold compile pays for the plain form: the driver optimizes it well enough alone. */
+	rc = spirv_of(b, glsl, false, &words, &n_words, &from_disk, seg->spirv_key, err);
 	free(glsl);
 	k->from_disk = k->from_disk && from_disk;
 	if (rc == 0 && b->validation && !from_disk) {
@@ -613,8 +615,10 @@ static int coarse_segment(struct vy__vk_backend *b, struct vy__vk_segment *seg, 
 	if (rc) {
 		return rc;
 	}
+	/* The coarse form runs the large launches: worth the optimizer's time, which streams
+	 * faster on NVIDIA. */
 	uint8_t key[16];
-	spirv_key(b, glsl, key);
+	spirv_key(b, glsl, true, key);
 	if (only_from_disk && !vy__vk_disk_has(&b->disk, VY_VK_DISK_SPIRV, key)) {
 		free(glsl);
 		return 0;
@@ -622,7 +626,7 @@ static int coarse_segment(struct vy__vk_backend *b, struct vy__vk_segment *seg, 
 	uint32_t *words = NULL;
 	size_t n_words = 0;
 	bool disk = false;
-	rc = spirv_of(b, glsl, &words, &n_words, &disk, key, err);
+	rc = spirv_of(b, glsl, true, &words, &n_words, &disk, key, err);
 	free(glsl);
 	*from_disk = *from_disk && disk;
 	if (rc == 0 && b->validation && !disk) {

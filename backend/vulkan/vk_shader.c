@@ -19,8 +19,9 @@
 
 struct vy_vk_compiler {
 	shaderc_compiler_t compiler;
-	shaderc_compile_options_t options;
-	bool float_preserve; /* add SignedZeroInfNanPreserve 32 to each module */
+	shaderc_compile_options_t options;     /* glslang's module as it is */
+	shaderc_compile_options_t options_opt; /* and through the optimizer */
+	bool float_preserve;                   /* add SignedZeroInfNanPreserve 32 to each module */
 };
 
 struct vy_vk_compiler *vy__vk_compiler_create(void)
@@ -39,9 +40,15 @@ struct vy_vk_compiler *vy__vk_compiler_create(void)
 	shaderc_compile_options_set_target_env(
 		c->options, shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_2);
 	shaderc_compile_options_set_target_spirv(c->options, shaderc_spirv_version_1_5);
-	shaderc_compile_options_set_optimization_level(
-		c->options, shaderc_optimization_level_performance);
 	shaderc_compile_options_set_source_language(c->options, shaderc_source_language_glsl);
+	c->options_opt = shaderc_compile_options_clone(c->options);
+	if (!c->options_opt) {
+		fprintf(stderr, "vyred: shaderc failed to initialize\n");
+		abort();
+	}
+	shaderc_compile_options_set_optimization_level(c->options, shaderc_optimization_level_zero);
+	shaderc_compile_options_set_optimization_level(
+		c->options_opt, shaderc_optimization_level_performance);
 	return c;
 }
 
@@ -56,6 +63,7 @@ void vy__vk_compiler_destroy(struct vy_vk_compiler *c)
 		return;
 	}
 	shaderc_compile_options_release(c->options);
+	shaderc_compile_options_release(c->options_opt);
 	shaderc_compiler_release(c->compiler);
 	free(c);
 }
@@ -154,12 +162,12 @@ static uint32_t *with_float_preserve(const uint32_t *w, size_t n, size_t *n_out)
 }
 
 int vy__vk_compile_glsl(struct vy_vk_compiler *c, const char *glsl, size_t len, const char *name,
-	uint32_t **words, size_t *n_words, struct vy_err *err)
+	bool optimize, uint32_t **words, size_t *n_words, struct vy_err *err)
 {
 	*words = NULL;
 	*n_words = 0;
-	shaderc_compilation_result_t res = shaderc_compile_into_spv(
-		c->compiler, glsl, len, shaderc_compute_shader, name, "main", c->options);
+	shaderc_compilation_result_t res = shaderc_compile_into_spv(c->compiler, glsl, len,
+		shaderc_compute_shader, name, "main", optimize ? c->options_opt : c->options);
 	if (!res) {
 		fprintf(stderr, "vyred: shaderc returned no result\n");
 		abort();

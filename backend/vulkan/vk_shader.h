@@ -30,12 +30,15 @@ void vy__vk_compiler_set_float_preserve(struct vy_vk_compiler *c, bool on);
 void vy__vk_compiler_destroy(struct vy_vk_compiler *c);
 
 /*
- * Compile a compute shader. `name` labels the source in messages. On success stores the module in
- * *words (malloc'd) and its length in words in *n_words. Errors: KERNEL_COMPILE_FAILED whose
- * message holds shaderc's log and names the first failing line with its source text.
+ * Compile a compute shader. `name` labels the source in messages. With `optimize` the module goes
+ * through the SPIR-V optimizer (shaderc's performance level); without, it goes to the driver as
+ * glslang writes it, which compiles in about a quarter of the time and which the driver's own
+ * compiler optimizes (docs/performance.md, "What a cold compile spends"). On success stores the
+ * module in *words (malloc'd) and its length in words in *n_words. Errors: KERNEL_COMPILE_FAILED
+ * whose message holds shaderc's log and names the first failing line with its source text.
  */
 int vy__vk_compile_glsl(struct vy_vk_compiler *c, const char *glsl, size_t len, const char *name,
-	uint32_t **words, size_t *n_words, struct vy_err *err);
+	bool optimize, uint32_t **words, size_t *n_words, struct vy_err *err);
 
 /* Check a module with the SPIR-V validator for Vulkan 1.2. Errors: INTERNAL with its message. */
 int vy__vk_validate_spirv(const uint32_t *words, size_t n_words, struct vy_err *err);

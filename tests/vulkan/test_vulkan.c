@@ -1718,7 +1718,7 @@ ReportHook(PRE_ALL)(struct criterion_test_set *set)
 	const char *s = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n";
 	uint32_t *w = NULL;
 	size_t n = 0;
-	vy__vk_compile_glsl(cc, s, strlen(s), "warm.comp", &w, &n, NULL);
+	vy__vk_compile_glsl(cc, s, strlen(s), "warm.comp", false, &w, &n, NULL);
 	free(w);
 	vy__vk_compiler_destroy(cc);
 }
