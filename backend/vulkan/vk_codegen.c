@@ -144,7 +144,7 @@ static uint32_t bucket(const char *name)
 }
 
 static void var_push(struct vy__vk_gen *g, const char *name, uint32_t id, struct vy__vk_range range,
-	bool loose, bool varying)
+	enum vy_type type, bool loose, bool varying)
 {
 	if (g->n_vars == g->cap_vars) {
 		uint32_t cap = g->cap_vars ? g->cap_vars * 2 : 64;
@@ -157,7 +157,8 @@ static void var_push(struct vy__vk_gen *g, const char *name, uint32_t id, struct
 		g->cap_vars = cap;
 	}
 	uint32_t b = bucket(name);
-	g->vars[g->n_vars] = (struct vy__vk_var){name, id, g->heads[b], range, loose, varying};
+	g->vars[g->n_vars] =
+		(struct vy__vk_var){name, id, g->heads[b], range, type, loose, varying};
 	g->heads[b] = (int32_t)g->n_vars;
 	g->n_vars++;
 }
@@ -572,7 +573,7 @@ static void iteration_head(struct vy__vk_gen *g)
 static void iteration_body(struct vy__vk_gen *g, const struct vy_node *n, uint32_t id)
 {
 	uint32_t mark = g->n_vars;
-	var_push(g, n->name, id, vy__vk_loop_range(g, n), false,
+	var_push(g, n->name, id, vy__vk_loop_range(g, n), VY_TYPE_U32, false,
 		vy__vk_varying(g, n->args[0]) || vy__vk_varying(g, n->args[1]));
 	block(g, &n->body);
 	var_pop_to(g, mark);
@@ -713,21 +714,12 @@ static void copied_loop(struct vy__vk_gen *g, const struct vy_node *n, uint32_t 
 	}
 }
 
-static void loop(struct vy__vk_gen *g, const struct vy_node *n)
+/* The loop's variable from `from`, its iterations up to t<bound>, and the check that the driver
+ * did not cut it short. */
+static void loop_run(struct vy__vk_gen *g, const struct vy_node *n, const char *from,
+	uint32_t bound, struct vy__vk_loop_shape shape)
 {
-	struct vy__vk_val from, to;
-	vy__vk_expr(g, n->args[0], &from);
-	vy__vk_expr(g, n->args[1], &to);
-	if (g->rc) {
-		return;
-	}
-	g->has_loop = true;
-	/* A barrier in the body comes after the accesses of earlier iterations too. */
-	g->touched = g->touched || vy__vk_block_touches(g, &n->body);
 	uint32_t self = g->node;
-	/* The bound is read once, even when it names a variable that the body assigns. */
-	uint32_t bound = g->next_temp++;
-	vy__vk_line(g, "uint t%u = %s;", bound, to.text);
 	uint32_t id = g->next_var++;
 	char v[128];
 	ident(v, sizeof(v), 'v', id, n->name);
@@ -736,9 +728,7 @@ static void loop(struct vy__vk_gen *g, const struct vy_node *n)
 	 * dispatch instead of giving a wrong answer. */
 	vy__vk_line(g, "{");
 	g->indent++;
-	vy__vk_line(g, "uint %s = %s;", v, from.text);
-	struct vy__vk_loop_shape shape =
-		g->shapes ? g->shapes[self] : (struct vy__vk_loop_shape){1, false};
+	vy__vk_line(g, "uint %s = %s;", v, from);
 	if (shape.copies <= 1 && !shape.whole) {
 		vy__vk_line(g, "for (; %s < t%u; ++%s) {", v, bound, v);
 		g->indent++;
@@ -756,6 +746,120 @@ static void loop(struct vy__vk_gen *g, const struct vy_node *n)
 	vy__vk_line(g, "\tvy_cut_raise(%uu);", self);
 	vy__vk_line(g, "\treturn;");
 	vy__vk_line(g, "}");
+	g->indent--;
+	vy__vk_line(g, "}");
+}
+
+/* The names a block assigns, each once, into names[] (at most `cap`); the count, or cap + 1
+ * when there are more. */
+static uint32_t assigned_in(const struct vy_block *b, const char **names, uint32_t n, uint32_t cap)
+{
+	for (uint32_t i = 0; i < b->len && n <= cap; i++) {
+		const struct vy_node *x = b->items[i];
+		if (x->kind == VY_NODE_ASSIGN) {
+			uint32_t k = 0;
+			while (k < n && strcmp(names[k], x->name) != 0) {
+				k++;
+			}
+			if (k == n) {
+				if (n == cap) {
+					return cap + 1;
+				}
+				names[n++] = x->name;
+			}
+		}
+		n = assigned_in(&x->body, names, n, cap);
+		n = assigned_in(&x->orelse, names, n, cap);
+	}
+	return n;
+}
+
+/* Most variables from outside that a speculated loop may assign (each is saved before it). */
+#define SPECULATE_MAX_VARS 16
+
+/*
+ * On a device that flushes a product before rounding, deciding at every f32 product whether it
+ * should have been 2^-126 costs a loop of products (a matmul's) about half its speed
+ * (docs/performance.md). A loop whose body may run twice (vy__vk_block_replayable) runs first with
+ * products that only note that one came out 0 from nonzero operands (vy_fmulq); only then is the
+ * loop run again from the state it began with, deciding every product. Everything the first run
+ * changed is a variable: those from outside and the loop counts are saved before it and put back.
+ */
+static bool speculate(struct vy__vk_gen *g, const struct vy_node *n, struct vy__vk_loop_shape shape,
+	const char **names, uint32_t *n_names)
+{
+	const struct vy_vk_math *m = &g->opts->math;
+	bool f32_mul = false;
+	if (g->speculating || shape.copies > 1 || shape.whole || !m->fold_exact || !m->fma_fused ||
+		!m->flushes_subnormals || !vy__vk_block_replayable(&n->body, &f32_mul) ||
+		!f32_mul) {
+		return false;
+	}
+	*n_names = assigned_in(&n->body, names, 0, SPECULATE_MAX_VARS);
+	return *n_names <= SPECULATE_MAX_VARS;
+}
+
+static void loop(struct vy__vk_gen *g, const struct vy_node *n)
+{
+	struct vy__vk_val from, to;
+	vy__vk_expr(g, n->args[0], &from);
+	vy__vk_expr(g, n->args[1], &to);
+	if (g->rc) {
+		return;
+	}
+	g->has_loop = true;
+	/* A barrier in the body comes after the accesses of earlier iterations too. */
+	g->touched = g->touched || vy__vk_block_touches(g, &n->body);
+	uint32_t self = g->node;
+	/* The bound is read once, even when it names a variable that the body assigns. */
+	uint32_t bound = g->next_temp++;
+	vy__vk_line(g, "uint t%u = %s;", bound, to.text);
+	struct vy__vk_loop_shape shape =
+		g->shapes ? g->shapes[self] : (struct vy__vk_loop_shape){1, false};
+	const char *names[SPECULATE_MAX_VARS];
+	uint32_t n_names = 0;
+	if (!speculate(g, n, shape, names, &n_names)) {
+		loop_run(g, n, from.text, bound, shape);
+		return;
+	}
+	/* The first value of the loop's variable, and the state the loop begins with. */
+	uint32_t start = g->next_temp++;
+	vy__vk_line(g, "uint t%u = %s;", start, from.text);
+	uint32_t saved = g->next_temp;
+	g->next_temp += n_names + 2;
+	char var[128];
+	char first[32];
+	snprintf(first, sizeof(first), "t%u", start);
+	for (uint32_t i = 0; i < n_names; i++) {
+		const struct vy__vk_var *v = var_find(g, names[i]);
+		if (v) {
+			ident(var, sizeof(var), 'v', v->id, v->name);
+			vy__vk_line(g, "%s t%u = %s;", vy__vk_glsl_type(v->type), saved + i, var);
+		}
+	}
+	vy__vk_line(g, "uint t%u = vy_it_lo;", saved + n_names);
+	vy__vk_line(g, "uint t%u = vy_it_hi;", saved + n_names + 1);
+	g->hazard = g->next_temp++;
+	vy__vk_line(g, "bool t%u = false;", g->hazard);
+	uint32_t hazard = g->hazard;
+	uint32_t body = g->next_node;
+	g->speculating = true;
+	loop_run(g, n, first, bound, shape);
+	g->speculating = false;
+	vy__vk_line(g, "if (t%u) {", hazard);
+	g->indent++;
+	for (uint32_t i = 0; i < n_names; i++) {
+		const struct vy__vk_var *v = var_find(g, names[i]);
+		if (v) {
+			ident(var, sizeof(var), 'v', v->id, v->name);
+			vy__vk_line(g, "%s = t%u;", var, saved + i);
+		}
+	}
+	vy__vk_line(g, "vy_it_lo = t%u;", saved + n_names);
+	vy__vk_line(g, "vy_it_hi = t%u;", saved + n_names + 1);
+	g->next_node = body;
+	g->node = self;
+	loop_run(g, n, first, bound, shape);
 	g->indent--;
 	vy__vk_line(g, "}");
 }
@@ -792,7 +896,7 @@ static void node(struct vy__vk_gen *g, const struct vy_node *n)
 		ident(text, sizeof(text), 'v', id, n->name);
 		vy__vk_line(g, "%s %s = %s;", vy__vk_glsl_type(v.type), text, v.text);
 		/* An assigned f32 may take a loose value later: taken as loose throughout. */
-		var_push(g, n->name, id, vy__vk_range_of(g, n->args[0]),
+		var_push(g, n->name, id, vy__vk_range_of(g, n->args[0]), v.type,
 			v.loose || (v.type == VY_TYPE_F32 && vy__vk_assigned(g, n->name)),
 			!vy__vk_assigned(g, n->name) && vy__vk_varying(g, n->args[0]));
 		return;

@@ -164,6 +164,14 @@ static void f32_binary(struct vy__vk_gen *g, enum vy_binop op, const struct vy__
 		lib = flush ? VY__VK_USE(FSUBK) : VY__VK_USE(FSUB);
 		break;
 	case VY_BIN_MUL:
+		if (g->speculating && !flush) {
+			/* the first run of a speculated loop (loop() in vk_codegen.c) */
+			use(g, VY__VK_USE(FMULQ));
+			temp(g, out, VY_TYPE_F32, "vy_fmulq(%s, %s, t%u)", a->text, b->text,
+				g->hazard);
+			out->loose = true;
+			return;
+		}
 		fn = flush ? "vy_fmulk" : "vy_fmul";
 		lib = flush ? VY__VK_USE(FMULK) : VY__VK_USE(FMUL);
 		break;

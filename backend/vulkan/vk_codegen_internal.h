@@ -63,6 +63,7 @@ void vy__vk_str_finish(struct vy__vk_str *s);
 	X(FADDK)                                                                                   \
 	X(FSUBK)                                                                                   \
 	X(FMULK)                                                                                   \
+	X(FMULQ)                                                                                   \
 	X(FDIV)                                                                                    \
 	X(FMOD)                                                                                    \
 	X(FSQRT)                                                                                   \
@@ -127,6 +128,7 @@ struct vy__vk_var {
 	uint32_t id;
 	int32_t next; /* the entry below in the same hash chain, or -1 */
 	struct vy__vk_range range;
+	enum vy_type type;
 	bool loose;   /* an f32 that may hold a loose NaN */
 	bool varying; /* vy__vk_val.varying of its value; false for an assigned name */
 };
@@ -186,6 +188,11 @@ struct vy__vk_gen {
 	/* By preorder node number, when the device ends long loops and the program may run into
 	 * that (else NULL: every loop is plain). Owned. */
 	struct vy__vk_loop_shape *shapes;
+	/* Inside the first run of a loop that may run again (loop() in vk_codegen.c): a product
+	 * that the device may have flushed before rounding sets the bool temporary t<hazard>
+	 * instead of being decided on the spot. */
+	bool speculating;
+	uint32_t hazard;
 	uint32_t subgroup_features; /* VY_VK_SUBGROUP_* */
 	struct vy__vk_coarse coarse;
 };
@@ -227,6 +234,10 @@ bool vy__vk_var_varying(const struct vy__vk_gen *g, const char *name);
 bool vy__vk_expr_touches(const struct vy__vk_gen *g, const struct vy_expr *e);
 bool vy__vk_node_touches(const struct vy__vk_gen *g, const struct vy_node *n);
 bool vy__vk_block_touches(const struct vy__vk_gen *g, const struct vy_block *b);
+/* Whether a loop body may run twice with nothing of the first run seen but its variables: no
+ * store, atomic, barrier, return, loop, subgroup operation or i32 division (which traps). Sets
+ * *f32_mul when it multiplies f32 values. */
+bool vy__vk_block_replayable(const struct vy_block *b, bool *f32_mul);
 
 /* The GLSL identifiers of a buffer (array expression without index) and the text of its length. */
 void vy__vk_buffer_array(const struct vy__vk_gen *g, uint32_t buffer, char *buf, size_t size);

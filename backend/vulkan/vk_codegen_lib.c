@@ -206,6 +206,21 @@ static const char fmul_fused_tail[] =
 	"}\n";
 
 /*
+ * The product in the first run of a speculated loop: the device's, with `hz` set when it is 0 from
+ * nonzero operands, the one case where the device's flush before rounding may differ from
+ * vy_fmul's 2^-126 (the loop then runs again with vy_fmul). A subnormal operand reads as zero
+ * to the device's min as to its multiply.
+ */
+static const char fmulq_text[] =
+	"uint vy_fmulq(uint a, uint b, inout bool hz)\n"
+	"{\n"
+	"\tprecise float r = uintBitsToFloat(a) * uintBitsToFloat(b);\n"
+	"\tfloat m = min(abs(uintBitsToFloat(a)), abs(uintBitsToFloat(b)));\n"
+	"\thz = any(bvec2(hz, all(bvec2(r == 0.0, m != 0.0))));\n"
+	"\treturn floatBitsToUint(r);\n"
+	"}\n";
+
+/*
  * a * b + c for finite operands with a * b != 0, from the bits: the 48-bit product and the addend
  * in one 64-bit frame (uvec2: x the low word, y the high word; both values below 2^62), the one
  * with the smaller exponent shifted right with its lost bits jammed into bit 0, added or
@@ -825,6 +840,7 @@ static const struct lib_entry lib[VY__VK_LIB_COUNT] = {
 	[VY__VK_LIB_FADDK] = {D(FLUSH)},
 	[VY__VK_LIB_FSUBK] = {D(FLUSH)},
 	[VY__VK_LIB_FMULK] = {D(FLUSH) | D(MULX)},
+	[VY__VK_LIB_FMULQ] = {0},
 	[VY__VK_LIB_FDIV] = {D(CANON) | D(ROUND_PACK)},
 	[VY__VK_LIB_FMOD] = {D(ROUND_PACK)},
 	[VY__VK_LIB_FSQRT] = {D(CANON) | D(ROUND_PACK)},
@@ -936,6 +952,9 @@ static void emit_one(struct vy__vk_str *out, enum vy__vk_lib which, const struct
 	case VY__VK_LIB_FSUBK:
 	case VY__VK_LIB_FMULK:
 		emit_arith(out, which - (VY__VK_LIB_FADDK - VY__VK_LIB_FADD), math, true, "k");
+		break;
+	case VY__VK_LIB_FMULQ:
+		vy__vk_str_add(out, fmulq_text);
 		break;
 	case VY__VK_LIB_MULX:
 		vy__vk_str_add(out, mulx_text);

@@ -251,3 +251,57 @@ bool vy__vk_block_touches(const struct vy__vk_gen *g, const struct vy_block *b)
 	}
 	return false;
 }
+
+/* ---- Loops whose body may run twice ---- */
+
+static bool expr_replayable(const struct vy_expr *e, bool *f32_mul)
+{
+	if (!e) {
+		return true;
+	}
+	switch (e->kind) {
+	case VY_EXPR_ATOMIC:
+	case VY_EXPR_SUBGROUP_REDUCE:
+	case VY_EXPR_SUBGROUP_SHUFFLE:
+	case VY_EXPR_SUBGROUP_BALLOT:
+		return false;
+	case VY_EXPR_BINARY:
+		if ((e->op == VY_BIN_DIV || e->op == VY_BIN_MOD) && e->type == VY_TYPE_I32) {
+			return false;
+		}
+		*f32_mul = *f32_mul || (e->op == VY_BIN_MUL && e->type == VY_TYPE_F32);
+		break;
+	default:
+		break;
+	}
+	for (uint32_t i = 0; i < e->nargs; i++) {
+		if (!expr_replayable(e->args[i], f32_mul)) {
+			return false;
+		}
+	}
+	return true;
+}
+
+bool vy__vk_block_replayable(const struct vy_block *b, bool *f32_mul)
+{
+	for (uint32_t i = 0; i < b->len; i++) {
+		const struct vy_node *x = b->items[i];
+		switch (x->kind) {
+		case VY_NODE_LET:
+		case VY_NODE_ASSIGN:
+		case VY_NODE_IF:
+		case VY_NODE_BLOCK:
+		case VY_NODE_REGION:
+			break;
+		default:
+			return false;
+		}
+		if (!expr_replayable(x->args[0], f32_mul) ||
+			!expr_replayable(x->args[1], f32_mul) ||
+			!vy__vk_block_replayable(&x->body, f32_mul) ||
+			!vy__vk_block_replayable(&x->orelse, f32_mul)) {
+			return false;
+		}
+	}
+	return true;
+}

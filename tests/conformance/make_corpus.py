@@ -2902,7 +2902,58 @@ def mul_at_smallest_normal_case():
          expect=[shown([fmul(a, b) for a, b in zip(xs, ys)], "f32")])
 
 
+def speculated_products_case():
+    """A loop of products accumulated into a sum and a count, run where a product may be 0 from
+    nonzero operands (the first run of a speculated loop notes it, and the loop runs again)."""
+    name = "speculated_products"
+    one, tie, least = 0x3F800000, 0x3F7FFFFF, 0x00800000   # 1, 1 - 2^-24, 2^-126
+    rows = [
+        # two products that tie to 2^-126 (a device that flushes first gives 0), and zeros
+        ([tie, least, 0, 0x80000000], [least, tie, 0x40A00000, 0x40A00000]),
+        # ordinary products: no product is 0
+        ([one, 0x40000000, 0x40400000, 0x40800000], [0x3F000000, 0x3E800000, 0x40000000, one]),
+        # zero operands only: products of 0 that are right as they come
+        ([0, 0x80000000, 0x40E00000, 0], [0x40400000, 0, 0, 0xC0000000]),
+        # a product that rounds to a subnormal (flushed either way), then 1
+        ([0x3F000000, one, 0, 0], [0x00800001, one, 0, 0]),
+        # a negative tie, then zeros
+        ([tie | 0x80000000, 0, 0, 0], [least, 0, 0, 0]),
+        # infinity times zero: NaN from the first product on
+        ([0x7F800000, one, one, one], [0, one, one, one]),
+    ]
+    xs = [w for a, _ in rows for w in a]
+    ys = [w for _, b in rows for w in b]
+    n = len(rows)
+    sums, counts = [], []
+    for a, b in rows:
+        acc = 0
+        for x, y in zip(a, b):
+            acc = fadd(acc, fmul(x, y))
+        sums.append(acc)
+        counts.append(len(a))
+    idx = op("add", op("mul", V("i"), U(4)), V("k"))
+    prog = program(name, 64, [buf("a", 0, "read_only", "f32", 4 * n),
+                              buf("b", 1, "read_only", "f32", 4 * n),
+                              buf("o", 2, "write_only", "f32", n),
+                              buf("c", 3, "write_only", "u32", n)],
+                   [let("i", gid()), guard(U(n)),
+                    let("acc", F(0.0)), let("cnt", U(0)),
+                    loop("k", U(0), U(4),
+                         [assign("acc", op("add", V("acc"),
+                                           op("mul", load("a", idx), load("b", idx)))),
+                          assign("cnt", op("add", V("cnt"), U(1)))]),
+                    store("o", V("i"), V("acc")),
+                    store("c", V("i"), V("cnt"))])
+    case(name, "acc = acc + a * b and cnt = cnt + 1 over a loop of four products, where two "
+         "products tie to 2^-126 (a device that flushes before rounding gives 0 and the loop "
+         "runs again from its saved sum and count), where products of zero operands are 0 and "
+         "need no second run, and where a product rounds to a subnormal or is NaN.",
+         prog, [{"values": shown(xs, "f32")}, {"values": shown(ys, "f32")}],
+         expect=[shown(sums, "f32"), shown(counts, "u32")])
+
+
 mul_at_smallest_normal_case()
+speculated_products_case()
 constant_subnormal_case()
 nan_seen_case()
 exactness_cases()

@@ -1188,3 +1188,65 @@ Test(codegen, a_nan_is_canonicalized_where_its_bits_are_seen_and_nowhere_else)
 		strstr(glsl, "(floatBitsToUint(d) < 0x7F800000u ? 0x00800000u : 0u);"), "%s", glsl);
 	free(glsl);
 }
+
+/* acc = acc + a[k] * b[k] and n = n + 1 for k below 8, then the results stored; `extra` goes at
+ * the end of the loop's body. */
+static char *products_loop(const char *extra, const struct vy_vk_codegen_options *opts)
+{
+	char prog[2048];
+	snprintf(prog, sizeof(prog),
+		"{\"vyre\": 1, \"workgroup_size\": [1, 1, 1], \"buffers\": ["
+		"{\"name\": \"a\", \"binding\": 0, \"access\": \"read_only\", \"type\": \"f32\", "
+		"\"count\": 8},"
+		"{\"name\": \"b\", \"binding\": 1, \"access\": \"read_only\", \"type\": \"f32\", "
+		"\"count\": 8},"
+		"{\"name\": \"o\", \"binding\": 2, \"access\": \"read_write\", \"type\": \"f32\", "
+		"\"count\": 1},"
+		"{\"name\": \"c\", \"binding\": 3, \"access\": \"write_only\", \"type\": \"i32\", "
+		"\"count\": 1}],"
+		"\"entry\": [[\"let\", \"acc\", [\"f32\", 0.0]], [\"let\", \"n\", [\"i32\", 1]],"
+		"[\"loop\", \"k\", [\"u32\", 0], [\"u32\", 8], ["
+		"[\"assign\", \"acc\", [\"add\", [\"var\", \"acc\"], [\"mul\", [\"load\", \"a\", "
+		"[\"var\", \"k\"]], [\"load\", \"b\", [\"var\", \"k\"]]]]],"
+		"[\"assign\", \"n\", [\"add\", [\"var\", \"n\"], [\"i32\", 1]]]%s]],"
+		"[\"store\", \"o\", [\"u32\", 0], [\"var\", \"acc\"]],"
+		"[\"store\", \"c\", [\"u32\", 0], [\"var\", \"n\"]]]}",
+		extra);
+	struct vy_vk_shader_layout layout;
+	return glsl_of(prog, opts, &layout);
+}
+
+Test(codegen, a_loop_of_products_runs_twice_only_where_a_product_may_have_flushed_early)
+{
+	struct vy_vk_codegen_options ftz = profiles[1];
+	ftz.math.flushes_subnormals = true;
+	char *glsl = products_loop("", &ftz);
+	/* The first run notes a product of 0 from nonzero operands; the second decides each. */
+	cr_assert_eq(count_of(glsl, "= vy_fmulq("), 1, "%s", glsl);
+	cr_assert_eq(count_of(glsl, "= vy_fmul("), 1, "%s", glsl);
+	cr_assert(strstr(glsl, "uint vy_fmulq(uint a, uint b, inout bool hz)"), "%s", glsl);
+	/* Before the first run the sum, the count and the loop counts are saved; the second run
+	 * begins from them. */
+	cr_assert(strstr(glsl, "uint t2 = v0_acc;\n"), "%s", glsl);
+	cr_assert(strstr(glsl, "uint t3 = v1_n;\n"), "%s", glsl);
+	cr_assert(strstr(glsl, "uint t4 = vy_it_lo;\n"), "%s", glsl);
+	cr_assert(strstr(glsl, "bool t6 = false;\n"), "%s", glsl);
+	cr_assert(strstr(glsl, "if (t6) {\n\t\tv0_acc = t2;\n\t\tv1_n = t3;\n\t\tvy_it_lo = t4;\n"),
+		"%s", glsl);
+	struct compiled c;
+	compile(glsl, &c);
+	cr_assert_eq(c.status, shaderc_compilation_status_success, "%s\n%s", c.log, glsl);
+	free(c.words);
+	free(glsl);
+	/* A device that decides products where they are, and bodies that cannot run twice: a
+	 * store, a division that may trap, a loop. */
+	const char *const once[] = {"", ",[\"store\", \"o\", [\"u32\", 0], [\"var\", \"acc\"]]",
+		",[\"let\", \"q\", [\"div\", [\"var\", \"n\"], [\"i32\", 3]]]",
+		",[\"loop\", \"j\", [\"u32\", 0], [\"u32\", 2], []]"};
+	for (size_t i = 0; i < sizeof(once) / sizeof(once[0]); i++) {
+		glsl = products_loop(once[i], i == 0 ? &profiles[1] : &ftz);
+		cr_assert_eq(count_of(glsl, "vy_fmulq("), 0, "%s\n%s", once[i], glsl);
+		cr_assert_eq(count_of(glsl, "= vy_fmul("), 1, "%s\n%s", once[i], glsl);
+		free(glsl);
+	}
+}
