@@ -475,8 +475,9 @@ static int vk_compile_native(struct vy_backend *base, const struct vy_program *p
 			uint64_t limit = config->max_loop_iterations
 						 ? config->max_loop_iterations
 						 : VY_DISPATCH_DEFAULT_MAX_LOOP_ITERATIONS;
-			rc = vy__vk_variant_get(
-				k, config->spec, wg, 0, vy__vk_uncounted(k, limit), &v, err);
+			/* A plain launch of its grid as it is: what small dispatches take. */
+			struct vy__vk_form form = {0, vy__vk_uncounted(k, limit), true};
+			rc = vy__vk_variant_get(k, config->spec, wg, form, &v, err);
 		}
 	}
 	pthread_rwlock_unlock(&b->life);

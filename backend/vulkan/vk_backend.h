@@ -68,11 +68,20 @@ struct vy__vk_segment {
 	uint8_t spirv_key[16];
 };
 
+/* Which pipelines of a kernel a launch takes, besides its spec values and workgroup size. */
+struct vy__vk_form {
+	/* VY_VK_COARSE when every invocation runs that many logical workgroups (launch.workgroups
+	 * then covers ceil(launch.grid[0] / VY_VK_COARSE)): the coarse form; else 0. */
+	uint32_t coarse;
+	bool uncounted; /* VY_VK_COUNT_SPEC_ID false: vy__vk_uncounted for the loop limit */
+	/* VY_VK_DIRECT_SPEC_ID true: a plain launch of its logical grid as it is, in one part */
+	bool direct;
+};
+
 struct vy__vk_variant {
 	struct vy_spec_map spec; /* owned copy of the values it was made for */
 	uint32_t workgroup_size[3];
-	uint32_t coarse;       /* vy__vk_job.coarse: the value of VY_VK_COARSE_SPEC_ID, or 0 */
-	bool uncounted;        /* vy__vk_job.uncounted: VY_VK_COUNT_SPEC_ID set to false */
+	struct vy__vk_form form;
 	VkPipeline *pipelines; /* owned, one per segment */
 	struct vy__vk_variant *next;
 };
@@ -249,8 +258,8 @@ void vy__vk_kernel_release(void *kernel);
  * those of vkCreateComputePipelines.
  */
 int vy__vk_variant_get(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
-	const uint32_t workgroup_size[3], uint32_t coarse, bool uncounted,
-	struct vy__vk_variant **out, struct vy_err *err);
+	const uint32_t workgroup_size[3], struct vy__vk_form form, struct vy__vk_variant **out,
+	struct vy_err *err);
 
 /*
  * Whether a launch of `k` under a loop limit of `limit` iterations runs uncounted
@@ -324,10 +333,7 @@ struct vy__vk_job {
 	uint32_t n_outputs;
 	uint32_t output_buf[VY_IR_MAX_BUFFERS]; /* output i -> bufs index */
 	struct vy_launch launch;                /* the whole program's, for every segment */
-	/* VY_VK_COARSE when every invocation runs that many logical workgroups (launch.workgroups
-	 * then covers ceil(launch.grid[0] / VY_VK_COARSE)); else 0. */
-	uint32_t coarse;
-	bool uncounted; /* vy__vk_uncounted for the dispatch's loop limit */
+	struct vy__vk_form form;
 	/* A launch of many workgroups runs as n_parts indirect dispatches of `part_step` units
 	 * along axis `part_axis` each, so that a stopped job skips the parts not yet started. */
 	uint32_t n_parts; /* 0: one direct dispatch */

@@ -1076,6 +1076,9 @@ static void emit_interface(struct vy__vk_gen *g, struct vy__vk_str *out)
 	if (g->coarse.on) {
 		vy__vk_str_addf(out, "layout(constant_id = %u) const uint vy_kc = 1u;\n",
 			VY_VK_COARSE_SPEC_ID);
+	} else {
+		vy__vk_str_addf(out, "layout(constant_id = %u) const bool vy_direct = false;\n",
+			VY_VK_DIRECT_SPEC_ID);
 	}
 	if (g->guarded) {
 		vy__vk_str_addf(out, "layout(constant_id = %u) const bool vy_counted = true;\n",
@@ -1094,28 +1097,42 @@ static void emit_interface(struct vy__vk_gen *g, struct vy__vk_str *out)
 /*
  * The logical workgroup id (the folding rule of planner/launch.h, computed without overflow:
  * a launched id whose linear number does not fit 32 bits is past any logical grid), the global
- * ids, zeroed workgroup memory and the loop counter.
+ * ids, zeroed workgroup memory and the loop counter. The plain form skips the folding and the
+ * stop word where the launch is its logical grid in one part (vy_direct, VY_VK_DIRECT_SPEC_ID):
+ * each early return costs the driver's compiler time, and a cold compile waits for it.
  */
 static void emit_prologue(struct vy__vk_gen *g, struct vy__vk_str *out)
 {
 	const struct vy_program *p = g->p;
 	bool coarse = g->coarse.on;
-	vy__vk_str_add(out, "\tuvec3 vy_wg = gl_WorkGroupID + "
-			    "uvec3(vy_pc.base_x, vy_pc.base_y, vy_pc.base_z);\n");
+	/* The folding, one level deeper in the plain form, inside `if (!vy_direct)`. */
+	const char *in = coarse ? "\t" : "\t\t";
 	if (coarse) {
-		vy__vk_str_add(out, "\tuint vy_k = 1u;\n");
+		vy__vk_str_add(out, "\tuvec3 vy_wg = gl_WorkGroupID + "
+				    "uvec3(vy_pc.base_x, vy_pc.base_y, vy_pc.base_z);\n"
+				    "\tuint vy_k = 1u;\n");
+	} else {
+		vy__vk_str_add(out,
+			"\tuvec3 vy_wg = gl_WorkGroupID;\n"
+			"\tif (!vy_direct) {\n"
+			"\t\tvy_wg += uvec3(vy_pc.base_x, vy_pc.base_y, vy_pc.base_z);\n");
 	}
-	vy__vk_str_add(out, "\tif (vy_pc.lwg_y == 1u && vy_pc.lwg_z == 1u) {\n"
-			    "\t\tuint vy_hi;\n"
-			    "\t\tuint vy_lo;\n"
-			    "\t\tumulExtended(vy_wg.z, vy_pc.dispatch_y, vy_hi, vy_lo);\n"
-			    "\t\tbool vy_over = vy_hi != 0u;\n"
-			    "\t\tuint vy_lin = vy_lo + vy_wg.y;\n"
-			    "\t\tvy_over = vy_over || vy_lin < vy_lo;\n"
-			    "\t\tumulExtended(vy_lin, vy_pc.dispatch_x, vy_hi, vy_lo);\n"
-			    "\t\tvy_over = vy_over || vy_hi != 0u;\n"
-			    "\t\tvy_lin = vy_lo + vy_wg.x;\n"
-			    "\t\tvy_over = vy_over || vy_lin < vy_lo;\n");
+	static const char *const fold[] = {
+		"if (vy_pc.lwg_y == 1u && vy_pc.lwg_z == 1u) {",
+		"\tuint vy_hi;",
+		"\tuint vy_lo;",
+		"\tumulExtended(vy_wg.z, vy_pc.dispatch_y, vy_hi, vy_lo);",
+		"\tbool vy_over = vy_hi != 0u;",
+		"\tuint vy_lin = vy_lo + vy_wg.y;",
+		"\tvy_over = vy_over || vy_lin < vy_lo;",
+		"\tumulExtended(vy_lin, vy_pc.dispatch_x, vy_hi, vy_lo);",
+		"\tvy_over = vy_over || vy_hi != 0u;",
+		"\tvy_lin = vy_lo + vy_wg.x;",
+		"\tvy_over = vy_over || vy_lin < vy_lo;",
+	};
+	for (size_t i = 0; i < sizeof(fold) / sizeof(fold[0]); i++) {
+		vy__vk_str_addf(out, "%s%s\n", in, fold[i]);
+	}
 	if (coarse) {
 		/* The launch covers ceil(lwg_x / vy_k) workgroups of vy_k logical ones each. */
 		vy__vk_str_add(out, "\t\tvy_k = vy_kc;\n"
@@ -1123,18 +1140,19 @@ static void emit_prologue(struct vy__vk_gen *g, struct vy__vk_str *out)
 				    "0u ? 1u : 0u);\n");
 	}
 	vy__vk_str_addf(out,
-		"\t\tif (vy_over || vy_lin >= %s) {\n"
-		"\t\t\treturn;\n"
-		"\t\t}\n"
-		"\t\tvy_wg = uvec3(vy_lin, 0u, 0u);\n"
-		"\t}\n"
-		"\tif (vy_pc.stop_on_entry != 0u && vy_stop.word != 0u) {\n"
-		"\t\treturn;\n"
-		"\t}\n",
-		coarse ? "vy_lim" : "vy_pc.lwg_x");
+		"%s\tif (vy_over || vy_lin >= %s) {\n"
+		"%s\t\treturn;\n"
+		"%s\t}\n"
+		"%s\tvy_wg = uvec3(vy_lin, 0u, 0u);\n"
+		"%s}\n"
+		"%sif (vy_pc.stop_on_entry != 0u && vy_stop.word != 0u) {\n"
+		"%s\treturn;\n"
+		"%s}\n",
+		in, coarse ? "vy_lim" : "vy_pc.lwg_x", in, in, in, in, in, in, in);
 	if (!coarse) {
-		vy__vk_str_add(
-			out, "\tuvec3 vy_gid = vy_wg * gl_WorkGroupSize + gl_LocalInvocationID;\n");
+		vy__vk_str_add(out,
+			"\t}\n"
+			"\tuvec3 vy_gid = vy_wg * gl_WorkGroupSize + gl_LocalInvocationID;\n");
 	}
 	char id[128];
 	for (uint32_t k = 0; k < g->layout->n_bindings; k++) {

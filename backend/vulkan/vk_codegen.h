@@ -27,6 +27,10 @@
  *                          drops the counting of loop iterations against loop_limit and the reads
  *                          of the stop word in loops (the runtime sets it only when
  *                          layout.static_iters <= loop_limit, so no iteration could trap).
+ *   spec constant VY_VK_DIRECT_SPEC_ID  in the plain form: a bool, false by default; true where
+ *                          the launch dispatches its logical grid as it is, in one part (no
+ *                          folding, no base offsets, stop_on_entry 0), which drops the folding
+ *                          rule's arithmetic and the stop word's read on entry.
  *   spec constant 0..2     the workgroup size (local_size_{x,y,z}_id).
  *   spec constant 3..      one per distinct `spec` name, sorted by name (strcmp), each a 32-bit
  *                          word: u32 as is, i32 as two's complement, f32 as its bits, bool as
@@ -170,6 +174,10 @@ struct vy_vk_push {
 
 /* The bool spec constant that turns the loop counting and stop reads off (see above). */
 #define VY_VK_COUNT_SPEC_ID (4u + VY_VK_MAX_SPEC)
+
+/* The bool spec constant of the plain form that drops the folding of a launched grid and the
+ * stop word's read on entry (see above). */
+#define VY_VK_DIRECT_SPEC_ID (5u + VY_VK_MAX_SPEC)
 
 /* Loop iterations of one invocation between two reads of the stop word (a power of two). */
 #define VY_VK_STOP_PERIOD 1024u

@@ -135,6 +135,12 @@ static bool coarse_fits(
 	       la->grid[0] < UINT32_C(1) << 31;
 }
 
+/* Whether a launch of `w` workgroups runs as parts (vy__vk_split_plan). */
+static bool splits(const struct vy_vk_exec *x, const uint32_t w[3])
+{
+	return (uint64_t)w[0] * w[1] * w[2] > x->part_min;
+}
+
 int vy__vk_plan_launch(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 	const struct vy_binding_plan *plan, const struct vy_dispatch_config *config,
 	struct vy__vk_job *job, struct vy_err *err)
@@ -151,10 +157,10 @@ int vy__vk_plan_launch(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 			       config->workgroup_size[2])) {
 		rc = vy__vk_check_workgroup(b, job->launch.workgroup_size, err);
 	}
-	job->uncounted = vy__vk_uncounted(k, config->max_loop_iterations
-						     ? config->max_loop_iterations
-						     : VY_DISPATCH_DEFAULT_MAX_LOOP_ITERATIONS);
-	job->coarse = 0;
+	job->form.uncounted = vy__vk_uncounted(
+		k, config->max_loop_iterations ? config->max_loop_iterations
+					       : VY_DISPATCH_DEFAULT_MAX_LOOP_ITERATIONS);
+	job->form.coarse = 0;
 	if (rc == 0 && coarse_fits(b, k, &job->launch)) {
 		/* The same workgroups, VY_VK_COARSE to a launched one: the launch of that many. */
 		struct vy_launch fewer;
@@ -167,9 +173,11 @@ int vy__vk_plan_launch(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 			    k->program, k->features, plan, &lcfg, &limits, &fewer, NULL) == 0) {
 			memcpy(job->launch.workgroups, fewer.workgroups, sizeof(fewer.workgroups));
 			job->launch.folded = fewer.folded;
-			job->coarse = VY_VK_COARSE;
+			job->form.coarse = VY_VK_COARSE;
 		}
 	}
+	job->form.direct = rc == 0 && job->form.coarse == 0 && !job->launch.folded &&
+			   !splits(&b->exec, job->launch.workgroups);
 	return rc;
 }
 
@@ -267,7 +275,7 @@ uint32_t vy__vk_split_plan(struct vy_vk_exec *x, struct vy__vk_job *job)
 	const uint32_t *w = job->launch.workgroups;
 	uint64_t total = (uint64_t)w[0] * w[1] * w[2];
 	job->n_parts = 0;
-	if (total <= x->part_min) {
+	if (!splits(x, w)) {
 		return 0;
 	}
 	uint32_t axis = w[2] > 1 ? 2 : w[1] > 1 ? 1 : 0;
@@ -471,8 +479,8 @@ int vy__vk_job_start(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 		rc = vy__vk_plan_launch(b, k, &plan, req->config, job, err);
 	}
 	if (rc == 0) {
-		rc = vy__vk_variant_get(k, req->config->spec, job->launch.workgroup_size,
-			job->coarse, job->uncounted, &job->v, err);
+		rc = vy__vk_variant_get(
+			k, req->config->spec, job->launch.workgroup_size, job->form, &job->v, err);
 	}
 	if (rc == 0) {
 		rc = vy__vk_ctx_acquire(&b->exec, &job->ctx, err);

@@ -39,8 +39,7 @@ struct vk_gstep {
 	struct vy__vk_kernel *k; /* a reference, held by the context */
 	struct vy__vk_variant *v;
 	struct vy_launch launch;
-	uint32_t coarse; /* vy__vk_job.coarse */
-	bool uncounted;  /* vy__vk_job.uncounted */
+	struct vy__vk_form form; /* vy__vk_job.form */
 	uint32_t n_parts;
 	uint32_t part_axis;
 	uint32_t part_step;
@@ -254,16 +253,15 @@ static int make_steps(struct vy_graph_recording *r, const struct vy_graph_step_r
 		struct vy__vk_job job;
 		rc = vy__vk_plan_launch(b, gs->k, &plan, cfg, &job, err);
 		if (rc == 0) {
-			rc = vy__vk_variant_get(gs->k, cfg->spec, job.launch.workgroup_size,
-				job.coarse, job.uncounted, &gs->v, err);
+			rc = vy__vk_variant_get(
+				gs->k, cfg->spec, job.launch.workgroup_size, job.form, &gs->v, err);
 		}
 		if (rc) {
 			vy_graph_name_step(err, i, r->n_steps);
 			return rc;
 		}
 		gs->launch = job.launch;
-		gs->coarse = job.coarse;
-		gs->uncounted = job.uncounted;
+		gs->form = job.form;
 		gs->n_parts = vy__vk_split_plan(&b->exec, &job);
 		gs->part_axis = job.part_axis;
 		gs->part_step = job.part_step;
@@ -333,8 +331,7 @@ static void step_job(const struct vy_graph_recording *r, uint32_t i, struct vy__
 	job->k = gs->k;
 	job->v = gs->v;
 	job->launch = gs->launch;
-	job->coarse = gs->coarse;
-	job->uncounted = gs->uncounted;
+	job->form = gs->form;
 	job->n_parts = gs->n_parts;
 	job->part_axis = gs->part_axis;
 	job->part_step = gs->part_step;

@@ -587,12 +587,12 @@ static int check_spec(struct vy__vk_kernel *k, const struct vy_spec_map *spec, s
 static const struct vy_spec_map empty_spec;
 
 static struct vy__vk_variant *find_variant(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
-	const uint32_t wg[3], uint32_t coarse, bool uncounted)
+	const uint32_t wg[3], struct vy__vk_form form)
 {
 	for (struct vy__vk_variant *v = k->variants; v; v = v->next) {
 		if (memcmp(v->workgroup_size, wg, sizeof(v->workgroup_size)) == 0 &&
-			v->coarse == coarse && v->uncounted == uncounted &&
-			vy_spec_map_eq(&v->spec, spec)) {
+			v->form.coarse == form.coarse && v->form.uncounted == form.uncounted &&
+			v->form.direct == form.direct && vy_spec_map_eq(&v->spec, spec)) {
 			return v;
 		}
 	}
@@ -659,14 +659,13 @@ static int coarse_modules_locked(struct vy__vk_kernel *k, struct vy_err *err)
 }
 
 static int make_pipelines(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
-	const uint32_t wg[3], uint32_t coarse, bool uncounted, VkPipeline *pipelines,
-	struct vy_err *err)
+	const uint32_t wg[3], struct vy__vk_form form, VkPipeline *pipelines, struct vy_err *err)
 {
 	struct vy__vk_backend *b = k->b;
 	for (uint32_t s = 0; s < k->n_segments; s++) {
 		const struct vy__vk_segment *seg = &k->segments[s];
-		uint32_t data[5 + VY_VK_MAX_SPEC];
-		VkSpecializationMapEntry entries[5 + VY_VK_MAX_SPEC];
+		uint32_t data[6 + VY_VK_MAX_SPEC];
+		VkSpecializationMapEntry entries[6 + VY_VK_MAX_SPEC];
 		uint32_t n = 0;
 		for (uint32_t i = 0; i < 3; i++) {
 			data[n] = wg[i];
@@ -683,14 +682,19 @@ static int make_pipelines(struct vy__vk_kernel *k, const struct vy_spec_map *spe
 			entries[n] = (VkSpecializationMapEntry){sp->constant_id, n * 4, 4};
 			n++;
 		}
-		if (coarse) {
-			data[n] = coarse;
+		if (form.coarse) {
+			data[n] = form.coarse;
 			entries[n] = (VkSpecializationMapEntry){VY_VK_COARSE_SPEC_ID, n * 4, 4};
 			n++;
 		}
-		if (uncounted && seg->layout.uncountable) {
+		if (form.uncounted && seg->layout.uncountable) {
 			data[n] = VK_FALSE;
 			entries[n] = (VkSpecializationMapEntry){VY_VK_COUNT_SPEC_ID, n * 4, 4};
+			n++;
+		}
+		if (form.direct && !form.coarse) {
+			data[n] = VK_TRUE;
+			entries[n] = (VkSpecializationMapEntry){VY_VK_DIRECT_SPEC_ID, n * 4, 4};
 			n++;
 		}
 		VkSpecializationInfo info = {
@@ -699,9 +703,9 @@ static int make_pipelines(struct vy__vk_kernel *k, const struct vy_spec_map *spe
 			.dataSize = n * 4,
 			.pData = data,
 		};
-		int rc =
-			vy__vk_pipeline_create(&b->pipes, coarse ? seg->coarse_module : seg->module,
-				seg->vk_layout, &info, seg->subgroup_size, &pipelines[s], err);
+		int rc = vy__vk_pipeline_create(&b->pipes,
+			form.coarse ? seg->coarse_module : seg->module, seg->vk_layout, &info,
+			seg->subgroup_size, &pipelines[s], err);
 		if (rc) {
 			return vy__vk_segment_error(k, s, rc, err);
 		}
@@ -723,14 +727,14 @@ bool vy__vk_uncounted(const struct vy__vk_kernel *k, uint64_t limit)
 }
 
 int vy__vk_variant_get(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
-	const uint32_t workgroup_size[3], uint32_t coarse, bool uncounted,
-	struct vy__vk_variant **out, struct vy_err *err)
+	const uint32_t workgroup_size[3], struct vy__vk_form form, struct vy__vk_variant **out,
+	struct vy_err *err)
 {
 	if (!spec) {
 		spec = &empty_spec;
 	}
 	pthread_mutex_lock(&k->variants_lock);
-	struct vy__vk_variant *v = find_variant(k, spec, workgroup_size, coarse, uncounted);
+	struct vy__vk_variant *v = find_variant(k, spec, workgroup_size, form);
 	pthread_mutex_unlock(&k->variants_lock);
 	if (v) {
 		*out = v;
@@ -740,7 +744,7 @@ int vy__vk_variant_get(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
 	if (rc) {
 		return rc;
 	}
-	if (coarse) {
+	if (form.coarse) {
 		pthread_mutex_lock(&k->variants_lock);
 		rc = coarse_modules_locked(k, err);
 		pthread_mutex_unlock(&k->variants_lock);
@@ -750,10 +754,9 @@ int vy__vk_variant_get(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
 	}
 	v = xcalloc(1, sizeof(*v));
 	memcpy(v->workgroup_size, workgroup_size, sizeof(v->workgroup_size));
-	v->coarse = coarse;
-	v->uncounted = uncounted;
+	v->form = form;
 	v->pipelines = xcalloc(k->n_segments, sizeof(*v->pipelines));
-	rc = make_pipelines(k, spec, workgroup_size, coarse, uncounted, v->pipelines, err);
+	rc = make_pipelines(k, spec, workgroup_size, form, v->pipelines, err);
 	struct vy_vk_device *d = &k->b->dev;
 	if (rc) {
 		for (uint32_t s = 0; s < k->n_segments; s++) {
@@ -768,7 +771,7 @@ int vy__vk_variant_get(struct vy__vk_kernel *k, const struct vy_spec_map *spec,
 	vy_spec_map_init_copy(&v->spec, spec);
 	pthread_mutex_lock(&k->variants_lock);
 	save_spirv_locked(k);
-	struct vy__vk_variant *other = find_variant(k, spec, workgroup_size, coarse, uncounted);
+	struct vy__vk_variant *other = find_variant(k, spec, workgroup_size, form);
 	if (!other) {
 		v->next = k->variants;
 		k->variants = v;

@@ -1250,3 +1250,33 @@ Test(codegen, a_loop_of_products_runs_twice_only_where_a_product_may_have_flushe
 		free(glsl);
 	}
 }
+
+Test(codegen, the_plain_form_skips_the_folding_and_the_stop_word_where_the_launch_is_direct)
+{
+	struct vy_vk_shader_layout layout;
+	char *glsl = glsl_of(tiny, &profiles[0], &layout);
+	char decl[96];
+	snprintf(decl, sizeof(decl), "layout(constant_id = %u) const bool vy_direct = false;\n",
+		VY_VK_DIRECT_SPEC_ID);
+	cr_assert(strstr(glsl, decl), "%s", glsl);
+	/* Everything a launch of its grid as it is does not need waits behind the constant. */
+	const char *direct = strstr(glsl, "\tuvec3 vy_wg = gl_WorkGroupID;\n\tif (!vy_direct) {\n");
+	cr_assert(direct, "%s", glsl);
+	const char *fold = strstr(glsl, "umulExtended(vy_wg.z");
+	const char *stop = strstr(glsl, "vy_pc.stop_on_entry != 0u");
+	const char *end = strstr(glsl, "\t}\n\tuvec3 vy_gid = ");
+	cr_assert(fold && stop && end && direct < fold && fold < stop && stop < end, "%s", glsl);
+	cr_assert_eq(count_of(glsl, "return;"), 2, "%s", glsl);
+	struct compiled c;
+	compile(glsl, &c);
+	cr_assert_eq(c.status, shaderc_compilation_status_success, "%s\n%s", c.log, glsl);
+	free(c.words);
+	free(glsl);
+	/* The coarse form has no such constant: its launches fold by design. */
+	struct vy_vk_codegen_options coarse = profiles[0];
+	coarse.coarse = true;
+	glsl = glsl_of(tiny, &coarse, &layout);
+	cr_assert(layout.coarse, "%s", glsl);
+	cr_assert_null(strstr(glsl, "vy_direct"), "%s", glsl);
+	free(glsl);
+}
