@@ -143,6 +143,7 @@ static int device_up(struct vy__vk_backend *b, uint32_t index, struct vy_err *er
 				.fold_exact = b->probe.fold_exact,
 				.select_exact = b->probe.select_exact,
 				.flushes_subnormals = b->probe.flushes_subnormals,
+				.product_flag = b->probe.flag_misses == 0,
 			},
 		.coarse = true,
 		.subgroups = b->subgroups,

@@ -791,8 +791,8 @@ static bool speculate(struct vy__vk_gen *g, const struct vy_node *n, struct vy__
 	const struct vy_vk_math *m = &g->opts->math;
 	bool f32_mul = false;
 	if (g->speculating || shape.copies > 1 || shape.whole || !m->fold_exact || !m->fma_fused ||
-		!m->flushes_subnormals || !vy__vk_block_replayable(&n->body, &f32_mul) ||
-		!f32_mul) {
+		!m->flushes_subnormals || !m->product_flag ||
+		!vy__vk_block_replayable(&n->body, &f32_mul) || !f32_mul) {
 		return false;
 	}
 	*n_names = assigned_in(&n->body, names, 0, SPECULATE_MAX_VARS);

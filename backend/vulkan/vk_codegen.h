@@ -78,6 +78,12 @@ struct vy_vk_math {
 	 * probe saw no other answer): their results need no flush of their own.
 	 */
 	bool flushes_subnormals;
+	/*
+	 * The flag of vy_fmulq (the products of a speculated loop's first run) was set for every
+	 * product the probe tried that the device may flush before it rounds to 2^-126
+	 * (vy_vk_probe.flag_misses = 0): loops of products may be speculated.
+	 */
+	bool product_flag;
 };
 
 struct vy_vk_codegen_options {
@@ -221,6 +227,13 @@ int vy_vk_codegen(const struct vy_program *program, const struct vy_vk_codegen_o
  * invocations that trapped. A sidecar that is too short or names no node of the program gives
  * VY_E_INTERNAL.
  */
+/*
+ * The GLSL function `uint vy_fmulq(uint a, uint b, inout bool hz)` that the first run of a
+ * speculated loop uses for its products (it sets hz where the device's product may differ from
+ * the exact one), for the float probe to try on the device.
+ */
+const char *vy_vk_codegen_product_flag(void);
+
 int vy_vk_trap_decode(const struct vy_program *program, const void *sidecar, size_t len,
 	uint32_t loop_passes, struct vy_err *err);
 

@@ -206,19 +206,29 @@ static const char fmul_fused_tail[] =
 	"}\n";
 
 /*
- * The product in the first run of a speculated loop: the device's, with `hz` set when it is 0 from
- * nonzero operands, the one case where the device's flush before rounding may differ from
- * vy_fmul's 2^-126 (the loop then runs again with vy_fmul). A subnormal operand reads as zero
- * to the device's min as to its multiply.
+ * The product in the first run of a speculated loop: the device's, with `hz` set wherever the
+ * device's flush before rounding may differ from vy_fmul's 2^-126 (the loop then runs again with
+ * vy_fmul). That happens only for normal operands with 2^-126 - 2^-150 <= |a * b| < 2^-126. The
+ * fused |a| * |b| - 2^-126 is then in [-2^-150, 0): below 2^-126 in magnitude whether the device
+ * keeps it subnormal or flushes it. A zero operand (or a subnormal one, which the device reads
+ * as zero in the fma as in the product) gives exactly -2^-126, a product of 2^-125 or more
+ * 2^-126 or more, an infinity or NaN no number below it: none of those sets `hz`. Products in
+ * [2^-126, 2^-125) set it needlessly, which costs only the second run.
  */
 static const char fmulq_text[] =
 	"uint vy_fmulq(uint a, uint b, inout bool hz)\n"
 	"{\n"
 	"\tprecise float r = uintBitsToFloat(a) * uintBitsToFloat(b);\n"
-	"\tfloat m = min(abs(uintBitsToFloat(a)), abs(uintBitsToFloat(b)));\n"
-	"\thz = any(bvec2(hz, all(bvec2(r == 0.0, m != 0.0))));\n"
+	"\tprecise float w = fma(abs(uintBitsToFloat(a)), abs(uintBitsToFloat(b)),\n"
+	"\t\t-uintBitsToFloat(0x00800000u));\n"
+	"\thz = any(bvec2(hz, abs(w) < uintBitsToFloat(0x00800000u)));\n"
 	"\treturn floatBitsToUint(r);\n"
 	"}\n";
+
+const char *vy_vk_codegen_product_flag(void)
+{
+	return fmulq_text;
+}
 
 /*
  * a * b + c for finite operands with a * b != 0, from the bits: the 48-bit product and the addend

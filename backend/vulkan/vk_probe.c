@@ -18,14 +18,22 @@
  * +0.0 and -1.0. Its first invocation also counts the iterations of one loop of LOOP_PROBE
  * iterations (the count read from the input, so no compiler knows it): fewer mean that the driver
  * ends loops on its own (llvmpipe allows 65,535 loop passes per invocation, over all its loops).
+ *
+ * A third kernel runs vy_fmulq, the product of a speculated loop's first run, as the code
+ * generator writes it, over pairs of operands: normal ones whose exact product lies in
+ * [2^-126 - 2^-150, 2^-126), where a device that flushes before rounding gives 0 and the exact
+ * result is 2^-126 for some (its flag must be set for every one, or no loop is speculated), a zero
+ * times a normal number, and products of 2^-125 or more (a flag there is needless).
  */
 #include "vk_probe.h"
 
 #include <float.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "vk_codegen.h"
 #include "vk_xfer.h"
 
 #define PROBE_SAMPLES 4096u
@@ -116,6 +124,28 @@ static const char fold_glsl[] =
 	"}\n";
 
 enum { FOLD_SAMPLES = 16, FOLD_OUT = 12, FOLD_FLOAT_OPS = 9 };
+
+static const char flag_head[] =
+	"#version 450\n"
+	"layout(local_size_x = 64) in;\n"
+	"layout(set = 0, binding = 0, std430) readonly buffer In { uint v[]; } src;\n"
+	"layout(set = 0, binding = 1, std430) writeonly buffer Out { uint v[]; } dst;\n"
+	"layout(push_constant) uniform Push { uint n; } pc;\n";
+
+static const char flag_main[] =
+	"void main() {\n"
+	"	uint i = gl_GlobalInvocationID.x;\n"
+	"	if (i >= pc.n) {\n"
+	"		return;\n"
+	"	}\n"
+	"	bool hz = false;\n"
+	"	dst.v[2u * i + 1u] = vy_fmulq(src.v[2u * i], src.v[2u * i + 1u], hz);\n"
+	"	dst.v[2u * i] = hz ? 1u : 0u;\n"
+	"}\n";
+
+/* Pairs of the flag kernel: a quarter each of zero operands and large products, half in the
+ * band where the flag must be set. */
+enum { FLAG_SAMPLES = 256 };
 
 /* Iterations of the probe's loop: far more than any driver limit seen, few enough to take a
  * millisecond where loops are not limited. */
@@ -316,6 +346,78 @@ static void judge_fold(const uint32_t *in, const uint32_t *res, struct vy_vk_pro
  * optimizer when `optimize`, and run it once over n invocations: in_bytes from `in`, out_bytes
  * back into `out`.
  */
+/* The kind of the flag kernel's pair i: 0 a product in the band, 1 a zero operand, 2 a product
+ * of 2^-125 or more. */
+static int flag_kind(uint32_t i)
+{
+	return i % 4 < 2 ? 0 : (int)(i % 4) - 1;
+}
+
+/*
+ * Normal a and b with 2^-126 - 2^-150 <= |a * b| < 2^-126 (products of two floats are exact in
+ * double), |a| < 1: for a random |a|, the largest b that keeps the product below 2^-126, when
+ * that reaches the band; the tie 1 - 2^-24 times 2^-126 when no random |a| gave one.
+ */
+static void band_pair(uint64_t *s, uint32_t *a, uint32_t *b)
+{
+	const double top = ldexp(1.0, -126);
+	const double low = top - ldexp(1.0, -150);
+	for (int tries = 0; tries < 64; tries++) {
+		float x = fabsf(random_float(s, -60, -1));
+		float y = (float)(top / x);
+		while ((double)x * y >= top) {
+			y = nextafterf(y, 0.0f);
+		}
+		double p = (double)x * y;
+		if (p >= low && y >= FLT_MIN) {
+			*a = bits_of(x) | (next(s) & 0x80000000u);
+			*b = bits_of(y) | (next(s) & 0x80000000u);
+			return;
+		}
+	}
+	*a = 0x3F7FFFFFu;
+	*b = 0x00800000u;
+}
+
+static void make_flag_pairs(uint32_t *in)
+{
+	uint64_t s = UINT64_C(0x2545f4914f6cdd1d);
+	for (uint32_t i = 0; i < FLAG_SAMPLES; i++) {
+		uint32_t *p = &in[2 * i];
+		switch (flag_kind(i)) {
+		case 0:
+			band_pair(&s, &p[0], &p[1]);
+			break;
+		case 1:
+			p[0] = next(&s) & 0x80000000u;
+			p[1] = bits_of(random_float(&s, -126, 127));
+			break;
+		default:
+			p[0] = bits_of(random_float(&s, -40, 40));
+			p[1] = bits_of(random_float(&s, -40, 40));
+			break;
+		}
+		if (next(&s) & 1u) {
+			uint32_t t = p[0];
+			p[0] = p[1];
+			p[1] = t;
+		}
+	}
+}
+
+static void judge_flag(const uint32_t *res, struct vy_vk_probe *out)
+{
+	for (uint32_t i = 0; i < FLAG_SAMPLES; i++) {
+		bool set = res[2 * i] != 0;
+		if (flag_kind(i) == 0) {
+			out->flag_tried++;
+			out->flag_misses += !set;
+		} else {
+			out->flag_needless += set;
+		}
+	}
+}
+
 static int run_kernel(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes,
 	struct vy_vk_compiler *cc, const char *glsl, bool optimize, const void *in,
 	uint64_t in_bytes, void *out, uint64_t out_bytes, uint32_t n, struct vy_err *err)
@@ -381,6 +483,34 @@ static int run_kernel(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes,
 	return rc;
 }
 
+/* The flag kernel at both optimization levels, as the fold kernel: misses and needless add. */
+static int probe_flag(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes,
+	struct vy_vk_compiler *cc, struct vy_vk_probe *out, struct vy_err *err)
+{
+	const char *fn = vy_vk_codegen_product_flag();
+	size_t len = strlen(flag_head) + strlen(fn) + strlen(flag_main) + 1;
+	char *glsl = malloc(len);
+	if (!glsl) {
+		return vy_err_set(err, VY_E_OUT_OF_MEMORY, NULL, "free host memory and retry",
+			"no memory for the float probe");
+	}
+	snprintf(glsl, len, "%s%s%s", flag_head, fn, flag_main);
+	uint32_t in[2 * FLAG_SAMPLES];
+	uint32_t res[2 * FLAG_SAMPLES];
+	make_flag_pairs(in);
+	out->flag_tried = out->flag_misses = out->flag_needless = 0;
+	int rc = 0;
+	for (int optimize = 0; optimize < 2 && rc == 0; optimize++) {
+		rc = run_kernel(x, pipes, cc, glsl, optimize, in, sizeof(in), res, sizeof(res),
+			FLAG_SAMPLES, err);
+		if (rc == 0) {
+			judge_flag(res, out);
+		}
+	}
+	free(glsl);
+	return rc;
+}
+
 int vy__vk_probe_run(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes, struct vy_vk_compiler *cc,
 	struct vy_vk_probe *out, struct vy_err *err)
 {
@@ -415,6 +545,9 @@ int vy__vk_probe_run(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes, struct
 				judge_fold(in, res, out);
 			}
 		}
+	}
+	if (rc == 0) {
+		rc = probe_flag(x, pipes, cc, out, err);
 	}
 	free(triples);
 	free(results);

@@ -39,6 +39,12 @@ struct vy_vk_probe {
 	uint32_t subnormal_flushed;
 	uint32_t fold_diffs;   /* results of the constant-operand kernel that differ from IEEE */
 	uint32_t select_diffs; /* selects between constants that lost their bits */
+	/* Products of vy_fmulq's probe: those the device may flush before they round to 2^-126,
+	 * those of which it did not set the flag, and the flags set where an operand is zero or
+	 * the product 2^-125 or more (needless: they cost a speculated loop its second run). */
+	uint32_t flag_tried;
+	uint32_t flag_misses;
+	uint32_t flag_needless;
 };
 
 /* Run the probe on the device behind `x`. Errors: those of compiling and dispatching. */

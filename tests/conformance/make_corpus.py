@@ -2920,6 +2920,10 @@ def speculated_products_case():
         ([tie | 0x80000000, 0, 0, 0], [least, 0, 0, 0]),
         # infinity times zero: NaN from the first product on
         ([0x7F800000, one, one, one], [0, one, one, one]),
+        # a normal product below 2^-125 (the first run notes it too), then zeros
+        ([0x3FC00000, 0, 0, 0], [least, 0, 0, 0]),
+        # subnormal operands, which read as zero, times numbers that would make them normal
+        ([0x00400000, 0x00000001, 0, 0], [0x40000000, 0x7F000000, 0, 0]),
     ]
     xs = [w for a, _ in rows for w in a]
     ys = [w for _, b in rows for w in b]
@@ -2947,7 +2951,9 @@ def speculated_products_case():
     case(name, "acc = acc + a * b and cnt = cnt + 1 over a loop of four products, where two "
          "products tie to 2^-126 (a device that flushes before rounding gives 0 and the loop "
          "runs again from its saved sum and count), where products of zero operands are 0 and "
-         "need no second run, and where a product rounds to a subnormal or is NaN.",
+         "need no second run, where a product rounds to a subnormal or is NaN, where a normal product "
+         "below 2^-125 makes the loop run again needlessly, and where subnormal operands read "
+         "as zero.",
          prog, [{"values": shown(xs, "f32")}, {"values": shown(ys, "f32")}],
          expect=[shown(sums, "f32"), shown(counts, "u32")])
 

@@ -58,7 +58,7 @@ for profile in lavapipe nvidia; do
 	has "$profile" "uint vy_ffma(uint a, uint b, uint c)"
 	# Nothing but comments comes before #version: one segment compiles as printed.
 	first=$(grep -vn '^//' "$TMP/$profile.out" | head -n 1)
-	[ "$first" = "8:#version 450" ] || fail "$profile: the first line of code is \"$first\""
+	[ "$first" = "9:#version 450" ] || fail "$profile: the first line of code is \"$first\""
 done
 # Where the profiles differ: lavapipe's fma() is not fused, so vyre's fma runs in doubles;
 # NVIDIA's is, so it is the builtin.
@@ -80,6 +80,8 @@ lacks nvidia "double"
 # special operands by integer tests, and selected and assigned words pass through vy_z.
 has lavapipe "//   constant operands folded exactly: no; selects between constants exact: no"
 has nvidia "//   constant operands folded exactly: yes; selects between constants exact: yes"
+has lavapipe "//   flag of a speculated product sound: yes"
+has nvidia "//   flag of a speculated product sound: yes"
 has lavapipe "uint vy_z;"
 has lavapipe "	vy_z = vy_pc.opaque_zero;"
 lacks nvidia "vy_z"

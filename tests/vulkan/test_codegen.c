@@ -1220,6 +1220,7 @@ Test(codegen, a_loop_of_products_runs_twice_only_where_a_product_may_have_flushe
 {
 	struct vy_vk_codegen_options ftz = profiles[1];
 	ftz.math.flushes_subnormals = true;
+	ftz.math.product_flag = true;
 	char *glsl = products_loop("", &ftz);
 	/* The first run notes a product of 0 from nonzero operands; the second decides each. */
 	cr_assert_eq(count_of(glsl, "= vy_fmulq("), 1, "%s", glsl);
@@ -1238,8 +1239,14 @@ Test(codegen, a_loop_of_products_runs_twice_only_where_a_product_may_have_flushe
 	cr_assert_eq(c.status, shaderc_compilation_status_success, "%s\n%s", c.log, glsl);
 	free(c.words);
 	free(glsl);
-	/* A device that decides products where they are, and bodies that cannot run twice: a
-	 * store, a division that may trap, a loop. */
+	/* A device that decides products where they are, one whose probe did not see the flag
+	 * set for every product it must, and bodies that cannot run twice: a store, a division
+	 * that may trap, a loop. */
+	struct vy_vk_codegen_options unsound = ftz;
+	unsound.math.product_flag = false;
+	glsl = products_loop("", &unsound);
+	cr_assert_eq(count_of(glsl, "vy_fmulq("), 0, "%s", glsl);
+	free(glsl);
 	const char *const once[] = {"", ",[\"store\", \"o\", [\"u32\", 0], [\"var\", \"acc\"]]",
 		",[\"let\", \"q\", [\"div\", [\"var\", \"n\"], [\"i32\", 3]]]",
 		",[\"loop\", \"j\", [\"u32\", 0], [\"u32\", 2], []]"};
