@@ -6,19 +6,23 @@
  * order, a barrier after earlier submissions (resident buffers), the copy of each input from its
  * upload staging and the zero fill of every output, temp and trap sidecar, then each step's
  * dispatches (a compute barrier before a step only where the plan has one), a timestamp after
- * each step, and the copies of the outputs and sidecars to readback staging. The context's
+ * each step that may run long (stamped_step) or after every step for a run that asks for its
+ * steps' times, and the copies of the outputs and sidecars to readback staging. The context's
  * slices are the graph's slots; the kernels and resident buffers it binds are held by the
  * context. Slots that the host reads or writes directly (small buffers on a discrete GPU,
  * every buffer on unified memory) are filled by the host before each submission, as a single
  * dispatch fills them.
  *
- * A recording stays valid while the slot lengths (count-0 inputs take each run's length) and
- * the resident buffers bound are the same; otherwise the run records anew. One run uses a
- * recording at a time: a run that finds it busy records a one-run copy. A run that times out
- * abandons the context (its stop word ends the shaders' loops, its split launches skip their
- * parts) and the recording is recorded anew next time; the step it names is the first whose
- * end timestamp had not been written. Recovery after a lost device ends every recording's
- * Vulkan objects (vy__vk_graphs_drop_device).
+ * A recording stays valid while the slot lengths (count-0 inputs take each run's length), the
+ * resident buffers bound and whether the run asks for times are the same; otherwise the run
+ * records anew. One run uses a recording at a time: a run that finds it busy records a one-run
+ * copy. A run that times out abandons the context (its stop word ends the shaders' loops, its
+ * split launches skip their parts) and the recording is recorded anew next time; the step it
+ * names is the first whose end timestamp had not been written. A timestamp costs about a
+ * microsecond of the device's time between two steps on NVIDIA, as much as a small step
+ * itself: a step without loops over few invocations, which cannot run long, has none unless
+ * the run asks for times. Recovery after a lost device ends every recording's Vulkan objects
+ * (vy__vk_graphs_drop_device).
  *
  * Thread-safety: graph_lock guards the list of recordings and their busy flags; a recording's
  * other fields belong to the run that holds it busy.
@@ -48,6 +52,9 @@ struct vk_gstep {
 	uint64_t loop_limit;
 };
 
+/* Invocations up to which a step without loops and without parts gets no timestamp. */
+#define LIGHT_INVOCATIONS (UINT64_C(1) << 16)
+
 /* A query pool of the recording's timestamps, destroyed when its context is released. */
 struct vk_stamps {
 	struct vy_vk_device *dev;
@@ -74,6 +81,9 @@ struct vy_graph_recording {
 	uint32_t n_ranges;
 	struct vy_vk_slice parts;
 	struct vk_stamps *stamps; /* NULL without timestamps */
+	bool timed;               /* every step has its end timestamp (times were asked for) */
+	/* Per step, the query of its end timestamp (query 0 is the start), or 0 for none. */
+	uint32_t *stamp_of;
 };
 
 static void *xcalloc(size_t n, size_t size)
@@ -137,6 +147,7 @@ static void recording_free(struct vy_graph_recording *r)
 		vy__vk_ctx_release(&r->b->exec, r->ctx);
 	}
 	free(r->steps);
+	free(r->stamp_of);
 	free(r->slots);
 	free(r->lens);
 	free(r->res);
@@ -156,10 +167,10 @@ void vy__vk_graphs_drop_device(struct vy__vk_backend *b)
 /* --- recording ------------------------------------------------------------------------- */
 
 /* Whether `r` can run with these slot lengths and resident buffers. */
-static bool still_valid(
-	const struct vy_graph_recording *r, const size_t *lens, struct vy__vk_resident *const *res)
+static bool still_valid(const struct vy_graph_recording *r, const size_t *lens,
+	struct vy__vk_resident *const *res, bool timed)
 {
-	if (!r->ctx) {
+	if (!r->ctx || r->timed != timed) {
 		return false;
 	}
 	for (uint32_t s = 0; s < r->n_slots; s++) {
@@ -300,10 +311,39 @@ static int make_parts(struct vy_graph_recording *r, uint32_t n_parts, struct vy_
 	return 0;
 }
 
+/* Whether step i may run long enough to be named by a timeout: it loops, or runs in parts, or
+ * runs more than LIGHT_INVOCATIONS invocations. */
+static bool stamped_step(const struct vy_graph_recording *r, uint32_t i)
+{
+	const struct vk_gstep *gs = &r->steps[i];
+	for (uint32_t s = 0; s < gs->k->n_segments; s++) {
+		if (gs->k->segments[s].layout.static_iters != 0) {
+			return true;
+		}
+	}
+	const uint32_t *w = gs->launch.workgroups;
+	const uint32_t *size = gs->launch.workgroup_size;
+	uint64_t groups = (uint64_t)w[0] * w[1] * w[2];
+	uint64_t per = (uint64_t)size[0] * size[1] * size[2];
+	return gs->n_parts > 0 || groups > LIGHT_INVOCATIONS / (per ? per : 1);
+}
+
+/* The recording's timestamps: the start and the end of each step stamped_step names, or of
+ * every step when `r->timed`; none when no step has one. */
 static int make_stamps(struct vy_graph_recording *r, struct vy_err *err)
 {
 	struct vy_vk_device *d = &r->b->dev;
 	if (!d->timestamps || !d->host_query_reset) {
+		return 0;
+	}
+	r->stamp_of = xcalloc(r->n_steps, sizeof(*r->stamp_of));
+	uint32_t count = 1;
+	for (uint32_t i = 0; i < r->n_steps; i++) {
+		if (r->timed || stamped_step(r, i)) {
+			r->stamp_of[i] = count++;
+		}
+	}
+	if (count == 1) {
 		return 0;
 	}
 	int rc = 0;
@@ -311,11 +351,11 @@ static int make_stamps(struct vy_graph_recording *r, struct vy_err *err)
 	VkQueryPoolCreateInfo q = {
 		.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
 		.queryType = VK_QUERY_TYPE_TIMESTAMP,
-		.queryCount = r->n_steps + 1,
+		.queryCount = count,
 	};
 	VY_VK(d->vk.vkCreateQueryPool(d->dev, &q, NULL, &pool));
 	r->stamps = xcalloc(1, sizeof(*r->stamps));
-	*r->stamps = (struct vk_stamps){d, pool, r->n_steps + 1};
+	*r->stamps = (struct vk_stamps){d, pool, count};
 	vy__vk_ctx_hold(r->ctx, stamps_release, r->stamps);
 	return 0;
 error:
@@ -393,14 +433,14 @@ static int record_graph(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, s
 		if (barrier) {
 			vy__vk_compute_barrier(d, cmd);
 		}
-		if (i > 0 && r->stamps) {
+		if (i > 0 && r->stamps && r->stamp_of[i - 1]) {
 			/* The end of step i - 1. After a barrier, which already waits for it, the
-			 * stamp costs nothing at the top of the pipe; without one it waits itself.
-			 */
+			 * stamp waits for nothing more at the top of the pipe; without one it waits
+			 * itself. */
 			d->vk.vkCmdWriteTimestamp(cmd,
 				barrier ? VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT
 					: VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
-				r->stamps->pool, i);
+				r->stamps->pool, r->stamp_of[i - 1]);
 		}
 		step_job(r, i, job);
 		rc = vy__vk_record_launches(b, ctx, cmd, job, r->steps[i].loop_limit, err);
@@ -408,9 +448,9 @@ static int record_graph(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, s
 			vy_graph_name_step(err, i, r->n_steps);
 		}
 	}
-	if (rc == 0 && r->stamps) {
-		d->vk.vkCmdWriteTimestamp(
-			cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, r->stamps->pool, r->n_steps);
+	if (rc == 0 && r->stamps && r->stamp_of[r->n_steps - 1]) {
+		d->vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+			r->stamps->pool, r->stamp_of[r->n_steps - 1]);
 	}
 	if (rc == 0) {
 		n = transfer_set(r, true, set);
@@ -427,11 +467,13 @@ static int record_graph(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, s
  */
 static int record_new(struct vy__vk_backend *b, const struct vy_graph_plan *plan,
 	const struct vy_graph_step_run *steps, const struct vy_bytes *inputs, const size_t *lens,
-	struct vy__vk_resident *const *res, struct vy_graph_recording **out, struct vy_err *err)
+	struct vy__vk_resident *const *res, bool timed, struct vy_graph_recording **out,
+	struct vy_err *err)
 {
 	struct vy_graph_recording *r = xcalloc(1, sizeof(*r));
 	r->b = b;
 	r->plan = plan;
+	r->timed = timed;
 	r->n_steps = plan->n_steps;
 	r->steps = xcalloc(plan->n_steps, sizeof(*r->steps));
 	r->n_slots = plan->n_slots;
@@ -498,10 +540,10 @@ static void refill(struct vy_graph_recording *r, const struct vy_bytes *inputs)
 #define NOT_STARTED (UINT32_MAX - 1)
 
 /*
- * The step that was running when the run's `timeout_ms` ran out: the first whose end timestamp
- * is not written yet, or ended later than timeout_ms after the run's start stamp (a wait may
- * return after the work it gave up on finished); NOT_STARTED when not even the start stamp was
- * written (the queue was busy with earlier work); UINT32_MAX without timestamps.
+ * The step that was running when the run's `timeout_ms` ran out: the first of those with an end
+ * timestamp whose stamp is not written yet, or ended later than timeout_ms after the run's start
+ * stamp (a wait may return after the work it gave up on finished); NOT_STARTED when not even the
+ * start stamp was written (the queue was busy with earlier work); UINT32_MAX without timestamps.
  */
 static uint32_t running_step(const struct vy_graph_recording *r, uint32_t timeout_ms)
 {
@@ -517,10 +559,11 @@ static uint32_t running_step(const struct vy_graph_recording *r, uint32_t timeou
 	if (res == VK_SUCCESS || res == VK_NOT_READY) {
 		step = q[1] == 0 ? NOT_STARTED : UINT32_MAX;
 		double limit = (double)timeout_ms * 1e6 / d->timestamp_period_ns;
-		for (uint32_t i = 1; q[1] != 0 && i < r->stamps->count; i++) {
-			uint64_t ticks = (q[2 * i] - q[0]) & d->timestamp_mask;
-			if (q[2 * i + 1] == 0 || (double)ticks > limit) {
-				step = i - 1;
+		for (uint32_t i = 0; q[1] != 0 && i < r->n_steps; i++) {
+			uint32_t k = r->stamp_of[i];
+			uint64_t ticks = (q[2 * k] - q[0]) & d->timestamp_mask;
+			if (k && (q[2 * k + 1] == 0 || (double)ticks > limit)) {
+				step = i;
 				break;
 			}
 		}
@@ -529,13 +572,13 @@ static uint32_t running_step(const struct vy_graph_recording *r, uint32_t timeou
 	return step;
 }
 
-/* Each step's device time from the timestamps, or VY_TIMING_NONE. */
+/* Each step's device time from the timestamps (a timed recording), or VY_TIMING_NONE. */
 static void step_times(const struct vy_graph_recording *r, uint64_t *step_ns)
 {
 	struct vy_vk_device *d = &r->b->dev;
 	uint64_t *ts = NULL;
 	VkResult res = VK_ERROR_UNKNOWN;
-	if (r->stamps) {
+	if (r->stamps && r->timed) {
 		ts = xcalloc(r->stamps->count, sizeof(*ts));
 		res = d->vk.vkGetQueryPoolResults(d->dev, r->stamps->pool, 0, r->stamps->count,
 			r->stamps->count * sizeof(*ts), ts, sizeof(*ts), VK_QUERY_RESULT_64_BIT);
@@ -652,7 +695,7 @@ static int hold_residents(struct vy__vk_backend *b, const struct vy_graph_plan *
  */
 static struct vy_graph_recording *take_kept(struct vy__vk_backend *b,
 	struct vy_graph_recording **rec, const size_t *lens, struct vy__vk_resident *const *res,
-	bool *one_shot)
+	bool timed, bool *one_shot)
 {
 	struct vy_graph_recording *r = *rec, *stale = NULL;
 	*one_shot = false;
@@ -660,7 +703,7 @@ static struct vy_graph_recording *take_kept(struct vy__vk_backend *b,
 	if (r && r->busy) {
 		*one_shot = true;
 		r = NULL;
-	} else if (r && still_valid(r, lens, res)) {
+	} else if (r && still_valid(r, lens, res, timed)) {
 		r->busy = true;
 	} else if (r) {
 		unlink_locked(b, r);
@@ -701,11 +744,12 @@ int vy__vk_graph_run(struct vy_backend *base, const struct vy_graph_plan *plan,
 	bool one_shot = false;
 	struct vy_graph_recording *r = NULL;
 	if (rc == 0) {
-		r = take_kept(b, rec, lens, res, &one_shot);
+		r = take_kept(b, rec, lens, res, step_ns != NULL, &one_shot);
 		if (r) {
 			refill(r, inputs);
 		} else {
-			rc = record_new(b, plan, steps, inputs, lens, res, &r, err);
+			rc = record_new(
+				b, plan, steps, inputs, lens, res, step_ns != NULL, &r, err);
 		}
 	}
 	if (rc == 0 && timeout_ms) {

@@ -341,6 +341,69 @@ Test(graph_run, a_trap_in_step_seven_of_ten_names_the_step_and_the_node)
 	each_backend(trap_in_step_seven);
 }
 
+/*
+ * Three quick steps, which a recording stamps only for a run that asks for its steps' times: such
+ * a run gets a time for each step where the device has timestamps (from a recording of its own
+ * on Vulkan), and every run, asking or not, the same bytes.
+ */
+static void times_when_asked(struct vy_backend *b, struct mode *m)
+{
+	const char *id = m->id;
+	struct step steps[3];
+	struct vy_graph_bind binds[3][2];
+	struct vy_graph_step_desc desc[3];
+	struct vy_graph_step_run run[3];
+	static const char *const temps[] = {"t0", "t1"};
+	for (uint32_t i = 0; i < 3; i++) {
+		steps[i] = prepare(vy_test_graph_affine(i + 3));
+		binds[i][0] = i == 0 ? bind("x", VY_GRAPH_INPUT, 0, NULL)
+				     : bind("x", VY_GRAPH_TEMP, 0, temps[i - 1]);
+		binds[i][1] = i == 2 ? bind("y", VY_GRAPH_OUTPUT, 0, NULL)
+				     : bind("y", VY_GRAPH_TEMP, 0, temps[i]);
+		desc[i] = (struct vy_graph_step_desc){steps[i].p, steps[i].plan, binds[i], 2};
+		run[i] = (struct vy_graph_step_run){.program = steps[i].p};
+	}
+	struct vy_graph_plan *g = NULL;
+	struct vy_err err = {0};
+	cr_assert_eq(vy_graph_plan_build(desc, 3, 16, &g, &err), 0, "%s", err.message);
+	struct vy_device_profile prof;
+	vy_backend_device_profile(b, &prof);
+	uint32_t x[N];
+	for (uint32_t i = 0; i < N; i++) {
+		x[i] = 0x85EBCA6Bu * (i + 7);
+	}
+	struct vy_bytes in = {(const uint8_t *)x, sizeof(x)};
+	struct vy_outputs got;
+	vy_outputs_init(&got);
+	uint8_t first[sizeof(x)];
+	for (int r = 0; r < 4; r++) {
+		bool timed = r == 1 || r == 2;
+		uint64_t ns[3] = {0, 0, 0};
+		int rc = m->replay ? vy_backend_graph_replay(b, g, run, &in, NULL, 0, &got,
+					     timed ? ns : NULL, &m->rec, &err)
+				   : vy_backend_graph_run(b, g, run, &in, NULL, 0, &got,
+					     timed ? ns : NULL, &err);
+		cr_assert_eq(rc, 0, "%s run %d: %s", id, r, err.message);
+		cr_assert_eq(got.len, 1);
+		if (r == 0) {
+			memcpy(first, got.items[0].data, sizeof(first));
+		}
+		cr_assert_arr_eq(got.items[0].data, first, sizeof(first), "%s run %d", id, r);
+		for (uint32_t i = 0; timed && prof.timestamps && i < 3; i++) {
+			cr_assert_neq(
+				ns[i], VY_TIMING_NONE, "%s run %d: no time for step %u", id, r, i);
+		}
+	}
+	printf("graph_run: %s: times for each step when asked (timestamps: %s)\n", id,
+		prof.timestamps ? "yes" : "no");
+	finish(&got, g, steps, 3);
+}
+
+Test(graph_run, a_run_that_asks_for_times_gets_each_steps_time_and_the_same_bytes)
+{
+	each_backend(times_when_asked);
+}
+
 /* Steps 0 to 2 are quick; step 3 counts to 60000 in each of 2^16 invocations, far past the
  * run's 1000 ms on any device here (a GPU included: about 4 * 10^9 iterations in all). */
 static void timeout_in_step_three(struct vy_backend *b, struct mode *m)
