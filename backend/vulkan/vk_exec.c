@@ -154,6 +154,7 @@ static void ctx_release_locked(struct vy_vk_exec *x, struct vy_vk_ctx *ctx)
 	ctx->timed = false;
 	ctx->submitted = false;
 	ctx->abandoned = false;
+	ctx->stopped = false;
 	ctx->failed = 0;
 	ctx->next = x->free_list;
 	x->free_list = ctx;
@@ -864,17 +865,31 @@ void vy__vk_ctx_release(struct vy_vk_exec *x, struct vy_vk_ctx *ctx)
 	pthread_mutex_unlock(&x->lock);
 }
 
-void vy__vk_ctx_abandon(struct vy_vk_exec *x, struct vy_vk_ctx *ctx)
+/* x->lock held */
+static void stop_locked(struct vy_vk_exec *x, struct vy_vk_ctx *ctx)
 {
-	pthread_mutex_lock(&x->lock);
-	if (ctx->value && !ctx->failed && counter_value(x) < ctx->value) {
+	if (ctx->value && !ctx->failed && !ctx->stopped && counter_value(x) < ctx->value) {
 		/* Its shaders poll this word and return once it is set (vk_codegen.h). */
 		__atomic_store_n((uint32_t *)(void *)ctx->stop.map, 1, __ATOMIC_RELEASE);
 		for (uint32_t i = 0; i < ctx->n_parts; i++) {
 			__atomic_store_n(&ctx->parts[3 * i], 0, __ATOMIC_RELAXED);
 		}
+		ctx->stopped = true;
 		x->stopped++;
 	}
+}
+
+void vy__vk_ctx_stop(struct vy_vk_exec *x, struct vy_vk_ctx *ctx)
+{
+	pthread_mutex_lock(&x->lock);
+	stop_locked(x, ctx);
+	pthread_mutex_unlock(&x->lock);
+}
+
+void vy__vk_ctx_abandon(struct vy_vk_exec *x, struct vy_vk_ctx *ctx)
+{
+	pthread_mutex_lock(&x->lock);
+	stop_locked(x, ctx);
 	if (!ctx->submitted && !ctx->failed) {
 		/* Still in the batch: let it run, so that its value is signalled in order. */
 		submit_batch_locked(x, NULL);

@@ -75,6 +75,7 @@ struct vy_vk_ctx {
 	bool timed;                   /* the job writes its timestamps */
 	bool submitted;               /* handed to the queue (not only in the batch) */
 	bool abandoned;
+	bool stopped;               /* its stop word is set (vy__vk_ctx_stop) */
 	int failed;                 /* error code that ended the job before it ran, or 0 */
 	struct vy_vk_slice *slices; /* owned: released with the context */
 	size_t n_slices;
@@ -262,8 +263,12 @@ int vy__vk_ctx_parts(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint32_t n,
  * must be done or never submitted. */
 void vy__vk_ctx_release(struct vy_vk_exec *x, struct vy_vk_ctx *ctx);
 
-/* Give the context back while its job may still run: its stop word is set, and it is released
- * once the job is done. */
+/* Stop the context's job where it still runs: its stop word is set, which its shaders poll, and
+ * the parts of its split launches not started launch nothing. */
+void vy__vk_ctx_stop(struct vy_vk_exec *x, struct vy_vk_ctx *ctx);
+
+/* Give the context back while its job may still run: it is stopped (vy__vk_ctx_stop), and
+ * released once the job is done. */
 void vy__vk_ctx_abandon(struct vy_vk_exec *x, struct vy_vk_ctx *ctx);
 
 /* Submit whatever waits in the batch. Errors: DEVICE_LOST and other submit failures. */

@@ -640,6 +640,9 @@ static int run_once(struct vy_graph_recording *r, uint32_t timeout_ms, struct vy
 		rc = vy__vk_ctx_wait(x, r->ctx, timeout_ns, err);
 	}
 	if (rc == VY_E_TIMEOUT) {
+		/* Stopped before its timestamps are read: a driver may wait for the work in flight
+		 * to read them (lavapipe does). */
+		vy__vk_ctx_stop(x, r->ctx);
 		uint32_t step = running_step(r, timeout_ms);
 		if (step == NOT_STARTED) {
 			vy_err_set(err, VY_E_TIMEOUT, NULL,

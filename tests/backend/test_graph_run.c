@@ -404,8 +404,10 @@ Test(graph_run, a_run_that_asks_for_times_gets_each_steps_time_and_the_same_byte
 	each_backend(times_when_asked);
 }
 
-/* Steps 0 to 2 are quick; step 3 counts to 60000 in each of 2^16 invocations, far past the
- * run's 1000 ms on any device here (a GPU included: about 4 * 10^9 iterations in all). */
+/* Steps 0 to 2 are quick; step 3 counts to 16,000,000 in each of 2^16 invocations, far past the
+ * run's 1000 ms on any device here (a GPU included: about 10^12 iterations in all; 4 * 10^9,
+ * an earlier count, took lavapipe less than a second on a quiet machine). Its stop word ends it
+ * within a loop's polling interval once the timeout is seen. */
 static void timeout_in_step_three(struct vy_backend *b, struct mode *m)
 {
 	const char *id = m->id;

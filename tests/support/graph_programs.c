@@ -61,9 +61,10 @@ struct vy_program *vy_test_graph_divide_by_zero(void)
 }
 
 /*
- * y[gid] = the count of a loop from 0 to min(x[gid % N], 60000), over whatever grid the step's
- * config gives: every invocation runs its loop (loads wrap into x; stores past N are dropped),
- * each within lavapipe's 65,535 loop passes per invocation.
+ * y[gid] = the count of a loop from 0 to min(x[gid % N], 16,000,000), over whatever grid the
+ * step's config gives: every invocation runs its loop (loads wrap into x; stores past N are
+ * dropped). A count of 0 is quick; a large one runs far longer than a second on any device
+ * here, and stays below the default loop limit of 2^24 iterations.
  */
 struct vy_program *vy_test_graph_count_to_x(void)
 {
@@ -72,7 +73,7 @@ struct vy_program *vy_test_graph_count_to_x(void)
 	vy_program_add_buffer(p, "y", 1, VY_ACCESS_WRITE_ONLY, VY_TYPE_U32, N);
 	struct vy_expr *at = vy_ir_binary(p, VY_BIN_BIT_AND, vy_ir_gid(p, 0), vy_ir_u32(p, N - 1));
 	struct vy_expr *bound =
-		vy_ir_binary(p, VY_BIN_MIN, vy_ir_load(p, "x", at), vy_ir_u32(p, 60000));
+		vy_ir_binary(p, VY_BIN_MIN, vy_ir_load(p, "x", at), vy_ir_u32(p, 16000000));
 	struct vy_node *count = vy_ir_assign(
 		p, "n", vy_ir_binary(p, VY_BIN_ADD, vy_ir_var(p, "n"), vy_ir_u32(p, 1)));
 	vy_program_set_entry(

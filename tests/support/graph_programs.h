@@ -20,7 +20,7 @@ struct vy_program *vy_test_graph_accumulate(void);
 /* y[gid] = x[gid] / 0 as i32: every invocation traps int_div_zero at entry[0].store. */
 struct vy_program *vy_test_graph_divide_by_zero(void);
 
-/* y[gid] = the count of a loop from 0 to min(x[gid % N], 60000) over the grid the config gives:
+/* y[gid] = the count of a loop from 0 to min(x[gid % N], 16000000) over the grid the config gives:
  * as long as x and the grid say. */
 struct vy_program *vy_test_graph_count_to_x(void);
 
