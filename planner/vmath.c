@@ -38,6 +38,7 @@ bool vy_vmath_lowers(enum vy_unop op)
 	case VY_UN_LOG2:
 	case VY_UN_LOG10:
 	case VY_UN_LOG1P:
+	case VY_UN_CBRT:
 	case VY_UN_SIN:
 	case VY_UN_COS:
 	case VY_UN_TAN:
@@ -278,6 +279,8 @@ static struct vy_expr *expand(struct vy__vm *m, enum vy_unop op, const struct vy
 		return vy__vm_log10(m, x);
 	case VY_UN_LOG1P:
 		return vy__vm_log1p(m, x);
+	case VY_UN_CBRT:
+		return vy__vm_cbrt(m, x);
 	case VY_UN_SIN:
 		return vy__vm_sin(m, x);
 	case VY_UN_COS:

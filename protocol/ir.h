@@ -99,6 +99,7 @@ struct vy_arena;
 	X(LOG2, "log2")                                                                            \
 	X(LOG10, "log10")                                                                          \
 	X(LOG1P, "log1p")                                                                          \
+	X(CBRT, "cbrt")                                                                            \
 	X(SIN, "sin")                                                                              \
 	X(COS, "cos")                                                                              \
 	X(TAN, "tan")                                                                              \

@@ -99,6 +99,7 @@ static const struct un_rule un_rules[VY_UNOP_COUNT] = {
 	[VY_UN_LOG2] = {M_F, false},
 	[VY_UN_LOG10] = {M_F, false},
 	[VY_UN_LOG1P] = {M_F, false},
+	[VY_UN_CBRT] = {M_F, false},
 	[VY_UN_SIN] = {M_F, false},
 	[VY_UN_COS] = {M_F, false},
 	[VY_UN_TAN] = {M_F, false},

@@ -15,11 +15,11 @@
 #include "validate.h"
 #include "vmath.h"
 
-#define LOWERED_COUNT 19
+#define LOWERED_COUNT 20
 static const enum vy_unop lowered_ops[LOWERED_COUNT] = {VY_UN_INVERSE_SQRT, VY_UN_RECIPROCAL,
 	VY_UN_EXP, VY_UN_EXP2, VY_UN_EXP10, VY_UN_EXPM1, VY_UN_LOG, VY_UN_LOG2, VY_UN_LOG10,
 	VY_UN_LOG1P, VY_UN_SIN, VY_UN_COS, VY_UN_TAN, VY_UN_ASIN, VY_UN_ACOS, VY_UN_ATAN,
-	VY_UN_SINH, VY_UN_COSH, VY_UN_TANH};
+	VY_UN_SINH, VY_UN_COSH, VY_UN_TANH, VY_UN_CBRT};
 
 static bool is_lowered_op(uint32_t op)
 {
@@ -611,6 +611,19 @@ Test(vmath, special_values_of_log_and_log2)
 		EXACT(-1.0f, NINF), EXACT(-2.0f, NAN_BITS), EXACT(-INFINITY, NAN_BITS),
 		EXACT(NAN, NAN_BITS), EXACT(0x1p-30f, 0x30800000u), EXACT(-0x1p-30f, 0xB0800000u),
 		NEAR(1.0f, 0x3F317218u), NEAR(-0.5f, 0xBF317218u));
+}
+
+Test(vmath, special_values_of_cbrt)
+{
+	/* Signed zeros and infinities kept, subnormal operands read as zero, exact cubes exact,
+	 * odd to the bit. */
+	CHECK(CBRT, EXACT(0.0f, PZERO), EXACT(-0.0f, NZERO), EXACT(INFINITY, PINF),
+		EXACT(-INFINITY, NINF), EXACT(NAN, NAN_BITS), EXACT(1e-45f, PZERO),
+		EXACT(-1e-45f, NZERO), EXACT(8.0f, 0x40000000u), EXACT(-27.0f, 0xC0400000u),
+		EXACT(0.125f, 0x3F000000u), EXACT(1000.0f, 0x41200000u),
+		EXACT(0x1p-126f, 0x2A800000u), EXACT(0x1p126f, 0x54800000u),
+		EXACT(2.0f, 0x3FA14518u), EXACT(-2.0f, 0xBFA14518u),
+		NEAR(3.40282347e38f, 0x54CB2FF5u));
 }
 
 Test(vmath, special_values_of_sin_cos_tan)

@@ -161,6 +161,7 @@ static const struct rule un_spec[VY_UNOP_COUNT] = {
 	[VY_UN_EXP10] = {T_F, false, false},
 	[VY_UN_EXPM1] = {T_F, false, false},
 	[VY_UN_LOG1P] = {T_F, false, false},
+	[VY_UN_CBRT] = {T_F, false, false},
 	[VY_UN_SIN] = {T_F, false, false},
 	[VY_UN_COS] = {T_F, false, false},
 	[VY_UN_TAN] = {T_F, false, false},

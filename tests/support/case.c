@@ -729,8 +729,8 @@ static const struct {
 	const char *op;
 	double (*fn)(double);
 } libm_fns[] = {{"exp", exp}, {"exp2", exp2}, {"exp10", exp10}, {"expm1", expm1}, {"log", log},
-	{"log2", log2}, {"log10", log10}, {"log1p", log1p}, {"sin", sin}, {"cos", cos},
-	{"tan", tan}, {"asin", asin}, {"acos", acos}, {"atan", atan}, {"sinh", sinh},
+	{"log2", log2}, {"log10", log10}, {"log1p", log1p}, {"cbrt", cbrt}, {"sin", sin},
+	{"cos", cos}, {"tan", tan}, {"asin", asin}, {"acos", acos}, {"atan", atan}, {"sinh", sinh},
 	{"cosh", cosh}, {"tanh", tanh}, {"reciprocal", recip}, {"inverse_sqrt", rsqrt}};
 
 static int parse_ulp(struct vy_test_case *k, json_object *list, char *why)

@@ -92,6 +92,7 @@ static const struct op ops[] = {
 	{"log2", UNARY, VY_UN_LOG2, log2l, 0.0f, FLT_MAX, false, 0, "all", 1},
 	{"log10", UNARY, VY_UN_LOG10, log10l, 0.0f, FLT_MAX, false, 0, "all", 1},
 	{"log1p", UNARY, VY_UN_LOG1P, log1pl, -1.0f, FLT_MAX, false, 0, "all", 1},
+	{"cbrt", UNARY, VY_UN_CBRT, cbrtl, -FLT_MAX, FLT_MAX, false, 0, "all", 1},
 	{"sin", UNARY, VY_UN_SIN, sinl, -0x1p22f, 0x1p22f, false, 0, "all", 1},
 	{"cos", UNARY, VY_UN_COS, cosl, -0x1p22f, 0x1p22f, false, 0, "all", 1},
 	{"tan", UNARY, VY_UN_TAN, tanl, -0x1p22f, 0x1p22f, false, 0, "all", 2},
