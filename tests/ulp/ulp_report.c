@@ -19,6 +19,10 @@
  *   ulp_report --exhaustive          every one of the 2^32 inputs of each unary operation and
  *                                    sqrt (div, with two operands, keeps its sample)
  *   ulp_report [--threads N] [--only OP,OP...]
+ *   ulp_report --exhaustive --compare vulkan ...
+ *                                    also run every chunk on another backend (through the
+ *                                    registry: vulkan on a GPU machine), whose results must
+ *                                    equal the reference backend's bit for bit
  *
  * The sample of an operation: its special values; a strided sweep over all 2^32 bit patterns
  * (every binade of both signs gets about a thousand inputs at the default size); and random inputs
@@ -45,6 +49,7 @@
 #include "err.h"
 #include "ir.h"
 #include "reference.h"
+#include "registry.h"
 
 #define DEFAULT_SAMPLES (UINT32_C(1) << 20)
 #define NOT_COMPARABLE INT64_MAX
@@ -277,6 +282,8 @@ struct result {
 	int64_t worst;
 	uint32_t at_a, at_b, got, want;
 	bool failed_dispatch;
+	uint64_t differ;                       /* results of the other backend that differ */
+	uint32_t diff_at, diff_got, diff_want; /* the first of them */
 };
 
 static uint32_t reference(const struct op *op, uint32_t a, uint32_t b)
@@ -292,7 +299,9 @@ static uint32_t reference(const struct op *op, uint32_t a, uint32_t b)
 struct job {
 	const struct op *op;
 	struct vy_backend *backend;
-	const uint32_t *a, *b; /* NULL: input i is the bit pattern i (exhaustive) */
+	struct vy_backend *other;   /* NULL, or the backend compared bit for bit (--compare) */
+	pthread_mutex_t other_lock; /* one dispatch on it at a time */
+	const uint32_t *a, *b;      /* NULL: input i is the bit pattern i (exhaustive) */
 	uint64_t total;
 	atomic_uint_fast64_t next; /* first input of the next chunk to take */
 	pthread_mutex_t lock;
@@ -304,6 +313,12 @@ static void merge(struct result *into, const struct result *r)
 	into->samples += r->samples;
 	into->exact += r->exact;
 	into->failed_dispatch |= r->failed_dispatch;
+	if (r->differ && (!into->differ || r->diff_at < into->diff_at)) {
+		into->diff_at = r->diff_at;
+		into->diff_got = r->diff_got;
+		into->diff_want = r->diff_want;
+	}
+	into->differ += r->differ;
 	if (r->worst > into->worst ||
 		(r->worst == into->worst && r->worst >= 0 && r->at_a < into->at_a)) {
 		into->worst = r->worst;
@@ -312,6 +327,39 @@ static void merge(struct result *into, const struct result *r)
 		into->got = r->got;
 		into->want = r->want;
 	}
+}
+
+/* Dispatch the chunk on the backend compared and count the results that differ from the
+ * reference backend's `ref` (n of them count). */
+static int compare_chunk(struct job *job, struct vy_program *p, const struct vy_bytes *inputs,
+	uint32_t n_inputs, const uint8_t *ref, uint32_t n, const uint32_t *a,
+	struct vy_outputs *outputs, struct result *mine)
+{
+	struct vy_err err = {0};
+	pthread_mutex_lock(&job->other_lock);
+	int rc = vy_backend_dispatch(job->other, p, inputs, n_inputs, NULL, outputs, &err);
+	pthread_mutex_unlock(&job->other_lock);
+	if (rc == 0 && (outputs->len != 1 || outputs->items[0].len != CHUNK * 4)) {
+		rc = vy_err_set(&err, VY_E_INTERNAL, NULL, "check the backend compared",
+			"expected one output of %u floats", CHUNK);
+	}
+	if (rc) {
+		char buf[1024];
+		fprintf(stderr, "ulp_report: %s on the backend compared: %s\n", job->op->name,
+			vy_err_format(&err, buf, sizeof(buf)));
+		return rc;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t got, want;
+		memcpy(&got, outputs->items[0].data + (size_t)i * 4, 4);
+		memcpy(&want, ref + (size_t)i * 4, 4);
+		if (got != want && mine->differ++ == 0) {
+			mine->diff_at = a[i];
+			mine->diff_got = got;
+			mine->diff_want = want;
+		}
+	}
+	return 0;
 }
 
 static void *work(void *arg)
@@ -326,8 +374,9 @@ static void *work(void *arg)
 		exit(2);
 	}
 	struct result mine = {.worst = -1};
-	struct vy_outputs outputs;
+	struct vy_outputs outputs, theirs;
 	vy_outputs_init(&outputs);
+	vy_outputs_init(&theirs);
 	for (;;) {
 		uint64_t first = atomic_fetch_add(&job->next, CHUNK);
 		if (first >= job->total) {
@@ -358,6 +407,11 @@ static void *work(void *arg)
 			mine.failed_dispatch = true;
 			break;
 		}
+		if (job->other && compare_chunk(job, p, inputs, op->shape == DIV ? 2 : 1,
+					  outputs.items[0].data, n, a, &theirs, &mine)) {
+			mine.failed_dispatch = true;
+			break;
+		}
 		for (uint32_t i = 0; i < n; i++) {
 			uint32_t got;
 			memcpy(&got, outputs.items[0].data + (size_t)i * 4, 4);
@@ -381,6 +435,7 @@ static void *work(void *arg)
 		}
 	}
 	vy_outputs_finish(&outputs);
+	vy_outputs_finish(&theirs);
 	vy_program_destroy(p);
 	free(a);
 	free(b);
@@ -394,6 +449,7 @@ static void run_job(struct job *job, unsigned threads)
 {
 	atomic_init(&job->next, 0);
 	pthread_mutex_init(&job->lock, NULL);
+	pthread_mutex_init(&job->other_lock, NULL);
 	job->res = (struct result){.worst = -1};
 	pthread_t tid[MAX_THREADS];
 	unsigned started = 0;
@@ -407,6 +463,7 @@ static void run_job(struct job *job, unsigned threads)
 		pthread_join(tid[t], NULL);
 	}
 	pthread_mutex_destroy(&job->lock);
+	pthread_mutex_destroy(&job->other_lock);
 }
 
 /* The inputs of the sample: specials, the strided sweep, random inputs of the dense range. */
@@ -485,7 +542,8 @@ static bool selected(const char *only, const char *name)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: ulp_report [--exhaustive] [--threads N] [--only OP,OP...]\n");
+	fprintf(stderr, "usage: ulp_report [--exhaustive] [--threads N] [--only OP,OP...] "
+			"[--compare BACKEND]\n");
 }
 
 int main(int argc, char **argv)
@@ -493,6 +551,7 @@ int main(int argc, char **argv)
 	bool exhaustive = false;
 	long threads = 0;
 	const char *only = NULL;
+	const char *compare = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--exhaustive") == 0) {
 			exhaustive = true;
@@ -505,6 +564,8 @@ int main(int argc, char **argv)
 			}
 		} else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
 			only = argv[++i];
+		} else if (strcmp(argv[i], "--compare") == 0 && i + 1 < argc) {
+			compare = argv[++i];
 		} else {
 			usage();
 			return 2;
@@ -526,9 +587,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ulp_report: %s\n", vy_err_format(&err, buf, sizeof(buf)));
 		return 2;
 	}
-	printf("ulp_report: %s, %ld thread%s\n",
+	struct vy_backend *other = NULL;
+	if (compare && vy_registry_open(compare, NULL, &other, &err)) {
+		char buf[1024];
+		fprintf(stderr, "ulp_report: --compare %s: %s\n", compare,
+			vy_err_format(&err, buf, sizeof(buf)));
+		vy_backend_destroy(backend);
+		return 2;
+	}
+	printf("ulp_report: %s, %ld thread%s%s%s\n",
 		exhaustive ? "every f32 input (div: its sample)" : "sampled", threads,
-		threads == 1 ? "" : "s");
+		threads == 1 ? "" : "s", other ? "; compared bit for bit with " : "",
+		other ? vy_backend_version(other) : "");
 	printf("%-12s  %-11s  %-10s  %10s  %8s  %4s  %-29s  %-15s  %-15s  %s\n", "op", "domain",
 		"inputs", "measured", "exact", "ulp", "worst input", "result", "reference",
 		"status");
@@ -540,7 +610,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		matched = true;
-		struct job job = {.op = op, .backend = backend};
+		struct job job = {.op = op, .backend = backend, .other = other};
 		uint32_t *a = NULL, *b = NULL;
 		bool binades[512] = {0};
 		bool all = exhaustive && op->shape != DIV;
@@ -579,7 +649,7 @@ int main(int argc, char **argv)
 			snprintf(input, sizeof(input), "%.9g (0x%08" PRIX32 ")", f32_of(r->at_a),
 				r->at_a);
 		}
-		bool ok = r->worst <= op->limit && r->samples > 0 && missing == 0;
+		bool ok = r->worst <= op->limit && r->samples > 0 && missing == 0 && r->differ == 0;
 		char ulp[24];
 		if (r->worst == NOT_COMPARABLE) {
 			snprintf(ulp, sizeof(ulp), "bits");
@@ -605,9 +675,23 @@ int main(int argc, char **argv)
 		if (missing) {
 			printf("ulp_report: %s: the sweep missed %u binades\n", op->name, missing);
 		}
+		if (other) {
+			printf("ulp_report: %s: %" PRIu64
+			       " result(s) of %s differ from the reference",
+				op->name, r->differ, compare);
+			if (r->differ) {
+				printf(" (the first at 0x%08" PRIX32 ": 0x%08" PRIX32
+				       ", not 0x%08" PRIX32 ")",
+					r->diff_at, r->diff_got, r->diff_want);
+			}
+			printf("\n");
+		}
 		failed += !ok;
 	}
 	vy_backend_destroy(backend);
+	if (other) {
+		vy_backend_destroy(other);
+	}
 	if (!matched) {
 		fprintf(stderr, "ulp_report: no operation is named %s\n", only);
 		return 2;
