@@ -134,26 +134,47 @@ static void each_backend(void (*fn)(struct vy_backend *b, struct mode *m))
 }
 #endif
 
+/* A chain of affine steps (affine_chain): its steps, binds, runs and plan. */
+struct chain {
+	struct step steps[10];
+	struct vy_graph_bind binds[10][2];
+	struct vy_graph_step_run run[10];
+	struct vy_graph_plan *g;
+};
+
+/*
+ * A chain of n <= 10 steps vy_test_graph_affine(first), (first + 1), ...: input 0 -> temps ->
+ * output 0, each step reading what the one before wrote.
+ */
+static void affine_chain(struct chain *c, uint32_t n, uint32_t first)
+{
+	static const char *const temps[] = {"t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8"};
+	struct vy_graph_step_desc desc[10];
+	cr_assert_leq(n, 10);
+	for (uint32_t i = 0; i < n; i++) {
+		struct step *st = &c->steps[i];
+		*st = prepare(vy_test_graph_affine(first + i));
+		c->binds[i][0] = i == 0 ? bind("x", VY_GRAPH_INPUT, 0, NULL)
+					: bind("x", VY_GRAPH_TEMP, 0, temps[i - 1]);
+		c->binds[i][1] = i + 1 == n ? bind("y", VY_GRAPH_OUTPUT, 0, NULL)
+					    : bind("y", VY_GRAPH_TEMP, 0, temps[i]);
+		desc[i] = (struct vy_graph_step_desc){st->p, st->plan, c->binds[i], 2};
+		c->run[i] = (struct vy_graph_step_run){.program = st->p};
+	}
+	struct vy_err err = {0};
+	c->g = NULL;
+	cr_assert_eq(vy_graph_plan_build(desc, n, 16, &c->g, &err), 0, "%s", err.message);
+}
+
 static void chain_of_ten(struct vy_backend *b, struct mode *m)
 {
 	const char *id = m->id;
-	struct step steps[10];
-	struct vy_graph_bind binds[10][2];
-	struct vy_graph_step_desc desc[10];
-	struct vy_graph_step_run run[10];
-	static const char *const temps[] = {"t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8"};
-	for (uint32_t i = 0; i < 10; i++) {
-		steps[i] = prepare(vy_test_graph_affine(i + 2));
-		binds[i][0] = i == 0 ? bind("x", VY_GRAPH_INPUT, 0, NULL)
-				     : bind("x", VY_GRAPH_TEMP, 0, temps[i - 1]);
-		binds[i][1] = i == 9 ? bind("y", VY_GRAPH_OUTPUT, 0, NULL)
-				     : bind("y", VY_GRAPH_TEMP, 0, temps[i]);
-		desc[i] = (struct vy_graph_step_desc){steps[i].p, steps[i].plan, binds[i], 2};
-		run[i] = (struct vy_graph_step_run){.program = steps[i].p};
-	}
-	struct vy_graph_plan *g = NULL;
+	struct chain c;
+	affine_chain(&c, 10, 2);
+	struct step *steps = c.steps;
+	struct vy_graph_step_run *run = c.run;
+	struct vy_graph_plan *g = c.g;
 	struct vy_err err = {0};
-	cr_assert_eq(vy_graph_plan_build(desc, 10, 16, &g, &err), 0, "%s", err.message);
 	cr_assert_eq(g->totals.barriers, 9);
 	struct vy_outputs got, one;
 	vy_outputs_init(&got);
@@ -349,23 +370,9 @@ Test(graph_run, a_trap_in_step_seven_of_ten_names_the_step_and_the_node)
 static void times_when_asked(struct vy_backend *b, struct mode *m)
 {
 	const char *id = m->id;
-	struct step steps[3];
-	struct vy_graph_bind binds[3][2];
-	struct vy_graph_step_desc desc[3];
-	struct vy_graph_step_run run[3];
-	static const char *const temps[] = {"t0", "t1"};
-	for (uint32_t i = 0; i < 3; i++) {
-		steps[i] = prepare(vy_test_graph_affine(i + 3));
-		binds[i][0] = i == 0 ? bind("x", VY_GRAPH_INPUT, 0, NULL)
-				     : bind("x", VY_GRAPH_TEMP, 0, temps[i - 1]);
-		binds[i][1] = i == 2 ? bind("y", VY_GRAPH_OUTPUT, 0, NULL)
-				     : bind("y", VY_GRAPH_TEMP, 0, temps[i]);
-		desc[i] = (struct vy_graph_step_desc){steps[i].p, steps[i].plan, binds[i], 2};
-		run[i] = (struct vy_graph_step_run){.program = steps[i].p};
-	}
-	struct vy_graph_plan *g = NULL;
+	struct chain c;
+	affine_chain(&c, 3, 3);
 	struct vy_err err = {0};
-	cr_assert_eq(vy_graph_plan_build(desc, 3, 16, &g, &err), 0, "%s", err.message);
 	struct vy_device_profile prof;
 	vy_backend_device_profile(b, &prof);
 	uint32_t x[N];
@@ -379,9 +386,9 @@ static void times_when_asked(struct vy_backend *b, struct mode *m)
 	for (int r = 0; r < 4; r++) {
 		bool timed = r == 1 || r == 2;
 		uint64_t ns[3] = {0, 0, 0};
-		int rc = m->replay ? vy_backend_graph_replay(b, g, run, &in, NULL, 0, &got,
+		int rc = m->replay ? vy_backend_graph_replay(b, c.g, c.run, &in, NULL, 0, &got,
 					     timed ? ns : NULL, &m->rec, &err)
-				   : vy_backend_graph_run(b, g, run, &in, NULL, 0, &got,
+				   : vy_backend_graph_run(b, c.g, c.run, &in, NULL, 0, &got,
 					     timed ? ns : NULL, &err);
 		cr_assert_eq(rc, 0, "%s run %d: %s", id, r, err.message);
 		cr_assert_eq(got.len, 1);
@@ -396,7 +403,7 @@ static void times_when_asked(struct vy_backend *b, struct mode *m)
 	}
 	printf("graph_run: %s: times for each step when asked (timestamps: %s)\n", id,
 		prof.timestamps ? "yes" : "no");
-	finish(&got, g, steps, 3);
+	finish(&got, c.g, c.steps, 3);
 }
 
 Test(graph_run, a_run_that_asks_for_times_gets_each_steps_time_and_the_same_bytes)
