@@ -6,9 +6,10 @@
 #   ./dev.sh test    build with -Werror and ASan+UBSan, run every test suite and the fuzz
 #                    targets for a bounded time, and end with "tests: N passed, M failed, ..."
 #                    (every skip named; a stage that could not run fails the run: docs/testing.md)
-#   ./dev.sh ulp [--exhaustive] [--threads N] [--only OP,...]
+#   ./dev.sh ulp [--exhaustive] [--threads N] [--only OP,...] [--compare vulkan]
 #                    release build into build-ulp/, then the ULP report of the math library:
-#                    its sample, or every f32 input of every function (hours on 2 cores)
+#                    its sample, or every f32 input of every function (hours on 2 cores);
+#                    --compare also runs each input on the GPU, which must give the same bits
 #   ./dev.sh build   build only (build/)
 #   ./dev.sh bench [OUTDIR]
 #                    release build into build-bench/, run the benchmark suite against its

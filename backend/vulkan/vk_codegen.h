@@ -218,6 +218,13 @@ int vy_vk_codegen(const struct vy_program *program, const struct vy_vk_codegen_o
 	char **glsl, struct vy_vk_shader_layout *layout, struct vy_err *err);
 
 /*
+ * The GLSL function `uint vy_fmulq(uint a, uint b, inout bool hz)` that the first run of a
+ * speculated loop uses for its products (it sets hz where the device's product may differ from
+ * the exact one), for the float probe to try on the device.
+ */
+const char *vy_vk_codegen_product_flag(void);
+
+/*
  * Decode the trap sidecar (`len` bytes, at least VY_VK_TRAP_BYTES) after a dispatch of the shader
  * generated for `program` (the same program: node numbers are its preorder numbers, see
  * planner/node_path.h). Returns 0 when nothing trapped and no loop was cut; UNSUPPORTED_FEATURE
@@ -227,13 +234,6 @@ int vy_vk_codegen(const struct vy_program *program, const struct vy_vk_codegen_o
  * invocations that trapped. A sidecar that is too short or names no node of the program gives
  * VY_E_INTERNAL.
  */
-/*
- * The GLSL function `uint vy_fmulq(uint a, uint b, inout bool hz)` that the first run of a
- * speculated loop uses for its products (it sets hz where the device's product may differ from
- * the exact one), for the float probe to try on the device.
- */
-const char *vy_vk_codegen_product_flag(void);
-
 int vy_vk_trap_decode(const struct vy_program *program, const void *sidecar, size_t len,
 	uint32_t loop_passes, struct vy_err *err);
 

@@ -28,8 +28,8 @@
 #include "vk_probe.h"
 
 #include <float.h>
-#include <stdio.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -341,11 +341,6 @@ static void judge_fold(const uint32_t *in, const uint32_t *res, struct vy_vk_pro
 	}
 }
 
-/*
- * Compile `glsl` (one storage buffer in, one out, a push constant n), through the SPIR-V
- * optimizer when `optimize`, and run it once over n invocations: in_bytes from `in`, out_bytes
- * back into `out`.
- */
 /* The kind of the flag kernel's pair i: 0 a product in the band, 1 a zero operand, 2 a product
  * of 2^-125 or more. */
 static int flag_kind(uint32_t i)
@@ -418,6 +413,11 @@ static void judge_flag(const uint32_t *res, struct vy_vk_probe *out)
 	}
 }
 
+/*
+ * Compile `glsl` (one storage buffer in, one out, a push constant n), through the SPIR-V
+ * optimizer when `optimize`, and run it once over n invocations: in_bytes from `in`, out_bytes
+ * back into `out`.
+ */
 static int run_kernel(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes,
 	struct vy_vk_compiler *cc, const char *glsl, bool optimize, const void *in,
 	uint64_t in_bytes, void *out, uint64_t out_bytes, uint32_t n, struct vy_err *err)
