@@ -397,9 +397,13 @@ Test(isolation, failed_programs_store_nothing_on_disk)
 	long ms = rel_now_ms() - t0;
 	uint64_t after = tree_bytes(d.cache);
 	uint64_t after_programs = tree_bytes(programs);
-	/* The same user's well-formed program is stored: the measure sees a write. */
+	/* The same user's well-formed program is stored: the measure sees a write. The write
+	 * follows the reply, so the count of writes says when it landed; it is the only one. */
+	uint64_t writes = t_stat(&c, "program_cache.disk_writes");
 	struct failing ok = {d.sock, 0, 0, 5, true};
 	cr_assert_eq(rel_as_user(ATTACKER, ATTACKER, failing_run, &ok), 0);
+	cr_expect_eq(rel_wait_stat(&c, "program_cache.disk_writes", writes + 1, 10000), writes + 1,
+		"the good program is written once, and nothing else is");
 	uint64_t control = tree_bytes(programs);
 	printf("isolation: %s: 40 requests whose programs fail in %ld ms: cache folder %lu -> %lu "
 	       "bytes, program store %lu -> %lu bytes (bound: unchanged; one good program then "
