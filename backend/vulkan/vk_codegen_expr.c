@@ -214,9 +214,17 @@ static void f32_binary(struct vy__vk_gen *g, enum vy_binop op, const struct vy__
 		lib = VY__VK_USE(FCMP);
 		rt = VY_TYPE_BOOL;
 	}
+	struct vy__vk_val x = *a;
+	struct vy__vk_val y = *b;
+	if (known && (op == VY_BIN_MIN || op == VY_BIN_MAX)) {
+		/* min and max return one of their operands from branches, which the driver merges
+		 * into a select between the two once they are constants (vy__vk_opaque) */
+		vy__vk_opaque(g, &x);
+		vy__vk_opaque(g, &y);
+	}
 	use(g, lib);
-	temp(g, out, rt, "%s%s(%s, %s)", negate ? "!" : "", fn, swap ? b->text : a->text,
-		swap ? a->text : b->text);
+	temp(g, out, rt, "%s%s(%s, %s)", negate ? "!" : "", fn, swap ? y.text : x.text,
+		swap ? x.text : y.text);
 	/* add, sub and mul leave a NaN as the device gives it; min and max pass an operand on,
 	 * a NaN when both are (vk_codegen_lib.c) */
 	out->loose = op == VY_BIN_ADD || op == VY_BIN_SUB || op == VY_BIN_MUL ||

@@ -2807,6 +2807,44 @@ def exactness_cases():
         "for select(c, spec -0.0, 1.0) after it took the `| vy_z` that both arms shared out of "
         "the select).")
 
+    # min and max of two constants: the library function returns an operand from one of its
+    # branches, and a driver that folds the calls merges those returns into a select between
+    # constants, with the fault above (difffuzz program a66116f8bdf7549c: lavapipe gave +0 for
+    # min(1.0, -1.4e-45), whose subnormal literal is -0).
+    cwords = [nzero, zero, one, m1, 0x80000001, INF, NAN]
+
+    def literal(w):
+        if is_nan_bits(w):
+            return F("nan")
+        if w & 0x7FFFFFFF == INF:
+            return F("-inf" if w >> 31 else "inf")
+        return F(bits_to_float(w))
+
+    def min_max_constant_case(name, const, config, notes):
+        pairs = [(a, b) for a in range(len(cwords)) for b in range(len(cwords))]
+        bufs = [buf("o_min", 0, "write_only", "f32", len(pairs)),
+                buf("o_max", 1, "write_only", "f32", len(pairs))]
+        body = []
+        for k, (a, b) in enumerate(pairs):
+            body.append(store("o_min", U(k), op("min", const(a), const(b))))
+            body.append(store("o_max", U(k), op("max", const(a), const(b))))
+        expect = [shown([fminmax(cwords[a], cwords[b], want) for a, b in pairs], "f32")
+                  for want in (True, False)]
+        case(name, notes, program(name, 1, bufs, body), config=config, expect=expect)
+
+    min_max_constant_case(
+        "exact_min_max_constant", lambda k: literal(cwords[k]), None,
+        "min and max of every pair of the constants -0, +0, 1, -1, a negative subnormal (which "
+        "is -0), inf and NaN: the zero of the right sign, the other operand for a NaN. A driver "
+        "that folds the calls turns the branches returning 1.0 or -0.0 into a conversion of a "
+        "condition (difffuzz program a66116f8bdf7549c: lavapipe gave +0 for min(1.0, "
+        "-1.4e-45)).")
+    min_max_constant_case(
+        "exact_min_max_spec_constant", lambda k: ["spec", f"w{k}", "f32", F(2.0)],
+        {"spec": {f"w{k}": f"0x{w:08x}" for k, w in enumerate(cwords)}},
+        "as exact_min_max_constant, with each word a spec constant, which the driver folds "
+        "once the pipeline is specialized.")
+
 
 def nan_seen_case():
     """A NaN that add, sub, mul, neg or abs leave loose is canonicalized where its bits are
