@@ -11,6 +11,7 @@
  * Where DESIGN.md leaves room:
  *   sign             -1.0, +0.0 (for both zeros) or 1.0; NaN for NaN.
  *   min, max         a NaN operand is ignored (both NaN gives NaN); -0 is below +0.
+ *   mod              C's fmodf (exact): NaN for an infinite a or a zero b, a for an infinite b.
  *   f32 -> bool      true when the canonical value is not a zero: NaN is true, -0 is false.
  *   bitcast to f32   the word canonicalized, as a load canonicalizes it; to u32 or i32, the word
  *                    as it is (an f32 is canonical already, so f32 -> u32 gives canonical bits).
@@ -86,6 +87,10 @@ void vy__ref_f32_binary(enum vy_binop op, const struct ref_lanes *lanes, const u
 		break;
 	case VY_BIN_DIV:
 		REF_EACH(ref_bits(ref_f32(a[l]) / ref_f32(b[l])));
+		break;
+	case VY_BIN_MOD:
+		/* exact: the remainder of the truncated quotient, with the sign of a */
+		REF_EACH(ref_bits(fmodf(ref_f32(a[l]), ref_f32(b[l]))));
 		break;
 	case VY_BIN_MIN:
 		REF_EACH(vy__ref_f32_min(a[l], b[l]));

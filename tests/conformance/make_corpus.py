@@ -232,6 +232,18 @@ def fdiv(a, b):
     return round_frac(Fraction(x) / Fraction(y))
 
 
+def ffmod(a, b):
+    """C's fmodf: exact, so the double remainder of the two f32 values is the f32 one."""
+    x, y = load_f(a), load_f(b)
+    if math.isnan(x) or math.isnan(y) or math.isinf(x) or y == 0:
+        return NAN
+    if math.isinf(y):
+        return canon(a)
+    r = math.fmod(x, y)
+    assert Fraction(x) - Fraction(y) * int(Fraction(x) / Fraction(y)) == Fraction(r)
+    return canon(struct.unpack("<I", struct.pack("<f", r))[0])
+
+
 def ffma(a, b, c):
     x, y, z = load_f(a), load_f(b), load_f(c)
     if math.isnan(x) or math.isnan(y) or math.isnan(z):
@@ -775,6 +787,8 @@ def f32_binop(o, x, y):
         return fmul(x, y)
     if o == "div":
         return fdiv(x, y)
+    if o == "mod":
+        return ffmod(x, y)
     if o == "min":
         return fminmax(x, y, True)
     if o == "max":
@@ -791,6 +805,11 @@ pair_case("f32_div_witness",
           "Correctly rounded f32 division over every pair of witnesses: x/0 is a signed "
           "infinity, 0/0 and inf/inf are NaN, x/inf a signed zero, subnormal quotients flush.",
           "f32", "f32", ["div"], f32_binop)
+pair_case("f32_mod_witness",
+          "f32 mod is C's fmodf over every pair of witnesses: exact, with the sign of a; NaN for "
+          "an infinite a or a zero b (subnormal witnesses read as zeros), a itself for an "
+          "infinite b.",
+          "f32", "f32", ["mod"], f32_binop)
 pair_case("f32_min_max_witness",
           "f32 min/max ignore a NaN operand (NaN only when both are NaN) and order -0 below +0.",
           "f32", "f32", ["min", "max"], f32_binop)
@@ -1050,7 +1069,7 @@ def f32_random_case():
             {"random": "f32", "count": 512, "seed": 44, "min": 1e-3, "max": 1e3}]
     xs, ys, us, vs = (gen_eval(g, "f32") for g in gens)
     name = "f32_arith_random"
-    ops = ["add", "sub", "mul", "div"]
+    ops = ["add", "sub", "mul", "div", "mod"]
     buffers = [buf("a", 0, "read_only", "f32", 512), buf("b", 1, "read_only", "f32", 512),
                buf("c", 2, "read_only", "f32", 512), buf("d", 3, "read_only", "f32", 512)]
     entry = [let("i", gid()), let("x", load("a", V("i"))), let("y", load("b", V("i"))),
@@ -1058,15 +1077,15 @@ def f32_random_case():
     expect = []
     for k, o in enumerate(ops):
         buffers.append(buf("bits_" + o, 4 + k, "write_only", "f32", 512))
-        buffers.append(buf("range_" + o, 8 + k, "write_only", "f32", 512))
+        buffers.append(buf("range_" + o, 4 + len(ops) + k, "write_only", "f32", 512))
         entry.append(store("bits_" + o, V("i"), op(o, V("x"), V("y"))))
         entry.append(store("range_" + o, V("i"), op(o, V("u"), V("v"))))
     for o in ops:
         expect.append(shown([f32_binop(o, x, y) for x, y in zip(xs, ys)], "f32"))
         expect.append(shown([f32_binop(o, x, y) for x, y in zip(us, vs)], "f32"))
-    # outputs come back in binding order: bits_add(4), bits_sub(5), ..., range_add(8), ...
+    # outputs come back in binding order: bits_add(4), bits_sub(5), ..., range_add(9), ...
     expect = expect[0::2] + expect[1::2]
-    case(name, "add/sub/mul/div on random bit patterns (every exponent, NaN payloads, "
+    case(name, "add/sub/mul/div/mod on random bit patterns (every exponent, NaN payloads, "
          "subnormals) and on random values of moderate range, correctly rounded and canonical.",
          program(name, 64, buffers, entry), gens, expect=expect)
 

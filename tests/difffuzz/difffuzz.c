@@ -410,7 +410,7 @@ struct opdef {
 #define ALL 15u
 
 static const struct opdef binops[] = {{"add", UIF, R_SAME}, {"sub", UIF, R_SAME},
-	{"mul", UIF, R_SAME}, {"div", UIF, R_SAME}, {"mod", UI, R_SAME}, {"bit_and", UI, R_SAME},
+	{"mul", UIF, R_SAME}, {"div", UIF, R_SAME}, {"mod", UIF, R_SAME}, {"bit_and", UI, R_SAME},
 	{"bit_or", UI, R_SAME}, {"bit_xor", UI, R_SAME}, {"shl", UI, R_SAME}, {"shr", UI, R_SAME},
 	{"rotl", UI, R_SAME}, {"rotr", UI, R_SAME}, {"eq", ALL, R_BOOL}, {"ne", ALL, R_BOOL},
 	{"lt", UIF, R_BOOL}, {"le", UIF, R_BOOL}, {"gt", UIF, R_BOOL}, {"ge", UIF, R_BOOL},

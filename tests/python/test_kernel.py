@@ -583,6 +583,7 @@ class OperatorTest(unittest.TestCase):
             (~s, ["bit_not", ["var", "s"]]),
             (s // -2, ["div", ["var", "s"], ["i32", -2]]),
             (f / 4.0, ["div", ["var", "f"], ["f32", 4.0]]),
+            (f % -2.0, ["mod", ["var", "f"], ["f32", -2.0]]),
             (2.0 * f, ["mul", ["f32", 2.0], ["var", "f"]]),
             (1 - u, ["sub", ["u32", 1], ["var", "u"]]),
             (s << u, ["shl", ["var", "s"], ["var", "u"]]),

@@ -165,6 +165,20 @@ Test(reference_float, div_and_sqrt_are_correctly_rounded)
 	unary(VY_UN_SQRT, F, s, (uint32_t[]){0x3FB504F3u, NZERO, QNAN, PINF, TWO, QNAN}, N(s));
 }
 
+Test(reference_float, mod_is_exact_with_the_sign_of_a)
+{
+	/* 7.5 % -2, -7.5 % 2, -0 % 3, FLT_MAX % 1.1, 1 % inf; a result of 2^-127 and one of
+	 * 3 * 2^-149 (FLT_MAX % the next number above 2^-126) flush; inf % 2, 1 % 0, NaN % 1 */
+	uint32_t a[] = {0x40F00000u, 0xC0F00000u, NZERO, 0x7F7FFFFFu, ONE, 0x00C00000u, 0x7F7FFFFFu,
+		PINF, ONE, QNAN};
+	uint32_t b[] = {0xC0000000u, TWO, 0x40400000u, 0x3F8CCCCDu, PINF, 0x00800000u, 0x00800001u,
+		TWO, PZERO, ONE};
+	binary(VY_BIN_MOD, a, b,
+		(uint32_t[]){0x3FC00000u, 0xBFC00000u, NZERO, 0x3F85C773u, ONE, PZERO, PZERO, QNAN,
+			QNAN, QNAN},
+		N(a));
+}
+
 Test(reference_float, min_max_ignore_nan_and_order_negative_zero_first)
 {
 	uint32_t a[] = {QNAN, ONE, QNAN, NZERO, PZERO, NINF, TWO};

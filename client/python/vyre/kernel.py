@@ -39,7 +39,7 @@ _U = ("u32",)
 # The operand types of each binary operator (docs/ir.md 8.6). Shifts and rotates take a u32 count
 # whatever the type of their first operand; comparisons give a bool.
 BINARY = {
-    "add": _NUM, "sub": _NUM, "mul": _NUM, "div": _NUM, "mod": _INT,
+    "add": _NUM, "sub": _NUM, "mul": _NUM, "div": _NUM, "mod": _NUM,
     "bit_and": _INT, "bit_or": _INT, "bit_xor": _INT,
     "shl": _INT, "shr": _INT, "rotl": _INT, "rotr": _INT,
     "eq": TYPES, "ne": TYPES, "lt": _NUM, "le": _NUM, "gt": _NUM, "ge": _NUM,
@@ -77,7 +77,6 @@ _OPERATOR_FIXES = {
     ("/", "u32"): "use // for u32 and i32 division (the IR's div, which truncates toward zero)",
     ("/", "i32"): "use // for u32 and i32 division (the IR's div, which truncates toward zero)",
     ("//", "f32"): "use / for f32 division (and vyre.floor(a / b) to round it down)",
-    ("%", "f32"): "the IR has no f32 remainder: compute a - b * vyre.trunc(a / b)",
     ("^", "bool"): "write a != b: it is the exclusive or of two bools",
 }
 
