@@ -54,9 +54,15 @@ bool vy_vmath_lowers(enum vy_unop op)
 	}
 }
 
+bool vy_vmath_lowers_binary(enum vy_binop op)
+{
+	return op == VY_BIN_HYPOT;
+}
+
 static bool is_lowered(const struct vy_expr *e)
 {
-	return e->kind == VY_EXPR_UNARY && vy_vmath_lowers((enum vy_unop)e->op);
+	return (e->kind == VY_EXPR_UNARY && vy_vmath_lowers((enum vy_unop)e->op)) ||
+	       (e->kind == VY_EXPR_BINARY && vy_vmath_lowers_binary((enum vy_binop)e->op));
 }
 
 /*
@@ -305,6 +311,18 @@ static struct vy_expr *expand(struct vy__vm *m, enum vy_unop op, const struct vy
 	}
 }
 
+static struct vy_expr *expand_binary(
+	struct vy__vm *m, enum vy_binop op, const struct vy_expr *x, const struct vy_expr *y)
+{
+	switch (op) {
+	case VY_BIN_HYPOT:
+		return vy__vm_hypot(m, x, y);
+	default:
+		assert(!"not a lowered operation");
+		return NULL;
+	}
+}
+
 static bool is_leaf(const struct vy_expr *e)
 {
 	return e->kind == VY_EXPR_VAR || e->kind == VY_EXPR_LIT;
@@ -324,10 +342,14 @@ static struct vy_expr *rewrite(struct vy__vm *m, struct vy_expr *e)
 		changed |= args[i] != e->args[i];
 	}
 	if (is_lowered(e)) {
-		if (e->op == VY_UN_RECIPROCAL) {
+		if (e->kind == VY_EXPR_UNARY && e->op == VY_UN_RECIPROCAL) {
 			return divide(m, fl(m, 1.0f), args[0]);
 		}
 		struct vy_expr *x = is_leaf(args[0]) ? args[0] : bind(m, args[0]);
+		if (e->kind == VY_EXPR_BINARY) {
+			struct vy_expr *y = is_leaf(args[1]) ? args[1] : bind(m, args[1]);
+			return bind(m, expand_binary(m, (enum vy_binop)e->op, x, y));
+		}
 		return bind(m, expand(m, (enum vy_unop)e->op, x));
 	}
 	struct vy_expr *out = e;

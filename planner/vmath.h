@@ -43,6 +43,9 @@ bool vy_vmath_needed(const struct vy_program *p);
  * transcendentals): no backend ever sees these. */
 bool vy_vmath_lowers(enum vy_unop op);
 
+/* Whether the lowering replaces binary operator `op` (hypot). */
+bool vy_vmath_lowers_binary(enum vy_binop op);
+
 /*
  * Rewrite the program in place so that none of the lowered operations remains. `p` must have
  * passed vy_validate; everything new is allocated from p->arena and carries its result type, so

@@ -69,6 +69,8 @@ struct vy_expr *vy__vm_tan(struct vy__vm *m, const struct vy_expr *x);
 struct vy_expr *vy__vm_asin(struct vy__vm *m, const struct vy_expr *x);
 struct vy_expr *vy__vm_acos(struct vy__vm *m, const struct vy_expr *x);
 struct vy_expr *vy__vm_atan(struct vy__vm *m, const struct vy_expr *x);
+/* The binary expansions take both operands as leaves. */
+struct vy_expr *vy__vm_hypot(struct vy__vm *m, const struct vy_expr *x, const struct vy_expr *y);
 
 /* Short forms for the expansions (each allocates new nodes from the program's arena). */
 uint32_t vy__vm_f32_bits(float v);
@@ -125,6 +127,7 @@ VY__VM_BIN(lt, VY_BIN_LT)
 VY__VM_BIN(le, VY_BIN_LE)
 VY__VM_BIN(gt, VY_BIN_GT)
 VY__VM_BIN(ge, VY_BIN_GE)
+VY__VM_BIN(lor, VY_BIN_OR)
 #undef VY__VM_BIN
 
 #define VY__VM_UN(fn, op)                                                                          \

@@ -72,7 +72,8 @@ struct vy_arena;
 	X(SAT_MUL, "sat_mul")                                                                      \
 	X(ROTL, "rotl")                                                                            \
 	X(ROTR, "rotr")                                                                            \
-	X(MUL_HIGH, "mul_high")
+	X(MUL_HIGH, "mul_high")                                                                    \
+	X(HYPOT, "hypot")
 
 #define VY_UNOP_MAP(X)                                                                             \
 	X(NEG, "neg")                                                                              \

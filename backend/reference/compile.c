@@ -213,12 +213,15 @@ static const struct ref_expr *compile_expr(
 		r->imm = spec_index(c, e);
 		break;
 	case VY_EXPR_UNARY:
-		if (vy_vmath_lowers((enum vy_unop)e->op)) {
+	case VY_EXPR_BINARY:
+		if (e->kind == VY_EXPR_UNARY ? vy_vmath_lowers((enum vy_unop)e->op)
+					     : vy_vmath_lowers_binary((enum vy_binop)e->op)) {
 			char what[128];
 			snprintf(what, sizeof(what),
 				"the reference interpreter reached %s, which the math-library "
 				"lowering replaces",
-				vy_unop_name((enum vy_unop)e->op));
+				e->kind == VY_EXPR_UNARY ? vy_unop_name((enum vy_unop)e->op)
+							 : vy_binop_name((enum vy_binop)e->op));
 			fail_at_node(c, node, VY_E_UNSUPPORTED_FEATURE,
 				"lower the program with vy_vmath_lower before interpreting it",
 				what);

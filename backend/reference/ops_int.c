@@ -223,8 +223,9 @@ void vy__ref_int_binary(struct ref_exec *x, enum vy_binop op, enum vy_type type,
 	case VY_BIN_MUL_HIGH:
 		REF_EACH(mul_high(a[l], b[l], s));
 		break;
+	case VY_BIN_HYPOT: /* f32 only, and lowered before the interpreter runs */
 	case VY_BINOP_COUNT:
-		assert(!"binary operation outside the enum");
+		assert(!"not an integer binary operation");
 		break;
 	}
 }

@@ -371,8 +371,9 @@ static void int_binary(struct vy__vk_gen *g, enum vy_binop op, enum vy_type t,
 		use(g, VY__VK_USE(WIDE));
 		temp(g, out, t, "%s(%s, %s)", s ? "vy_mulhi_i" : "vy_mulhi_u", x, y);
 		break;
+	case VY_BIN_HYPOT: /* f32 only, and lowered (binary) */
 	case VY_BINOP_COUNT:
-		assert(!"binary operation outside the enum");
+		assert(!"not an integer binary operation");
 		break;
 	}
 }
@@ -387,7 +388,12 @@ static void binary(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_
 		return;
 	}
 	enum vy_binop op = (enum vy_binop)e->op;
-	if (a.type == VY_TYPE_F32) {
+	if (vy_vmath_lowers_binary(op)) {
+		vy__vk_fail(g, VY_E_INTERNAL,
+			"lower the program with vy_vmath_lower before generating code",
+			"%s reached code generation unlowered", vy_binop_name(op));
+		set(out, e->type, "0u");
+	} else if (a.type == VY_TYPE_F32) {
 		f32_binary(g, op, &a, &b,
 			!vy__vk_varying(g, e->args[0]) && !vy__vk_varying(g, e->args[1]), out);
 	} else if (a.type == VY_TYPE_BOOL) {

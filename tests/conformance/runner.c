@@ -265,6 +265,7 @@ static bool check_ulp(
 	for (size_t c = 0; c < k->n_ulp; c++) {
 		const struct vy_test_ulp_check *u = &k->ulp[c];
 		const struct vy_test_words *in = &k->inputs[u->input];
+		const struct vy_test_words *in2 = &k->inputs[u->input2];
 		const struct vy_output *out = &res->outputs.items[u->output];
 		struct ulp_row *row = ulp_row(r, u->op, u->max);
 		double worst = 0;
@@ -272,10 +273,14 @@ static bool check_ulp(
 		uint64_t points = 0;
 		for (size_t i = 0; i < in->len && 4 * i + 4 <= out->len; i++) {
 			float x = vy_test_f32_loaded(vy_test_word_at((const uint8_t *)&in->v[i]));
-			if (!(x >= u->lo && x <= u->hi)) {
+			float y = i < in2->len ? vy_test_f32_loaded(vy_test_word_at(
+							 (const uint8_t *)&in2->v[i]))
+					       : 0.0f;
+			if (!(x >= u->lo && x <= u->hi) ||
+				(u->fn2 && !(y >= u->lo && y <= u->hi && i < in2->len))) {
 				continue;
 			}
-			double exact = u->fn((double)x);
+			double exact = u->fn2 ? u->fn2((double)x, (double)y) : u->fn((double)x);
 			/* Results beyond the f32 range, or in the flushed subnormal range, have no
 			 * meaningful ULP error. */
 			if (!isfinite(exact) || fabs(exact) > FLT_MAX ||

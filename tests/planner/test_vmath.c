@@ -41,7 +41,8 @@ struct census {
 
 static void census_expr(struct census *c, const struct vy_expr *e)
 {
-	c->lowered += e->kind == VY_EXPR_UNARY && is_lowered_op(e->op);
+	c->lowered += (e->kind == VY_EXPR_UNARY && is_lowered_op(e->op)) ||
+		      (e->kind == VY_EXPR_BINARY && e->op == VY_BIN_HYPOT);
 	c->loads += e->kind == VY_EXPR_LOAD;
 	c->atomics += e->kind == VY_EXPR_ATOMIC;
 	c->untyped += e->type == VY_TYPE_NONE;
@@ -611,6 +612,59 @@ Test(vmath, special_values_of_log_and_log2)
 		EXACT(-1.0f, NINF), EXACT(-2.0f, NAN_BITS), EXACT(-INFINITY, NAN_BITS),
 		EXACT(NAN, NAN_BITS), EXACT(0x1p-30f, 0x30800000u), EXACT(-0x1p-30f, 0xB0800000u),
 		NEAR(1.0f, 0x3F317218u), NEAR(-0.5f, 0xBF317218u));
+}
+
+/* A two-operand function at the pairs (x, z). */
+struct pair_witness {
+	float x, z;
+	uint32_t want;
+};
+
+static void check_pairs(enum vy_binop op, const struct pair_witness *w, uint32_t n)
+{
+	struct vy_program *p = vy_program_create("pairs", 1, 1, 1);
+	vy_program_add_buffer(p, "x", 0, VY_ACCESS_READ_ONLY, VY_TYPE_F32, n);
+	vy_program_add_buffer(p, "y", 1, VY_ACCESS_WRITE_ONLY, VY_TYPE_F32, n);
+	vy_program_add_buffer(p, "z", 2, VY_ACCESS_READ_ONLY, VY_TYPE_F32, n);
+	struct vy_expr *i = vy_ir_var(p, "i");
+	vy_program_set_entry(
+		p, vy_ir_seq(p,
+			   vy_ir_loop(p, "i", vy_ir_u32(p, 0), vy_ir_u32(p, n),
+				   vy_ir_seq(p,
+					   vy_ir_store(p, "y", i,
+						   vy_ir_binary(p, op, vy_ir_load(p, "x", i),
+							   vy_ir_load(p, "z", i))),
+					   NULL)),
+			   NULL));
+	float x[32];
+	uint32_t z[32];
+	uint32_t y[32];
+	cr_assert_leq(n, 32);
+	for (uint32_t k = 0; k < n; k++) {
+		x[k] = w[k].x;
+		z[k] = f32_bits(w[k].z);
+	}
+	run_reference(p, x, z, n, y);
+	for (uint32_t k = 0; k < n; k++) {
+		cr_expect_eq(y[k], w[k].want, "%s(%g, %g) = %.9g (0x%08X), expected %.9g (0x%08X)",
+			vy_binop_name(op), (double)w[k].x, (double)w[k].z, (double)bits_f32(y[k]),
+			y[k], (double)bits_f32(w[k].want), w[k].want);
+	}
+	vy_program_destroy(p);
+}
+
+Test(vmath, special_values_of_hypot)
+{
+	/* Annex F: an infinity wins over a NaN; signs and order never matter; no overflow or
+	 * underflow on the way; a zero operand gives the other's magnitude exactly. */
+	static const struct pair_witness w[] = {{INFINITY, NAN, PINF}, {NAN, -INFINITY, PINF},
+		{NAN, 1.0f, NAN_BITS}, {2.0f, NAN, NAN_BITS}, {0.0f, -0.0f, PZERO},
+		{-0.0f, -0.0f, PZERO}, {-3.0f, 0.0f, 0x40400000u}, {-0.0f, -1e-30f, 0x0DA24260u},
+		{3.0f, -4.0f, 0x40A00000u}, {-4.0f, 3.0f, 0x40A00000u}, {5.0f, 12.0f, 0x41500000u},
+		{3e38f, 3e38f, PINF}, {2e38f, 1e38f, 0x7F28391Au}, {3e-38f, 4e-38f, 0x01881CEAu},
+		{1e-45f, 0x1p-126f, 0x00800000u}, {1.0f, 0x1p-12f, 0x3F800000u},
+		{0x1p-70f, 0x1p-70f, 0x1CB504F3u}, {0x1p100f, 1.0f, 0x71800000u}};
+	check_pairs(VY_BIN_HYPOT, w, sizeof(w) / sizeof(w[0]));
 }
 
 Test(vmath, special_values_of_cbrt)

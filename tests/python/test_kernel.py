@@ -393,6 +393,8 @@ class CoverageTest(unittest.TestCase):
                 args = (vyre.u32(1), vyre.u32(2))[:2 if op in kmod.BINARY else 1]
                 if op in ("neg", "abs", "sign") or kmod.UNARY.get(op) == ("f32",):
                     args = (vyre.f32(1.0),)
+                if kmod.BINARY.get(op) == ("f32",):
+                    args = (vyre.f32(1.0), vyre.f32(2.0))
                 self.assertEqual(getattr(vyre, name)(*args).ir[0], op)
 
 

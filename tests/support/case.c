@@ -733,9 +733,15 @@ static const struct {
 	{"cos", cos}, {"tan", tan}, {"asin", asin}, {"acos", acos}, {"atan", atan}, {"sinh", sinh},
 	{"cosh", cosh}, {"tanh", tanh}, {"reciprocal", recip}, {"inverse_sqrt", rsqrt}};
 
+static const struct {
+	const char *op;
+	double (*fn)(double, double);
+} libm_fns2[] = {{"hypot", hypot}};
+
 static int parse_ulp(struct vy_test_case *k, json_object *list, char *why)
 {
-	static const char *const keys[] = {"op", "input", "output", "domain", "max", NULL};
+	static const char *const keys[] = {
+		"op", "input", "input2", "output", "domain", "max", NULL};
 	size_t n = json_object_is_type(list, json_type_array) ? json_object_array_length(list) : 0;
 	if (n == 0 || n > sizeof(k->ulp) / sizeof(k->ulp[0])) {
 		vy_test_why(why, "ulp: expected an array of 1 to 16 checks");
@@ -761,12 +767,30 @@ static int parse_ulp(struct vy_test_case *k, json_object *list, char *why)
 				snprintf(u->op, sizeof(u->op), "%s", op);
 			}
 		}
-		json_object *in_o = NULL, *out_o = NULL, *dom = NULL, *max = NULL;
+		for (size_t f = 0; f < sizeof(libm_fns2) / sizeof(libm_fns2[0]); f++) {
+			if (strcmp(op, libm_fns2[f].op) == 0) {
+				u->fn2 = libm_fns2[f].fn;
+				snprintf(u->op, sizeof(u->op), "%s", op);
+			}
+		}
+		json_object *in_o = NULL, *in2_o = NULL, *out_o = NULL, *dom = NULL, *max = NULL;
 		json_object_object_get_ex(c, "input", &in_o);
+		bool has_in2 = json_object_object_get_ex(c, "input2", &in2_o);
+		int64_t in2 = 0;
+		if (has_in2 != (u->fn2 != NULL) ||
+			(has_in2 && !get_int(in2_o, 0, (int64_t)k->plan->n_inputs - 1, &in2))) {
+			vy_test_why(why,
+				"ulp[%zu]: a function of two operands takes input2 (an input "
+				"index), one "
+				"of one operand none",
+				i);
+			return -1;
+		}
+		u->input2 = (uint32_t)in2;
 		json_object_object_get_ex(c, "output", &out_o);
 		json_object_object_get_ex(c, "domain", &dom);
 		json_object_object_get_ex(c, "max", &max);
-		if (!u->fn || !get_int(in_o, 0, (int64_t)k->plan->n_inputs - 1, &in) ||
+		if (!(u->fn || u->fn2) || !get_int(in_o, 0, (int64_t)k->plan->n_inputs - 1, &in) ||
 			!get_int(out_o, 0, (int64_t)k->plan->n_outputs - 1, &out) ||
 			!json_object_is_type(dom, json_type_array) ||
 			json_object_array_length(dom) != 2 ||
@@ -782,6 +806,7 @@ static int parse_ulp(struct vy_test_case *k, json_object *list, char *why)
 		u->input = (uint32_t)in;
 		u->output = (uint32_t)out;
 		if (vy_test_case_input(k, u->input)->type != VY_TYPE_F32 ||
+			vy_test_case_input(k, u->input2)->type != VY_TYPE_F32 ||
 			vy_test_case_output(k, u->output)->type != VY_TYPE_F32) {
 			vy_test_why(why, "ulp[%zu]: input and output must be f32 buffers", i);
 			return -1;

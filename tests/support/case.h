@@ -49,7 +49,8 @@ uint32_t vy_test_word_at(const uint8_t *p);
 struct vy_test_ulp_check {
 	char op[16];
 	double (*fn)(double);
-	uint32_t input, output;
+	double (*fn2)(double, double); /* a function of two operands: the second from input2 */
+	uint32_t input, input2, output;
 	double lo, hi, max;
 };
 
