@@ -56,7 +56,7 @@ bool vy_vmath_lowers(enum vy_unop op)
 
 bool vy_vmath_lowers_binary(enum vy_binop op)
 {
-	return op == VY_BIN_HYPOT;
+	return op == VY_BIN_HYPOT || op == VY_BIN_ATAN2;
 }
 
 static bool is_lowered(const struct vy_expr *e)
@@ -240,6 +240,11 @@ struct vy_expr *vy__vm_horner(struct vy__vm *m, const float *c, uint32_t n, cons
 	return acc;
 }
 
+struct vy_expr *vy__vm_pow2(struct vy__vm *m, struct vy_expr *k)
+{
+	return vy__vm_bitcast(m, VY_TYPE_F32, shl(m, to_u32(m, add(m, k, il(m, 127))), ul(m, 23)));
+}
+
 /*
  * 2^n is built without touching float bits. With h = n >> 1 and a = |h|, 2^a is
  * (2^(a >> 2))^4 * 2^(a & 3), each factor an integer power of two converted to f32 (exact); A = 2^h
@@ -317,6 +322,8 @@ static struct vy_expr *expand_binary(
 	switch (op) {
 	case VY_BIN_HYPOT:
 		return vy__vm_hypot(m, x, y);
+	case VY_BIN_ATAN2:
+		return vy__vm_atan2(m, x, y);
 	default:
 		assert(!"not a lowered operation");
 		return NULL;

@@ -42,6 +42,8 @@ struct vy_expr *vy__vm_fma(
 /* c[n-1] * z^(n-1) + ... + c[0], in Horner form with fma; `z` is a leaf. */
 struct vy_expr *vy__vm_horner(
 	struct vy__vm *m, const float *c, uint32_t n, const struct vy_expr *z);
+/* 2^k as an f32 for an i32 tree k in [-126, 127]: the biased exponent k + 127 in its field. */
+struct vy_expr *vy__vm_pow2(struct vy__vm *m, struct vy_expr *k);
 /* p * 2^n for an f32 tree p in [0.5, 2] and an i32 leaf n in [-170, 170], exact until the result
  * overflows (to infinity) or leaves the normal range (flushed to zero). */
 struct vy_expr *vy__vm_scale2(struct vy__vm *m, struct vy_expr *p, const struct vy_expr *n);
@@ -71,6 +73,7 @@ struct vy_expr *vy__vm_acos(struct vy__vm *m, const struct vy_expr *x);
 struct vy_expr *vy__vm_atan(struct vy__vm *m, const struct vy_expr *x);
 /* The binary expansions take both operands as leaves. */
 struct vy_expr *vy__vm_hypot(struct vy__vm *m, const struct vy_expr *x, const struct vy_expr *y);
+struct vy_expr *vy__vm_atan2(struct vy__vm *m, const struct vy_expr *y, const struct vy_expr *x);
 
 /* Short forms for the expansions (each allocates new nodes from the program's arena). */
 uint32_t vy__vm_f32_bits(float v);

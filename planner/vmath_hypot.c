@@ -18,12 +18,6 @@
  */
 #include "vmath_emit.h"
 
-/* 2^k as an f32 for k in [-126, 127] (the biased exponent k + 127 in its field). */
-static struct vy_expr *pow2(struct vy__vm *m, struct vy_expr *k)
-{
-	return vy__vm_bitcast(m, VY_TYPE_F32, shl(m, to_u32(m, add(m, k, il(m, 127))), ul(m, 23)));
-}
-
 struct vy_expr *vy__vm_hypot(struct vy__vm *m, const struct vy_expr *x, const struct vy_expr *y)
 {
 	struct vy_expr *ax = bind(m, absv(m, cp(m, x)));
@@ -41,7 +35,8 @@ struct vy_expr *vy__vm_hypot(struct vy__vm *m, const struct vy_expr *x, const st
 	/* S = small * 2^-e in two factors, k1 + k2 = -e, each in [-65, 64] */
 	struct vy_expr *k1 = bind(m, shr(m, neg(m, cp(m, e)), ul(m, 1)));
 	struct vy_expr *k2 = sub(m, neg(m, cp(m, e)), cp(m, k1));
-	struct vy_expr *s = bind(m, mul(m, mul(m, small, pow2(m, cp(m, k1))), pow2(m, k2)));
+	struct vy_expr *s =
+		bind(m, mul(m, mul(m, small, vy__vm_pow2(m, cp(m, k1))), vy__vm_pow2(m, k2)));
 	struct vy_expr *bh = bind(m, mul(m, cp(m, b), cp(m, b)));
 	struct vy_expr *bl = fma3(m, cp(m, b), cp(m, b), neg(m, cp(m, bh)));
 	struct vy_expr *sh = bind(m, mul(m, cp(m, s), cp(m, s)));

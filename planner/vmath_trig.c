@@ -340,3 +340,97 @@ struct vy_expr *vy__vm_atan(struct vy__vm *m, const struct vy_expr *x)
 	struct vy_expr *res = sel(m, lt(m, cp(m, x), fl(m, 0.0f)), neg(m, cp(m, r)), cp(m, r));
 	return zero_passes(m, x, res);
 }
+
+#define PI3O4_HI 2.3561945f       /* 0x4016CBE4 */
+#define PI3O4_LO -5.96244032e-09f /* 0xB1CCDE2E */
+
+/* A two-part constant picked by selects: `c` chooses `a` (hi, lo) over `b`. */
+struct pair {
+	struct vy_expr *hi, *lo;
+};
+
+static struct pair pick(struct vy__vm *m, const struct vy_expr *c, struct pair a, struct pair b)
+{
+	return (struct pair){sel(m, cp(m, c), a.hi, b.hi), sel(m, cp(m, c), a.lo, b.lo)};
+}
+
+static struct pair two(struct vy__vm *m, float hi, float lo)
+{
+	return (struct pair){fl(m, hi), fl(m, lo)};
+}
+
+/*
+ * atan2(y, x): the smaller of |x| and |y| over the larger is t in [0, 1]; both are first scaled
+ * by the power of two that brings the larger into [1, 2) (as hypot does), so nothing below
+ * overflows or loses its low part to underflow. t <= tan(pi/8) is u = t as a pair: the
+ * quotient and its remainder from an fma over the divisor. Above, atan t = pi/4 + atan u with
+ * u = (n - d) / (n + d), the difference and the sum kept exactly as pairs (Fast2Sum) and the
+ * quotient corrected as before. atan(u_hi + u_lo) = u_hi + u_hi^3 B(u^2) + u_lo (1 - u^2).
+ * The quadrant adds a constant K in two parts (0, pi/4, pi/2, 3pi/4 or pi) with a sign s on the
+ * angle; K_hi + s u_hi is summed exactly (Fast2Sum, K_hi being 0 or larger than |u_hi|), so only
+ * the final addition of all the small parts rounds. The result takes the sign of y.
+ */
+struct vy_expr *vy__vm_atan2(struct vy__vm *m, const struct vy_expr *y, const struct vy_expr *x)
+{
+	struct vy_expr *ay = bind(m, absv(m, cp(m, y)));
+	struct vy_expr *ax = bind(m, absv(m, cp(m, x)));
+	struct vy_expr *swap = bind(m, gt(m, cp(m, ay), cp(m, ax)));
+	struct vy_expr *xbits = bind(m, vy__vm_bitcast(m, VY_TYPE_U32, cp(m, x)));
+	struct vy_expr *xneg = bind(m, ne(m, shr(m, cp(m, xbits), ul(m, 31)), ul(m, 0)));
+	struct vy_expr *den = bind(m, vmax(m, cp(m, ax), cp(m, ay)));
+	struct vy_expr *bits = bind(m, vy__vm_bitcast(m, VY_TYPE_U32, cp(m, den)));
+	/* den = d * 2^e with d in [1, 2); n = num * 2^-e in two factors */
+	struct vy_expr *k =
+		bind(m, sub(m, il(m, 127),
+				to_i32(m, band(m, shr(m, cp(m, bits), ul(m, 23)), ul(m, 0xFF)))));
+	struct vy_expr *d = bind(
+		m, vy__vm_bitcast(m, VY_TYPE_F32,
+			   bor(m, band(m, cp(m, bits), ul(m, 0x007FFFFFu)), ul(m, 0x3F800000u))));
+	struct vy_expr *k1 = bind(m, shr(m, cp(m, k), ul(m, 1)));
+	struct vy_expr *n =
+		bind(m, mul(m, mul(m, vmin(m, cp(m, ax), cp(m, ay)), vy__vm_pow2(m, cp(m, k1))),
+				vy__vm_pow2(m, sub(m, cp(m, k), cp(m, k1)))));
+	struct vy_expr *t = bind(m, divide(m, cp(m, n), cp(m, d)));
+	struct vy_expr *mid = bind(m, gt(m, cp(m, t), fl(m, TAN_PI_8)));
+	/* the numerator and denominator of u, each as a pair */
+	struct vy_expr *sh = bind(m, sel(m, cp(m, mid), sub(m, cp(m, n), cp(m, d)), cp(m, n)));
+	struct vy_expr *sl = bind(
+		m, sel(m, cp(m, mid), sub(m, cp(m, n), add(m, cp(m, sh), cp(m, d))), fl(m, 0.0f)));
+	struct vy_expr *ph = bind(m, sel(m, cp(m, mid), add(m, cp(m, n), cp(m, d)), cp(m, d)));
+	struct vy_expr *pl = bind(
+		m, sel(m, cp(m, mid), sub(m, cp(m, n), sub(m, cp(m, ph), cp(m, d))), fl(m, 0.0f)));
+	struct vy_expr *uh = bind(m, divide(m, cp(m, sh), cp(m, ph)));
+	struct vy_expr *rem = add(m, fma3(m, neg(m, cp(m, uh)), cp(m, ph), cp(m, sh)),
+		fma3(m, neg(m, cp(m, uh)), cp(m, pl), cp(m, sl)));
+	struct vy_expr *ul_ = bind(m, divide(m, rem, cp(m, ph)));
+	struct vy_expr *z = bind(m, mul(m, cp(m, uh), cp(m, uh)));
+	struct vy_expr *corr = fma3(m, neg(m, cp(m, ul_)), cp(m, z), cp(m, ul_));
+	struct vy_expr *low =
+		bind(m, fma3(m, mul(m, cp(m, uh), cp(m, z)), VY__VM_HORNER(m, atan_b, z), corr));
+	/* the quadrant's constant and the sign of the angle */
+	struct vy_expr *minus = bind(m, ne(m, cp(m, xneg), cp(m, swap)));
+	struct pair far = pick(m, xneg, two(m, PI_HI, PI_LO), two(m, 0.0f, 0.0f));
+	struct pair plain = pick(m, swap, two(m, PIO2_HI, PIO2_LO), far);
+	struct pair shifted = pick(m, xneg, two(m, PI3O4_HI, PI3O4_LO), two(m, PIO4_HI, PIO4_LO));
+	struct pair kc = pick(m, mid, shifted, plain);
+	struct vy_expr *khi = bind(m, kc.hi);
+	struct vy_expr *su = bind(m, sel(m, cp(m, minus), neg(m, cp(m, uh)), cp(m, uh)));
+	struct vy_expr *slow = sel(m, cp(m, minus), neg(m, cp(m, low)), cp(m, low));
+	struct vy_expr *s = bind(m, add(m, cp(m, khi), cp(m, su)));
+	struct vy_expr *err = sub(m, cp(m, su), sub(m, cp(m, s), cp(m, khi)));
+	struct vy_expr *mag = bind(m, add(m, cp(m, s), add(m, err, add(m, slow, kc.lo))));
+	/* infinities and zeros of the operands */
+	struct vy_expr *yinf = bind(m, eq(m, cp(m, ay), fbits(m, VY__VM_INF)));
+	struct vy_expr *xinf = bind(m, eq(m, cp(m, ax), fbits(m, VY__VM_INF)));
+	struct vy_expr *both_inf = sel(m, cp(m, xneg), fl(m, PI3O4_HI), fl(m, PIO4_HI));
+	struct vy_expr *x_inf = sel(m, cp(m, xneg), fl(m, PI_HI), fl(m, 0.0f));
+	struct vy_expr *zeros = sel(m, cp(m, xneg), fl(m, PI_HI), fl(m, 0.0f));
+	mag = sel(m, eq(m, cp(m, den), fl(m, 0.0f)), zeros, mag);
+	mag = sel(m, cp(m, xinf), x_inf, mag);
+	mag = sel(m, cp(m, yinf), sel(m, cp(m, xinf), both_inf, fl(m, PIO2_HI)), mag);
+	mag = bind(m, mag);
+	struct vy_expr *res = sel(m, lt(m, vy__vm_bitcast(m, VY_TYPE_I32, cp(m, y)), il(m, 0)),
+		neg(m, cp(m, mag)), cp(m, mag));
+	struct vy_expr *any_nan = lor(m, ne(m, cp(m, x), cp(m, x)), ne(m, cp(m, y), cp(m, y)));
+	return sel(m, any_nan, fbits(m, VY__VM_NAN), res);
+}

@@ -73,7 +73,8 @@ struct vy_arena;
 	X(ROTL, "rotl")                                                                            \
 	X(ROTR, "rotr")                                                                            \
 	X(MUL_HIGH, "mul_high")                                                                    \
-	X(HYPOT, "hypot")
+	X(HYPOT, "hypot")                                                                          \
+	X(ATAN2, "atan2")
 
 #define VY_UNOP_MAP(X)                                                                             \
 	X(NEG, "neg")                                                                              \

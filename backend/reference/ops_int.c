@@ -224,6 +224,7 @@ void vy__ref_int_binary(struct ref_exec *x, enum vy_binop op, enum vy_type type,
 		REF_EACH(mul_high(a[l], b[l], s));
 		break;
 	case VY_BIN_HYPOT: /* f32 only, and lowered before the interpreter runs */
+	case VY_BIN_ATAN2:
 	case VY_BINOP_COUNT:
 		assert(!"not an integer binary operation");
 		break;

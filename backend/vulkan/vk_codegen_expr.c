@@ -372,6 +372,7 @@ static void int_binary(struct vy__vk_gen *g, enum vy_binop op, enum vy_type t,
 		temp(g, out, t, "%s(%s, %s)", s ? "vy_mulhi_i" : "vy_mulhi_u", x, y);
 		break;
 	case VY_BIN_HYPOT: /* f32 only, and lowered (binary) */
+	case VY_BIN_ATAN2:
 	case VY_BINOP_COUNT:
 		assert(!"not an integer binary operation");
 		break;

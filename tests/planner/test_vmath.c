@@ -42,7 +42,7 @@ struct census {
 static void census_expr(struct census *c, const struct vy_expr *e)
 {
 	c->lowered += (e->kind == VY_EXPR_UNARY && is_lowered_op(e->op)) ||
-		      (e->kind == VY_EXPR_BINARY && e->op == VY_BIN_HYPOT);
+		      (e->kind == VY_EXPR_BINARY && vy_vmath_lowers_binary((enum vy_binop)e->op));
 	c->loads += e->kind == VY_EXPR_LOAD;
 	c->atomics += e->kind == VY_EXPR_ATOMIC;
 	c->untyped += e->type == VY_TYPE_NONE;
@@ -665,6 +665,24 @@ Test(vmath, special_values_of_hypot)
 		{1e-45f, 0x1p-126f, 0x00800000u}, {1.0f, 0x1p-12f, 0x3F800000u},
 		{0x1p-70f, 0x1p-70f, 0x1CB504F3u}, {0x1p100f, 1.0f, 0x71800000u}};
 	check_pairs(VY_BIN_HYPOT, w, sizeof(w) / sizeof(w[0]));
+}
+
+Test(vmath, special_values_of_atan2)
+{
+	/* atan2(y, x), C99 Annex F: the sign of y on every result; a zero y gives +-0 or +-pi by
+	 * the sign bit of x; infinities give the multiples of pi/4; NaN stays NaN. */
+	static const struct pair_witness w[] = {{0.0f, 1.0f, PZERO}, {-0.0f, 1.0f, NZERO},
+		{0.0f, -1.0f, PI}, {-0.0f, -1.0f, 0xC0490FDBu}, {0.0f, 0.0f, PZERO},
+		{-0.0f, 0.0f, NZERO}, {0.0f, -0.0f, PI}, {-0.0f, -0.0f, 0xC0490FDBu},
+		{1.0f, 0.0f, PIO2}, {-1.0f, -0.0f, 0xBFC90FDBu}, {INFINITY, INFINITY, PIO4},
+		{INFINITY, -INFINITY, 0x4016CBE4u}, {-INFINITY, -INFINITY, 0xC016CBE4u},
+		{1.0f, INFINITY, PZERO}, {-1.0f, INFINITY, NZERO}, {1.0f, -INFINITY, PI},
+		{-1.0f, -INFINITY, 0xC0490FDBu}, {INFINITY, 5.0f, PIO2},
+		{-INFINITY, -5.0f, 0xBFC90FDBu}, {NAN, 1.0f, NAN_BITS}, {1.0f, NAN, NAN_BITS},
+		{INFINITY, NAN, NAN_BITS}, {1.0f, 1.0f, PIO4}, {-1.0f, -1.0f, 0xC016CBE4u},
+		{1e-45f, -1.0f, PI}, {3.40282347e38f, 3.40282347e38f, PIO4},
+		{1.0f, 3.40282347e38f, PZERO}, {-3.40282347e38f, 1.0f, 0xBFC90FDBu}};
+	check_pairs(VY_BIN_ATAN2, w, sizeof(w) / sizeof(w[0]));
 }
 
 Test(vmath, special_values_of_cbrt)

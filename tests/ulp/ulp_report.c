@@ -5,8 +5,9 @@
  * computation rounded once to f32. Prints one table row per operation and exits 1 when an
  * operation exceeds its bound, the worst error measured over all 2^32 inputs and documented in
  * docs/semantics.md §6.2: div, sqrt and reciprocal exact (0 ULP) and cbrt correctly rounded
- * (0 ULP), tan, asin, atan and sinh 2 ULP, every other function 1 ULP (hypot, of two operands,
- * included). hypot also fails when fewer than 99.99% of its results are correctly rounded.
+ * (0 ULP), tan, asin, atan and sinh 2 ULP, every other function 1 ULP (hypot and atan2, of two
+ * operands, included). hypot also fails when fewer than 99.99% of its results are correctly
+ * rounded, atan2 below 99.9%.
  *
  * Reference results follow the canonical f32 of DESIGN.md §4.2: a NaN is 0x7FC00000 and a true
  * result in the subnormal range becomes the zero of its sign. The distance between two results
@@ -18,9 +19,8 @@
  *
  *   ulp_report                       the sample below; what CI runs
  *   ulp_report --exhaustive          every one of the 2^32 inputs of each unary operation and
- *                                    sqrt; for hypot every pair of specials and 2^30 random
- *                                    pairs, half of them with operands within 24 binades of
- *                                    each other (div keeps its sample)
+ *                                    sqrt; for hypot and atan2 every pair of specials and 2^30
+ * random pairs, half of them with operands within 24 binades of each other (div keeps its sample)
  *   ulp_report [--threads N] [--only OP,OP...]
  *   ulp_report --exhaustive --compare vulkan ...
  *                                    also run every chunk on another backend (through the
@@ -117,6 +117,8 @@ static const struct op ops[] = {
 	{"tanh", UNARY, VY_UN_TANH, tanhl, -FLT_MAX, FLT_MAX, false, 0, "all", 1, 0, NULL, 0},
 	{"hypot", BINARY, 0, NULL, -FLT_MAX, FLT_MAX, false, 0, "all", 1, VY_BIN_HYPOT, hypotl,
 		99.99},
+	{"atan2", BINARY, 0, NULL, -FLT_MAX, FLT_MAX, false, 0, "all", 1, VY_BIN_ATAN2, atan2l,
+		99.9},
 };
 
 #define N_OPS (sizeof(ops) / sizeof(ops[0]))
