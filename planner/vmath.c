@@ -56,7 +56,7 @@ bool vy_vmath_lowers(enum vy_unop op)
 
 bool vy_vmath_lowers_binary(enum vy_binop op)
 {
-	return op == VY_BIN_HYPOT || op == VY_BIN_ATAN2;
+	return op == VY_BIN_HYPOT || op == VY_BIN_ATAN2 || op == VY_BIN_POW;
 }
 
 static bool is_lowered(const struct vy_expr *e)
@@ -324,6 +324,8 @@ static struct vy_expr *expand_binary(
 		return vy__vm_hypot(m, x, y);
 	case VY_BIN_ATAN2:
 		return vy__vm_atan2(m, x, y);
+	case VY_BIN_POW:
+		return vy__vm_pow(m, x, y);
 	default:
 		assert(!"not a lowered operation");
 		return NULL;

@@ -43,7 +43,7 @@ bool vy_vmath_needed(const struct vy_program *p);
  * transcendentals): no backend ever sees these. */
 bool vy_vmath_lowers(enum vy_unop op);
 
-/* Whether the lowering replaces binary operator `op` (hypot, atan2). */
+/* Whether the lowering replaces binary operator `op` (hypot, atan2, pow). */
 bool vy_vmath_lowers_binary(enum vy_binop op);
 
 /*

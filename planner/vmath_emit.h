@@ -55,6 +55,9 @@ struct vy_expr *vy__vm_scale2(struct vy__vm *m, struct vy_expr *p, const struct 
 struct vy_expr *vy__vm_exp_scaled(struct vy__vm *m, const struct vy_expr *x, int32_t k);
 struct vy_expr *vy__vm_exp(struct vy__vm *m, const struct vy_expr *x);
 struct vy_expr *vy__vm_exp2(struct vy__vm *m, const struct vy_expr *x);
+/* 2^(hi + lo) for leaves hi and a small lo (|lo| below 2^-20 |hi| or so); no NaN handling. */
+struct vy_expr *vy__vm_exp2_pair(
+	struct vy__vm *m, const struct vy_expr *hi, const struct vy_expr *lo);
 struct vy_expr *vy__vm_sinh(struct vy__vm *m, const struct vy_expr *x);
 struct vy_expr *vy__vm_cosh(struct vy__vm *m, const struct vy_expr *x);
 struct vy_expr *vy__vm_tanh(struct vy__vm *m, const struct vy_expr *x);
@@ -74,6 +77,7 @@ struct vy_expr *vy__vm_atan(struct vy__vm *m, const struct vy_expr *x);
 /* The binary expansions take both operands as leaves. */
 struct vy_expr *vy__vm_hypot(struct vy__vm *m, const struct vy_expr *x, const struct vy_expr *y);
 struct vy_expr *vy__vm_atan2(struct vy__vm *m, const struct vy_expr *y, const struct vy_expr *x);
+struct vy_expr *vy__vm_pow(struct vy__vm *m, const struct vy_expr *x, const struct vy_expr *y);
 
 /* Short forms for the expansions (each allocates new nodes from the program's arena). */
 uint32_t vy__vm_f32_bits(float v);

@@ -88,6 +88,20 @@ struct vy_expr *vy__vm_exp2(struct vy__vm *m, const struct vy_expr *x)
 	return nan_passes(m, x, vy__vm_scale2(m, p, n));
 }
 
+struct vy_expr *vy__vm_exp2_pair(
+	struct vy__vm *m, const struct vy_expr *hi, const struct vy_expr *lo)
+{
+	struct vy_expr *xc = bind(m, vmin(m, vmax(m, cp(m, hi), fl(m, -160.0f)), fl(m, 160.0f)));
+	struct vy_expr *nf = bind(m, rnd(m, cp(m, xc)));
+	/* past the clamp the result is infinity or zero whatever the low part says */
+	struct vy_expr *low =
+		sel(m, lt(m, absv(m, cp(m, hi)), fl(m, 160.0f)), cp(m, lo), fl(m, 0.0f));
+	struct vy_expr *r = bind(m, add(m, sub(m, cp(m, xc), cp(m, nf)), low));
+	struct vy_expr *p = fma3(m, VY__VM_HORNER(m, exp2_q, r), cp(m, r), fl(m, 1.0f));
+	struct vy_expr *n = bind(m, to_i32(m, cp(m, nf)));
+	return vy__vm_scale2(m, p, n);
+}
+
 struct vy_expr *vy__vm_exp10(struct vy__vm *m, const struct vy_expr *x)
 {
 	/* Beyond +-48, 10^x is infinity or zero in f32; n stays within [-160, 160]. */

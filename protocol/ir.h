@@ -74,7 +74,8 @@ struct vy_arena;
 	X(ROTR, "rotr")                                                                            \
 	X(MUL_HIGH, "mul_high")                                                                    \
 	X(HYPOT, "hypot")                                                                          \
-	X(ATAN2, "atan2")
+	X(ATAN2, "atan2")                                                                          \
+	X(POW, "pow")
 
 #define VY_UNOP_MAP(X)                                                                             \
 	X(NEG, "neg")                                                                              \

@@ -68,6 +68,7 @@ static const struct bin_rule bin_rules[VY_BINOP_COUNT] = {
 	[VY_BIN_SAT_MUL] = {M_U, false, false},
 	[VY_BIN_HYPOT] = {M_F, false, false},
 	[VY_BIN_ATAN2] = {M_F, false, false},
+	[VY_BIN_POW] = {M_F, false, false},
 };
 
 /* Operand rule of a unary operator; the result has the operand's type unless it is a test. */

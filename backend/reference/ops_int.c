@@ -225,6 +225,7 @@ void vy__ref_int_binary(struct ref_exec *x, enum vy_binop op, enum vy_type type,
 		break;
 	case VY_BIN_HYPOT: /* f32 only, and lowered before the interpreter runs */
 	case VY_BIN_ATAN2:
+	case VY_BIN_POW:
 	case VY_BINOP_COUNT:
 		assert(!"not an integer binary operation");
 		break;

@@ -373,6 +373,7 @@ static void int_binary(struct vy__vk_gen *g, enum vy_binop op, enum vy_type t,
 		break;
 	case VY_BIN_HYPOT: /* f32 only, and lowered (binary) */
 	case VY_BIN_ATAN2:
+	case VY_BIN_POW:
 	case VY_BINOP_COUNT:
 		assert(!"not an integer binary operation");
 		break;

@@ -417,7 +417,7 @@ static const struct opdef binops[] = {{"add", UIF, R_SAME}, {"sub", UIF, R_SAME}
 	{"and", UIB, R_SAME}, {"or", UIB, R_SAME}, {"min", UIF, R_SAME}, {"max", UIF, R_SAME},
 	{"abs_diff", UI, R_U32}, {"sat_add", UI, R_SAME}, {"sat_sub", UI, R_SAME},
 	{"sat_mul", 1, R_SAME}, {"mul_high", UI, R_SAME}, {"hypot", 4, R_SAME},
-	{"atan2", 4, R_SAME}};
+	{"atan2", 4, R_SAME}, {"pow", 4, R_SAME}};
 
 static const struct opdef unops[] = {{"neg", UIF, R_SAME}, {"bit_not", 3, R_SAME},
 	{"not", UIB, R_SAME}, {"popcount", 3, R_SAME}, {"clz", 3, R_SAME}, {"ctz", 3, R_SAME},

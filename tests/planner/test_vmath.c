@@ -685,6 +685,25 @@ Test(vmath, special_values_of_atan2)
 	check_pairs(VY_BIN_ATAN2, w, sizeof(w) / sizeof(w[0]));
 }
 
+Test(vmath, special_values_of_pow)
+{
+	/* C99 Annex F: pow(x, +-0) = 1 and pow(1, y) = 1 even for NaN; a negative base takes an
+	 * integer power only, signed by its parity; zeros and infinities by the sign of y. */
+	static const struct pair_witness w[] = {{NAN, 0.0f, ONE}, {NAN, -0.0f, ONE},
+		{1.0f, NAN, ONE}, {1.0f, INFINITY, ONE}, {-1.0f, INFINITY, ONE},
+		{-1.0f, -INFINITY, ONE}, {NAN, 1.0f, NAN_BITS}, {2.0f, NAN, NAN_BITS},
+		{-2.0f, 0.5f, NAN_BITS}, {-2.0f, 3.0f, 0xC1000000u}, {-2.0f, -2.0f, 0x3E800000u},
+		{0.0f, -3.0f, PINF}, {-0.0f, -3.0f, NINF}, {-0.0f, -2.0f, PINF},
+		{-0.0f, -1.5f, PINF}, {-0.0f, 3.0f, NZERO}, {-0.0f, 1.5f, PZERO},
+		{0.0f, -INFINITY, PINF}, {0.5f, INFINITY, PZERO}, {0.5f, -INFINITY, PINF},
+		{2.0f, INFINITY, PINF}, {-2.0f, -INFINITY, PZERO}, {-INFINITY, -3.0f, NZERO},
+		{-INFINITY, -2.0f, PZERO}, {-INFINITY, 3.0f, NINF}, {INFINITY, -0.5f, PZERO},
+		{4.0f, 0.5f, 0x40000000u}, {2.0f, 127.0f, 0x7F000000u}, {2.0f, 128.0f, PINF},
+		{2.0f, -126.0f, 0x00800000u}, {2.0f, -127.0f, PZERO},
+		{-8.0f, 16777217.0f, 0x7F800000u}};
+	check_pairs(VY_BIN_POW, w, sizeof(w) / sizeof(w[0]));
+}
+
 Test(vmath, special_values_of_cbrt)
 {
 	/* Signed zeros and infinities kept, subnormal operands read as zero, exact cubes exact,

@@ -136,6 +136,7 @@ static const struct rule bin_spec[VY_BINOP_COUNT] = {
 	[VY_BIN_MUL_HIGH] = {T_U | T_I, false, false},
 	[VY_BIN_HYPOT] = {T_F, false, false},
 	[VY_BIN_ATAN2] = {T_F, false, false},
+	[VY_BIN_POW] = {T_F, false, false},
 };
 
 static const struct rule un_spec[VY_UNOP_COUNT] = {

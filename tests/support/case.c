@@ -736,7 +736,7 @@ static const struct {
 static const struct {
 	const char *op;
 	double (*fn)(double, double);
-} libm_fns2[] = {{"hypot", hypot}, {"atan2", atan2}};
+} libm_fns2[] = {{"hypot", hypot}, {"atan2", atan2}, {"pow", pow}};
 
 static int parse_ulp(struct vy_test_case *k, json_object *list, char *why)
 {

@@ -6,8 +6,8 @@
  * operation exceeds its bound, the worst error measured over all 2^32 inputs and documented in
  * docs/semantics.md §6.2: div, sqrt and reciprocal exact (0 ULP) and cbrt correctly rounded
  * (0 ULP), tan, asin, atan and sinh 2 ULP, every other function 1 ULP (hypot and atan2, of two
- * operands, included). hypot also fails when fewer than 99.99% of its results are correctly
- * rounded, atan2 below 99.9%.
+ * operands, and pow included). hypot also fails when fewer than 99.99% of its results are
+ * correctly rounded, atan2 below 99.9%, pow below 97%.
  *
  * Reference results follow the canonical f32 of DESIGN.md §4.2: a NaN is 0x7FC00000 and a true
  * result in the subnormal range becomes the zero of its sign. The distance between two results
@@ -19,8 +19,8 @@
  *
  *   ulp_report                       the sample below; what CI runs
  *   ulp_report --exhaustive          every one of the 2^32 inputs of each unary operation and
- *                                    sqrt; for hypot and atan2 every pair of specials and 2^30
- * random pairs, half of them with operands within 24 binades of each other (div keeps its sample)
+ *                                    sqrt; for hypot, atan2 and pow every pair of specials
+ *                                    and 2^30 random pairs (pair_at); div keeps its sample
  *   ulp_report [--threads N] [--only OP,OP...]
  *   ulp_report --exhaustive --compare vulkan ...
  *                                    also run every chunk on another backend (through the
@@ -119,6 +119,7 @@ static const struct op ops[] = {
 		99.99},
 	{"atan2", BINARY, 0, NULL, -FLT_MAX, FLT_MAX, false, 0, "all", 1, VY_BIN_ATAN2, atan2l,
 		99.9},
+	{"pow", BINARY, 0, NULL, -FLT_MAX, FLT_MAX, false, 0, "all", 1, VY_BIN_POW, powl, 97.0},
 };
 
 #define N_OPS (sizeof(ops) / sizeof(ops[0]))
@@ -318,7 +319,7 @@ struct job {
 	struct vy_backend *other;   /* NULL, or the backend compared bit for bit (--compare) */
 	pthread_mutex_t other_lock; /* one dispatch on it at a time */
 	const uint32_t *a, *b;      /* NULL: input i is the bit pattern i (exhaustive) */
-	bool pairs;                 /* with a NULL: input i is pair_at(pair_seed, i) */
+	bool pairs;                 /* with a NULL: input i is pair_at(pair_seed, i, ...) */
 	uint64_t pair_seed;
 	uint64_t total;
 	atomic_uint_fast64_t next; /* first input of the next chunk to take */
@@ -384,9 +385,11 @@ static int compare_chunk(struct job *job, struct vy_program *p, const struct vy_
  * Input pair `i` of a two-operand function's large run: first every pair of specials, then
  * random pairs from a counter-based generator (so threads need no shared state): half with both
  * operands random bit patterns, half with b in a's binade or up to 24 binades from it (where
- * both operands count), of either sign.
+ * both operands count), of either sign. For pow (`power`) the second half is instead where the
+ * result is a normal number: b = w / log2|a| for w uniform in [-150, 130], and, every other
+ * pair, a small integer b with a in [-10, 10] (negative bases, odd and even powers).
  */
-static void pair_at(uint64_t seed, uint64_t i, uint32_t *a, uint32_t *b)
+static void pair_at(uint64_t seed, uint64_t i, bool power, uint32_t *a, uint32_t *b)
 {
 	if (i < (uint64_t)N_SPECIALS * N_SPECIALS) {
 		*a = specials[i / N_SPECIALS];
@@ -401,6 +404,17 @@ static void pair_at(uint64_t seed, uint64_t i, uint32_t *a, uint32_t *b)
 		return;
 	}
 	uint64_t q = next_random(&state);
+	if (power && i % 4 == 1) {
+		double w = -150.0 + 280.0 * (double)(q >> 11) * 0x1p-53;
+		double l = log2(fabs((double)f32_of(*a)));
+		*b = bits_of((float)(l != 0 && isfinite(l) ? w / l : w));
+		return;
+	}
+	if (power) {
+		*a = bits_of((float)(-10.0 + 20.0 * (double)(r >> 11) * 0x1p-53));
+		*b = bits_of((float)((int)(q % 81) - 40));
+		return;
+	}
 	int32_t ea = (int32_t)((*a >> 23) & 0xFF);
 	int32_t eb = ea + (int32_t)(q % 49) - 24;
 	eb = eb < 1 ? 1 : eb > 254 ? 254 : eb;
@@ -433,7 +447,7 @@ static void *work(void *arg)
 			/* The tail of a partial chunk repeats its first input. */
 			uint64_t k = first + (i < n ? i : 0);
 			if (job->pairs) {
-				pair_at(job->pair_seed, k, &a[i], &b[i]);
+				pair_at(job->pair_seed, k, op->binop == VY_BIN_POW, &a[i], &b[i]);
 			} else {
 				a[i] = job->a ? job->a[k] : (uint32_t)k;
 				b[i] = job->b ? job->b[k] : 0x3F800000u;
@@ -554,7 +568,7 @@ static uint64_t make_sample(const struct op *op, uint32_t n, uint64_t seed, uint
 	}
 	for (uint32_t i = 0; k < total; i++) {
 		if (op->shape == BINARY) {
-			pair_at(seed, pairs + i, &a[k], &b[k]);
+			pair_at(seed, pairs + i, op->binop == VY_BIN_POW, &a[k], &b[k]);
 			k++;
 			continue;
 		}

@@ -342,7 +342,7 @@ VY_API struct vy_expr *vy_expr_gid(struct vy_program *p, uint32_t axis);
 VY_API struct vy_expr *vy_expr_lid(struct vy_program *p, uint32_t axis);
 VY_API struct vy_expr *vy_expr_wgid(struct vy_program *p, uint32_t axis);
 /* `op`: add sub mul div mod bit_and bit_or bit_xor shl shr eq ne lt le gt ge and or min max
- * abs_diff sat_add sat_sub sat_mul rotl rotr mul_high hypot atan2. */
+ * abs_diff sat_add sat_sub sat_mul rotl rotr mul_high hypot atan2 pow. */
 VY_API struct vy_expr *vy_expr_binary(
 	struct vy_program *p, const char *op, struct vy_expr *a, struct vy_expr *b);
 /* `op`: neg bit_not not popcount clz ctz reverse_bits abs sign floor ceil round trunc sqrt

@@ -46,7 +46,7 @@ BINARY = {
     "and": ("u32", "i32", "bool"), "or": ("u32", "i32", "bool"),
     "min": _NUM, "max": _NUM,
     "abs_diff": _INT, "sat_add": _INT, "sat_sub": _INT, "sat_mul": _U, "mul_high": _INT,
-    "hypot": _F, "atan2": _F,
+    "hypot": _F, "atan2": _F, "pow": _F,
 }
 SHIFTS = ("shl", "shr", "rotl", "rotr")
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
