@@ -8,8 +8,9 @@
 #
 # PACK is a folder made by `tools/gpu-check.sh --pack PACK BUILD [BASELINE_BUILD [NAME=BUILD]...]`
 # on the build machine: stripped binaries of BUILD (release: daemon/vyred, bench/vybench, the
-# conformance runner, difffuzz, libvyre) under PACK/cur, of BASELINE_BUILD under PACK/base when
-# given, and of each NAME=BUILD under PACK/NAME (the steps between the two, for an A/B/C).
+# conformance runner, difffuzz, the ULP report, libvyre) under PACK/cur, of BASELINE_BUILD under
+# PACK/base when given, and of each NAME=BUILD under PACK/NAME (the steps between the two, for
+# an A/B/C).
 # OUT receives conformance.txt, difffuzz.txt, emit.txt and one bench JSON per build and pass
 # (bench-SIDE-N.json, interleaved: base, the named steps, cur, then again). Run it from the
 # repository root (the corpus, the bench scripts and the emit test are read from the tree).
@@ -31,7 +32,7 @@ if [ "${1:-}" = "--pack" ]; then
 		side=${pair%%=*}
 		b=${pair#*=}
 		for f in daemon/vyred bench/vybench tests/conformance/conformance \
-			tests/difffuzz/difffuzz client/libvyre.so.1; do
+			tests/difffuzz/difffuzz tests/ulp/ulp_report client/libvyre.so.1; do
 			[ -e "$b/$f" ] || continue
 			mkdir -p "$pack/$side/$(dirname "$f")"
 			cp -L "$b/$f" "$pack/$side/$f"
