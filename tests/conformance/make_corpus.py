@@ -1004,45 +1004,57 @@ def fhypot(a, b):
     return round_frac((Fraction(r) + Fraction(1, 2)) / scale)
 
 
-def hypot_case():
-    """hypot over random pairs (within 1 ULP of libm's double hypot) and over every pair of
-    specials, each correctly rounded."""
-    ga = {"concat": [{"random": "f32", "count": 128, "seed": 310, "min": -3.4e38, "max": 3.4e38},
-                     {"random": "f32", "count": 128, "seed": 311},
-                     {"random": "f32", "count": 128, "seed": 312, "min": -10.0, "max": 10.0}]}
-    gb = {"concat": [{"random": "f32", "count": 128, "seed": 313, "min": -3.4e38, "max": 3.4e38},
-                     {"random": "f32", "count": 128, "seed": 314},
-                     {"random": "f32", "count": 128, "seed": 315, "min": -12.0, "max": 12.0}]}
+def random_pairs(seed):
+    """One operand of a two-operand function's random pairs: the whole range, random bits, and
+    values near 1 (the other operand's generator from seed + 3 gives operands of like
+    magnitude)."""
+    return {"concat": [{"random": "f32", "count": 128, "seed": seed, "min": -3.4e38,
+                        "max": 3.4e38},
+                       {"random": "f32", "count": 128, "seed": seed + 1},
+                       {"random": "f32", "count": 128, "seed": seed + 2,
+                        "min": -10.0 - (seed % 2) * 2, "max": 10.0 + (seed % 2) * 2}]}
+
+
+def two_operand_case(o, ga, gb, sp, fn, exact_random, notes):
+    """lowered_<o>: o(a, b) over the pairs of ga and gb, within 1 ULP of libm (and equal to fn,
+    the correctly rounded value, where exact_random), and over every pair of the specials sp,
+    equal to fn."""
     n = len(gen_eval(ga, "f32"))
-    sp = [0.0, -0.0, "inf", "-inf", "nan", 1.0, -1.0, 3.0, -4.0, 2.5, 3.4028235e38,
-          -3.4028235e38, 1.1754944e-38, 1e-45, 1e-20, 1e30]
     sa = [v for v in sp for _ in sp]
     sb = [w for _ in sp for w in sp]
     m = len(sa)
-    name = "lowered_hypot"
+    name = "lowered_" + o
     prog = program(name, 64, [buf("a", 0, "read_only", "f32", n),
                               buf("b", 1, "read_only", "f32", n),
                               buf("sa", 2, "read_only", "f32", m),
                               buf("sb", 3, "read_only", "f32", m),
-                              buf("y", 4, "write_only", "f32", n),
-                              buf("sy", 5, "write_only", "f32", m)],
+                              buf("r", 4, "write_only", "f32", n),
+                              buf("sr", 5, "write_only", "f32", m)],
                    [let("i", gid()),
                     if_(op("lt", V("i"), length("a")),
-                        [store("y", V("i"), op("hypot", load("a", V("i")), load("b", V("i"))))]),
+                        [store("r", V("i"), op(o, load("a", V("i")), load("b", V("i"))))]),
                     if_(op("lt", V("i"), length("sa")),
-                        [store("sy", V("i"),
-                               op("hypot", load("sa", V("i")), load("sb", V("i"))))])])
-    words_a, words_b = gen_eval(sa, "f32"), gen_eval(sb, "f32")
-    rand_a, rand_b = gen_eval(ga, "f32"), gen_eval(gb, "f32")
-    case(name, "hypot as lowered by planner/vmath: byte-identical on every backend and correctly "
-         "rounded (so within 1 ULP of libm's hypot) over random pairs (whole range, random bits, "
-         "and operands of like magnitude), and over every pair of 16 specials with C99 Annex F's "
-         "special values (an infinity beats a NaN, signs and order do not matter, no overflow or "
-         "underflow on the way).", prog, [ga, gb, sa, sb],
-         expect=[shown([fhypot(a, b) for a, b in zip(rand_a, rand_b)], "f32"),
-                 shown([fhypot(a, b) for a, b in zip(words_a, words_b)], "f32")],
-         ulp=[{"op": "hypot", "input": 0, "input2": 1, "output": 0,
+                        [store("sr", V("i"), op(o, load("sa", V("i")), load("sb", V("i"))))])])
+    pairs = zip(gen_eval(ga, "f32"), gen_eval(gb, "f32"))
+    specials = zip(gen_eval(sa, "f32"), gen_eval(sb, "f32"))
+    case(name, notes, prog, [ga, gb, sa, sb],
+         expect=[shown([fn(a, b) for a, b in pairs], "f32") if exact_random else None,
+                 shown([fn(a, b) for a, b in specials], "f32")],
+         ulp=[{"op": o, "input": 0, "input2": 1, "output": 0,
                "domain": [-3.4028235e38, 3.4028235e38], "max": 1}])
+
+
+def hypot_case():
+    """hypot over random pairs and every pair of specials, each correctly rounded."""
+    two_operand_case(
+        "hypot", random_pairs(310), random_pairs(313),
+        [0.0, -0.0, "inf", "-inf", "nan", 1.0, -1.0, 3.0, -4.0, 2.5, 3.4028235e38,
+         -3.4028235e38, 1.1754944e-38, 1e-45, 1e-20, 1e30], fhypot, True,
+        "hypot as lowered by planner/vmath: byte-identical on every backend and correctly "
+        "rounded (so within 1 ULP of libm's hypot) over random pairs (whole range, random bits, "
+        "and operands of like magnitude), and over every pair of 16 specials with C99 Annex F's "
+        "special values (an infinity beats a NaN, signs and order do not matter, no overflow or "
+        "underflow on the way).")
 
 
 hypot_case()
@@ -1071,42 +1083,15 @@ def fatan2(a, b):
 def atan2_case():
     """atan2 over random pairs and every pair of specials, against the correctly rounded
     value."""
-    ga = {"concat": [{"random": "f32", "count": 128, "seed": 320, "min": -3.4e38, "max": 3.4e38},
-                     {"random": "f32", "count": 128, "seed": 321},
-                     {"random": "f32", "count": 128, "seed": 322, "min": -10.0, "max": 10.0}]}
-    gb = {"concat": [{"random": "f32", "count": 128, "seed": 323, "min": -3.4e38, "max": 3.4e38},
-                     {"random": "f32", "count": 128, "seed": 324},
-                     {"random": "f32", "count": 128, "seed": 325, "min": -12.0, "max": 12.0}]}
-    n = len(gen_eval(ga, "f32"))
-    sp = [0.0, -0.0, "inf", "-inf", "nan", 1.0, -1.0, 0.41421354, 0.41421357, 3.0, -4.0,
-          3.4028235e38, -3.4028235e38, 1.1754944e-38, 1e-45, 1e30]
-    sa = [v for v in sp for _ in sp]
-    sb = [w for _ in sp for w in sp]
-    m = len(sa)
-    name = "lowered_atan2"
-    prog = program(name, 64, [buf("y", 0, "read_only", "f32", n),
-                              buf("x", 1, "read_only", "f32", n),
-                              buf("sy", 2, "read_only", "f32", m),
-                              buf("sx", 3, "read_only", "f32", m),
-                              buf("a", 4, "write_only", "f32", n),
-                              buf("sa", 5, "write_only", "f32", m)],
-                   [let("i", gid()),
-                    if_(op("lt", V("i"), length("y")),
-                        [store("a", V("i"), op("atan2", load("y", V("i")), load("x", V("i"))))]),
-                    if_(op("lt", V("i"), length("sy")),
-                        [store("sa", V("i"),
-                               op("atan2", load("sy", V("i")), load("sx", V("i"))))])])
-    words_y, words_x = gen_eval(sa, "f32"), gen_eval(sb, "f32")
-    rand_y, rand_x = gen_eval(ga, "f32"), gen_eval(gb, "f32")
-    case(name, "atan2(y, x) as lowered by planner/vmath: byte-identical on every backend and "
-         "correctly rounded over these random pairs (whole range, random bits, and operands of "
-         "like magnitude; the function is within 1 ULP everywhere) and over every pair of 16 "
-         "specials with C99 Annex F's special values: the sign of y, +-0 or +-pi for a zero y "
-         "by the sign of x, multiples of pi/4 for infinities.", prog, [ga, gb, sa, sb],
-         expect=[shown([fatan2(a, b) for a, b in zip(rand_y, rand_x)], "f32"),
-                 shown([fatan2(a, b) for a, b in zip(words_y, words_x)], "f32")],
-         ulp=[{"op": "atan2", "input": 0, "input2": 1, "output": 0,
-               "domain": [-3.4028235e38, 3.4028235e38], "max": 1}])
+    two_operand_case(
+        "atan2", random_pairs(320), random_pairs(323),
+        [0.0, -0.0, "inf", "-inf", "nan", 1.0, -1.0, 0.41421354, 0.41421357, 3.0, -4.0,
+         3.4028235e38, -3.4028235e38, 1.1754944e-38, 1e-45, 1e30], fatan2, True,
+        "atan2(y, x) as lowered by planner/vmath: byte-identical on every backend and correctly "
+        "rounded over these random pairs (whole range, random bits, and operands of like "
+        "magnitude; the function is within 1 ULP everywhere) and over every pair of 16 specials "
+        "with C99 Annex F's special values: the sign of y, +-0 or +-pi for a zero y by the sign "
+        "of x, multiples of pi/4 for infinities.")
 
 
 atan2_case()
@@ -1156,37 +1141,17 @@ def pow_case():
                      "f32")
     ints = [round_double(float(k % 81 - 40)) for k in
             gen_eval({"random": "u32", "count": 128, "seed": 333}, "u32")]
-    ga = {"values": ["0x%08x" % w for w in xs + small]}
-    gb = {"values": ["0x%08x" % w for w in ys + ints]}
-    n = len(xs) + len(small)
-    sp = [0.0, -0.0, "inf", "-inf", "nan", 1.0, -1.0, 0.5, 2.0, -2.0, 3.0, -3.0, 0.25, 10.0,
-          1e-45, 3.4028235e38]
-    sa = [v for v in sp for _ in sp]
-    sb = [w for _ in sp for w in sp]
-    m = len(sa)
-    name = "lowered_pow"
-    prog = program(name, 64, [buf("x", 0, "read_only", "f32", n),
-                              buf("y", 1, "read_only", "f32", n),
-                              buf("sx", 2, "read_only", "f32", m),
-                              buf("sy", 3, "read_only", "f32", m),
-                              buf("p", 4, "write_only", "f32", n),
-                              buf("sp", 5, "write_only", "f32", m)],
-                   [let("i", gid()),
-                    if_(op("lt", V("i"), length("x")),
-                        [store("p", V("i"), op("pow", load("x", V("i")), load("y", V("i"))))]),
-                    if_(op("lt", V("i"), length("sx")),
-                        [store("sp", V("i"),
-                               op("pow", load("sx", V("i")), load("sy", V("i"))))])])
-    words_x, words_y = gen_eval(sa, "f32"), gen_eval(sb, "f32")
-    case(name, "pow(x, y) as lowered by planner/vmath: byte-identical on every backend, within "
-         "1 ULP of libm's pow over random pairs whose result is a normal number (any x with y = "
-         "w / log2|x|, and x in [-10, 10] with an integer y in [-40, 40]), and correctly "
-         "rounded, with C99 Annex F's special values, over every pair of 16 specials: pow(x, 0) "
-         "and pow(1, y) are 1 even for NaN, a negative x takes only integer powers, signed by "
-         "their parity.", prog, [ga, gb, sa, sb],
-         expect=[None, shown([fpow(a, b) for a, b in zip(words_x, words_y)], "f32")],
-         ulp=[{"op": "pow", "input": 0, "input2": 1, "output": 0,
-               "domain": [-3.4028235e38, 3.4028235e38], "max": 1}])
+    two_operand_case(
+        "pow", {"values": ["0x%08x" % w for w in xs + small]},
+        {"values": ["0x%08x" % w for w in ys + ints]},
+        [0.0, -0.0, "inf", "-inf", "nan", 1.0, -1.0, 0.5, 2.0, -2.0, 3.0, -3.0, 0.25, 10.0, 1e-45,
+         3.4028235e38], fpow, False,
+        "pow(x, y) as lowered by planner/vmath: byte-identical on every backend, within 1 ULP of "
+        "libm's pow over random pairs whose result is a normal number (any x with y = w / "
+        "log2|x|, and x in [-10, 10] with an integer y in [-40, 40]), and correctly rounded, "
+        "with C99 Annex F's special values, over every pair of 16 specials: pow(x, 0) and "
+        "pow(1, y) are 1 even for NaN, a negative x takes only integer powers, signed by their "
+        "parity.")
 
 
 pow_case()
