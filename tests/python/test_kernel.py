@@ -444,6 +444,12 @@ class TypeErrorTest(unittest.TestCase):
                      "use // for u32 and i32 division (the IR's div, which truncates toward "
                      "zero)", "i / 2")
 
+    def test_power_of_integers_is_refused(self):
+        i = self.i
+        self.refused(lambda: i ** 2, "** takes f32 operands; here u32",
+                     "pow is an f32 operation: convert with vyre.cast(\"f32\", ...), or "
+                     "multiply", "i ** 2")
+
     def test_unary_operator_on_a_type_it_does_not_take_is_refused(self):
         i = self.i
         self.refused(lambda: vyre.exp(i + 1), "exp takes f32; here u32",
@@ -586,6 +592,8 @@ class OperatorTest(unittest.TestCase):
             (s // -2, ["div", ["var", "s"], ["i32", -2]]),
             (f / 4.0, ["div", ["var", "f"], ["f32", 4.0]]),
             (f % -2.0, ["mod", ["var", "f"], ["f32", -2.0]]),
+            (f ** 2.0, ["pow", ["var", "f"], ["f32", 2.0]]),
+            (10.0 ** f, ["pow", ["f32", 10.0], ["var", "f"]]),
             (2.0 * f, ["mul", ["f32", 2.0], ["var", "f"]]),
             (1 - u, ["sub", ["u32", 1], ["var", "u"]]),
             (s << u, ["shl", ["var", "s"], ["var", "u"]]),
@@ -605,9 +613,13 @@ class OperatorTest(unittest.TestCase):
         acc = k.let("acc", vyre.u32(0))
         acc += 5
         acc <<= 1
+        g = k.let("g", 2.0)
+        g **= 0.5
         self.assertEqual(k.program()["entry"][1:], [
             ["assign", "acc", ["add", ["var", "acc"], ["u32", 5]]],
             ["assign", "acc", ["shl", ["var", "acc"], ["u32", 1]]],
+            ["let", "g", ["f32", 2.0]],
+            ["assign", "g", ["pow", ["var", "g"], ["f32", 0.5]]],
         ])
 
 

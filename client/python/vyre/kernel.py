@@ -78,6 +78,8 @@ _OPERATOR_FIXES = {
     ("/", "u32"): "use // for u32 and i32 division (the IR's div, which truncates toward zero)",
     ("/", "i32"): "use // for u32 and i32 division (the IR's div, which truncates toward zero)",
     ("//", "f32"): "use / for f32 division (and vyre.floor(a / b) to round it down)",
+    ("**", "u32"): "pow is an f32 operation: convert with vyre.cast(\"f32\", ...), or multiply",
+    ("**", "i32"): "pow is an f32 operation: convert with vyre.cast(\"f32\", ...), or multiply",
     ("^", "bool"): "write a != b: it is the exclusive or of two bools",
 }
 
@@ -176,6 +178,12 @@ class Expr:
     def __mod__(self, o):
         return _binary("mod", self, o, "%")
 
+    def __pow__(self, o):
+        return _binary("pow", self, o, "**")
+
+    def __rpow__(self, o):
+        return _binary("pow", o, self, "**")
+
     def __rmod__(self, o):
         return _binary("mod", o, self, "%")
 
@@ -265,6 +273,9 @@ class Expr:
 
     def __imod__(self, o):
         return self._update(self % o) if self.decl else NotImplemented
+
+    def __ipow__(self, o):
+        return self._update(self ** o) if self.decl else NotImplemented
 
     def __iand__(self, o):
         return self._update(self & o) if self.decl else NotImplemented
