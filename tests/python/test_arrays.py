@@ -407,6 +407,30 @@ class ExamplesTest(unittest.TestCase):
         np.testing.assert_array_equal(
             block_sums, [np.sum(data[b:b + 256], dtype=np.uint32) for b in range(0, 3000, 256)])
 
+    def test_functions_of_two_operands_match_numpy(self):
+        rng = np.random.default_rng(5)
+        x = rng.uniform(0.1, 10.0, 2048).astype(np.float32)
+        y = rng.uniform(-5.0, 5.0, 2048).astype(np.float32)
+        k = vyre.Kernel("py_two_operands", workgroup_size=64)
+        a, b = k.input("a", "f32", 2048), k.input("b", "f32", 2048)
+        outs = [k.output(n, "f32", 2048) for n in ("p", "h", "t", "m")]
+        i = k.let("i", k.gid(0))
+        u, v = k.let("u", a[i]), k.let("v", b[i])
+        outs[0][i] = u ** v
+        outs[1][i] = vyre.hypot(v, u)
+        outs[2][i] = vyre.atan2(v, u)
+        outs[3][i] = v % u
+        p, h, t, m = self.vy.dispatch(k, [x, y])
+        x64, y64 = x.astype(np.float64), y.astype(np.float64)
+        # within 1 ULP of the double result rounded to f32 (docs/semantics.md section 6.2)
+        for got, want in ((p, np.power(x64, y64)), (h, np.hypot(y64, x64)),
+                          (t, np.arctan2(y64, x64))):
+            want32 = want.astype(np.float32)
+            ulps = np.abs(got.view(np.int32).astype(np.int64) - want32.view(np.int32))
+            self.assertLessEqual(int(ulps.max()), 1)
+        # mod is exact: C's fmodf
+        np.testing.assert_array_equal(m, np.fmod(y, x))
+
     def test_softmax_matches_numpy(self):
         x = np.random.default_rng(3).normal(0.0, 3.0, (64, 256)).astype(np.float32)
         y = softmax.run(self.vy, x)
