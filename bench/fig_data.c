@@ -25,7 +25,6 @@
 #include "report.h"
 #include "session.h"
 
-#define RUNS_MAX 256u
 #define PROBE_SAMPLES 64u
 #define MATMUL_SAMPLES 256u
 
@@ -33,84 +32,6 @@ static int no_memory(struct vy_err *err, size_t bytes)
 {
 	return vy_err_set(err, VY_E_OUT_OF_MEMORY, NULL, "use smaller sizes",
 		"no memory for %zu bytes", bytes);
-}
-
-/* A resident buffer holding `len` bytes of `data`. */
-static int resident_put(
-	struct vy_client *c, const void *data, size_t len, uint64_t *handle, struct vy_err *err)
-{
-	struct vy_error e;
-	if (vy_buffer_alloc(c, len, NULL, handle, &e) != 0) {
-		return vy_bench_session_fail(err, "alloc", &e);
-	}
-	if (vy_buffer_upload(c, *handle, 0, data, len, &e) != 0) {
-		return vy_bench_session_fail(err, "upload", &e);
-	}
-	return 0;
-}
-
-typedef int check_fn(const struct vy_reply *r, const void *want, struct vy_err *err);
-
-/* One dispatch, checked by `check` (NULL: none); its client wall time in *wall_ns and its time
- * in *ns (device where measured, else the wall time). */
-/* The daemon's part of a dispatch and two of its stages (protocol.md, dispatch), in ns. */
-struct stages {
-	uint64_t daemon, prepare, backend;
-};
-
-static int dispatch_once(struct vy_client *c, const struct vy_dispatch_args *args, check_fn *check,
-	const void *want, uint64_t *ns, uint64_t *wall_ns, bool *device, struct stages *st,
-	struct vy_err *err)
-{
-	struct vy_reply *r = NULL;
-	struct vy_error e;
-	uint64_t t0 = vy_bench_now_ns();
-	if (vy_dispatch(c, args, &r, &e) != 0) {
-		return vy_bench_session_fail(err, "dispatch", &e);
-	}
-	*wall_ns = vy_bench_now_ns() - t0;
-	*ns = vy_bench_session_time(r, *wall_ns, device);
-	if (st) {
-		const struct vy_value *v = vy_reply_value(r);
-		st->daemon = vy_value_get_u64(v, "timing.wall_ns", 0);
-		st->prepare = vy_value_get_u64(v, "timing.prepare_ns", 0);
-		st->backend = vy_value_get_u64(v, "timing.backend_ns", 0);
-	}
-	int rc = check ? check(r, want, err) : 0;
-	vy_reply_destroy(r);
-	return rc;
-}
-
-/* Run `args` for VY_BENCH_WARM_NS (at least once), then `runs` times, each reply checked; the
- * median time of the timed runs (device where measured) in *median_ns, the median client wall
- * time in *wall_ns, and the runs made in all in *made (NULL: not wanted). */
-static int dispatch_runs(struct vy_client *c, const struct vy_dispatch_args *args, uint32_t runs,
-	check_fn *check, const void *want, uint64_t *median_ns, uint64_t *wall_ns, bool *device,
-	uint32_t *made, struct vy_err *err)
-{
-	uint64_t t[RUNS_MAX], w[RUNS_MAX];
-	int rc = 0;
-	uint32_t warm = 1;
-	uint64_t warm_from = vy_bench_now_ns();
-	for (uint32_t it = 0; rc == 0 && it < warm + runs; it++) {
-		if (it + 1 == warm && vy_bench_now_ns() - warm_from < VY_BENCH_WARM_NS) {
-			warm++;
-		}
-		uint64_t ns = 0, wall = 0;
-		rc = dispatch_once(c, args, check, want, &ns, &wall, device, NULL, err);
-		if (it >= warm) {
-			t[it - warm] = ns;
-			w[it - warm] = wall;
-		}
-	}
-	if (rc == 0) {
-		*median_ns = vy_bench_median(t, runs);
-		*wall_ns = vy_bench_median(w, runs);
-	}
-	if (made) {
-		*made = warm + runs;
-	}
-	return rc;
 }
 
 static double gbps(double bytes, uint64_t ns)
@@ -123,7 +44,7 @@ static double gbps(double bytes, uint64_t ns)
 static int raw_stream(struct vy_raw_vk *raw, uint64_t n, uint32_t runs, uint64_t *median_ns,
 	bool *device, struct vy_err *err)
 {
-	uint64_t t[RUNS_MAX];
+	uint64_t t[VY_BENCH_RUNS_MAX];
 	int rc = vy_raw_vk_stream_prepare(raw, n, err);
 	for (uint32_t it = 0; rc == 0 && it < runs + 1; it++) {
 		struct vy_raw_vk_run run;
@@ -150,15 +71,6 @@ static int raw_stream(struct vy_raw_vk *raw, uint64_t n, uint32_t runs, uint64_t
 	return rc;
 }
 
-/* The single output went to its resident target (outputs_to), so the reply holds nil for it. */
-static int output_resident(const struct vy_reply *r, const void *want, struct vy_err *err)
-{
-	if (vy_reply_outputs(r) != 1 || vy_reply_output(r, 0, NULL) != NULL) {
-		return vy_bench_wrong(err, "vyred dispatch", "the output did not stay resident");
-	}
-	return 0;
-}
-
 static int vyred_stream(struct vy_bench_ctx *ctx, uint64_t n, uint32_t runs, uint64_t *median_ns,
 	uint64_t *wall_ns, bool *device, struct vy_err *err)
 {
@@ -183,7 +95,7 @@ static int vyred_stream(struct vy_bench_ctx *ctx, uint64_t n, uint32_t runs, uin
 		for (uint64_t i = 0; i < n; i++) {
 			host[i] = b == 0 ? 1.0f : 0.0f;
 		}
-		rc = resident_put(c, host, bytes, &h[b], err);
+		rc = vy_bench_session_put(c, host, bytes, &h[b], err);
 	}
 	struct vy_dispatch_input in[2] = {vy_input_resident(h[0]), vy_input_resident(h[1])};
 	struct vy_dispatch_options opt = {.timing = true};
@@ -195,8 +107,8 @@ static int vyred_stream(struct vy_bench_ctx *ctx, uint64_t n, uint32_t runs, uin
 		.options = &opt};
 	uint32_t made = 0;
 	if (rc == 0) {
-		rc = dispatch_runs(c, &args, runs, output_resident, NULL, median_ns, wall_ns,
-			device, &made, err);
+		rc = vy_bench_session_runs(c, &args, runs, vy_bench_session_output_resident, NULL,
+			median_ns, wall_ns, device, &made, err);
 	}
 	size_t check = bytes < 4096 ? bytes : 4096;
 	if (rc == 0 && vy_buffer_download(c, h[1], bytes - check, host, check, &e) != 0) {
@@ -280,12 +192,13 @@ static int probe_check(const struct vy_reply *r, const void *want, struct vy_err
 /* The runs of one input path; the medians of the client's time in *median_ns and of the
  * stages in *med. */
 static int transfer_runs(struct vy_client *c, struct vy_dispatch_args *args, uint32_t *words,
-	uint64_t n_words, uint32_t runs, uint64_t *median_ns, struct stages *med,
+	uint64_t n_words, uint32_t runs, uint64_t *median_ns, struct vy_bench_stages *med,
 	struct vy_err *err)
 {
 	uint64_t stride = n_words / PROBE_SAMPLES;
 	struct probe_want want = {words, stride};
-	uint64_t t[RUNS_MAX], daemon[RUNS_MAX], prepare[RUNS_MAX], backend[RUNS_MAX];
+	uint64_t t[VY_BENCH_RUNS_MAX], daemon[VY_BENCH_RUNS_MAX], prepare[VY_BENCH_RUNS_MAX],
+		backend[VY_BENCH_RUNS_MAX];
 	int rc = 0;
 	for (uint32_t it = 0; rc == 0 && it < runs + 1; it++) {
 		for (uint32_t i = 0; i < PROBE_SAMPLES; i++) {
@@ -293,8 +206,9 @@ static int transfer_runs(struct vy_client *c, struct vy_dispatch_args *args, uin
 		}
 		uint64_t ns = 0, wall = 0;
 		bool device = false;
-		struct stages st = {0};
-		rc = dispatch_once(c, args, probe_check, &want, &ns, &wall, &device, &st, err);
+		struct vy_bench_stages st = {0};
+		rc = vy_bench_session_dispatch(
+			c, args, probe_check, &want, &ns, &wall, &device, &st, err);
 		if (rc == 0 && it > 0) {
 			t[it - 1] = wall;
 			daemon[it - 1] = st.daemon;
@@ -304,7 +218,7 @@ static int transfer_runs(struct vy_client *c, struct vy_dispatch_args *args, uin
 	}
 	if (rc == 0) {
 		*median_ns = vy_bench_median(t, runs);
-		*med = (struct stages){vy_bench_median(daemon, runs),
+		*med = (struct vy_bench_stages){vy_bench_median(daemon, runs),
 			vy_bench_median(prepare, runs), vy_bench_median(backend, runs)};
 	}
 	return rc;
@@ -313,7 +227,7 @@ static int transfer_runs(struct vy_client *c, struct vy_dispatch_args *args, uin
 static int memcpy_runs(uint32_t *dst, const uint32_t *src, size_t bytes, uint32_t runs,
 	uint64_t *median_ns, struct vy_err *err)
 {
-	uint64_t t[RUNS_MAX];
+	uint64_t t[VY_BENCH_RUNS_MAX];
 	for (uint32_t it = 0; it < runs + 1; it++) {
 		uint64_t t0 = vy_bench_now_ns();
 		memcpy(dst, src, bytes);
@@ -375,7 +289,7 @@ static int socket_pair_runs(void *dst, const void *src, size_t len, uint32_t run
 		return vy_err_set(err, VY_E_INTERNAL, NULL, "raise the thread limit",
 			"cannot start the socket writer");
 	}
-	uint64_t times[RUNS_MAX];
+	uint64_t times[VY_BENCH_RUNS_MAX];
 	bool short_read = false;
 	for (uint32_t r = 0; r < runs && !short_read; r++) {
 		uint64_t t0 = vy_bench_now_ns();
@@ -404,7 +318,7 @@ static int socket_pair_runs(void *dst, const void *src, size_t len, uint32_t run
 }
 
 static int transfer_measure(struct vy_bench_ctx *ctx, uint32_t *host, uint32_t *copy,
-	uint64_t ns[4], struct stages st[2], struct vy_err *err)
+	uint64_t ns[4], struct vy_bench_stages st[2], struct vy_err *err)
 {
 	size_t bytes = (size_t)ctx->sizes.transfer_bytes;
 	uint64_t n_words = bytes / 4;
@@ -455,8 +369,8 @@ int vy_bench_transfer_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 	uint32_t *host = malloc(bytes);
 	uint32_t *copy = malloc(bytes);
 	int rc = host && copy ? 0 : no_memory(err, bytes);
-	uint64_t ns[4] = {0, 0, 0, 0}; /* socket, memfd, memcpy, bare socket pair */
-	struct stages st[2] = {{0}};   /* socket, memfd */
+	uint64_t ns[4] = {0, 0, 0, 0};        /* socket, memfd, memcpy, bare socket pair */
+	struct vy_bench_stages st[2] = {{0}}; /* socket, memfd */
 	if (rc == 0) {
 		for (size_t i = 0; i < bytes / 4; i++) {
 			host[i] = vy_bench_hash(i);
@@ -510,7 +424,7 @@ struct side {
  */
 static int paired_runs(struct side sides[2], uint32_t runs, struct vy_err *err)
 {
-	uint64_t t[2][RUNS_MAX];
+	uint64_t t[2][VY_BENCH_RUNS_MAX];
 	uint64_t warm_from = vy_bench_now_ns();
 	uint32_t warm = 1;
 	int rc = 0;
@@ -536,7 +450,7 @@ static int paired_runs(struct side sides[2], uint32_t runs, struct vy_err *err)
 struct dispatch_side {
 	struct vy_client *c;
 	const struct vy_dispatch_args *args;
-	check_fn *check;
+	vy_bench_check_fn *check;
 	const void *want;
 };
 
@@ -544,7 +458,8 @@ static int dispatch_side_run(void *arg, uint64_t *ns, bool *device, struct vy_er
 {
 	const struct dispatch_side *d = arg;
 	uint64_t wall = 0;
-	return dispatch_once(d->c, d->args, d->check, d->want, ns, &wall, device, NULL, err);
+	return vy_bench_session_dispatch(
+		d->c, d->args, d->check, d->want, ns, &wall, device, NULL, err);
 }
 
 static uint64_t raw_time(const struct vy_raw_vk_run *run, bool *device)
@@ -617,7 +532,7 @@ int vy_bench_reduce_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 		rc = vy_bench_session_compile(c, p, &opt, id, NULL, err);
 	}
 	if (rc == 0) {
-		rc = resident_put(c, x, (size_t)n * 4, &h, err);
+		rc = vy_bench_session_put(c, x, (size_t)n * 4, &h, err);
 	}
 	free(x);
 	struct vy_dispatch_input in = vy_input_resident(h);
@@ -733,7 +648,7 @@ int vy_bench_matmul_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 		rc = vy_bench_session_compile(cl, p, &opt, id, NULL, err);
 	}
 	for (int i = 0; rc == 0 && i < 2; i++) {
-		rc = resident_put(cl, i == 0 ? a : b, bytes, &h[i], err);
+		rc = vy_bench_session_put(cl, i == 0 ? a : b, bytes, &h[i], err);
 	}
 	if (rc == 0 && vy_buffer_alloc(cl, bytes, NULL, &h[2], &e) != 0) {
 		rc = vy_bench_session_fail(err, "alloc", &e);
@@ -745,7 +660,7 @@ int vy_bench_matmul_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 		.outputs_to = &h[2],
 		.n_outputs_to = 1,
 		.options = &opt};
-	struct dispatch_side vy = {cl, &args, output_resident, NULL};
+	struct dispatch_side vy = {cl, &args, vy_bench_session_output_resident, NULL};
 	struct side sides[2] = {
 		{raw_matmul_run, ctx->raw, 0, false}, {dispatch_side_run, &vy, 0, false}};
 	if (rc == 0) {
