@@ -33,6 +33,7 @@ struct vy_raw_vk;
 struct vy_bench_inproc;
 struct vy_bench_daemon;
 struct vy_bench_report;
+struct json_object;
 
 /* Problem sizes and repetitions, chosen by device type (bench/README.md lists them). */
 struct vy_bench_sizes {
@@ -46,6 +47,7 @@ struct vy_bench_sizes {
 	uint32_t transfer_runs;
 	uint64_t reduce_elements; /* u32 elements summed */
 	uint32_t matmul_n;        /* n x n matrices */
+	uint64_t math_elements;   /* f32 elements of each math function's input */
 	uint32_t cold_compiles;   /* distinct programs compiled cold */
 	uint32_t lookups;         /* cache-hit compiles and pings, each */
 	uint32_t restarts;        /* daemon restarts of the disk-cache figure */
@@ -83,6 +85,13 @@ int vy_bench_matmul_run(struct vy_bench_ctx *ctx, struct vy_err *err);
 int vy_bench_cache_run(struct vy_bench_ctx *ctx, struct vy_err *err);
 int vy_bench_clients_run(struct vy_bench_ctx *ctx, struct vy_err *err);
 int vy_bench_all_run(struct vy_bench_ctx *ctx, struct vy_err *err);
+int vy_bench_math_run(struct vy_bench_ctx *ctx, struct vy_err *err);
+/*
+ * Give the math group's rows PyTorch's figure of the same operation (torch_anchor.py's "math"
+ * object) as their anchor, with the goal ratio >= 0.8; where PyTorch is absent or has no figure,
+ * the row keeps vyred's alone and its note says why.
+ */
+void vy_bench_math_anchor(struct vy_bench_ctx *ctx, struct json_object *torch);
 
 /* Dispatches per second of `n` clients over the measured window, Jain's index over their shares
  * and the least and most one client completed. */

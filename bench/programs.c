@@ -5,6 +5,7 @@
 #include "programs.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 static struct vy_expr *u32(struct vy_program *p, uint32_t v)
 {
@@ -66,6 +67,29 @@ struct vy_program *vy_bench_prog_stream(uint32_t n, struct vy_error *err)
 		vy_node_let(p, "i", vy_expr_gid(p, 0)),
 		vy_node_store(p, "y", var(p, "i"),
 			op2(p, "add", load(p, "x", var(p, "i")), load(p, "y", var(p, "i")))),
+	};
+	return finish(p, body, 2, err);
+}
+
+struct vy_program *vy_bench_prog_math(const char *op, bool binary, uint32_t n, struct vy_error *err)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "bench_math_%s", op);
+	struct vy_program *p = vy_program_new(name, 256, 1, 1);
+	const char *in0 = binary ? "a" : "x";
+	uint32_t y = binary ? 2 : 1;
+	if (vy_program_buffer(p, in0, 0, "read_only", "f32", n, 0, err) ||
+		(binary && vy_program_buffer(p, "b", 1, "read_only", "f32", n, 0, err)) ||
+		vy_program_buffer(p, "y", y, "read_write", "f32", n, 0, err)) {
+		vy_program_free(p);
+		return NULL;
+	}
+	struct vy_expr *a = load(p, in0, var(p, "i"));
+	struct vy_expr *value =
+		binary ? op2(p, op, a, load(p, "b", var(p, "i"))) : vy_expr_unary(p, op, a);
+	struct vy_node *body[] = {
+		vy_node_let(p, "i", vy_expr_gid(p, 0)),
+		vy_node_store(p, "y", var(p, "i"), value),
 	};
 	return finish(p, body, 2, err);
 }

@@ -11,6 +11,7 @@
 #ifndef VY_BENCH_PROGRAMS_H
 #define VY_BENCH_PROGRAMS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <vy/vyre.h>
@@ -30,6 +31,14 @@ struct vy_program *vy_bench_prog_probe(struct vy_error *err);
  * tree sums each workgroup, and one atomic add per workgroup makes the total.
  */
 struct vy_program *vy_bench_prog_reduce(uint32_t groups, uint32_t per, struct vy_error *err);
+/*
+ * y[i] = op(x[i]) over n f32 (unary `op`; inputs: x, y) or y[i] = op(a[i], b[i]) (binary; inputs:
+ * a, b, y), workgroups of 256. y is read_write: a resident y that is also its own outputs_to
+ * target is written in place, as PyTorch's out= writes its tensor, where a write_only y would be
+ * zero-filled before every dispatch (protocol.md, dispatch).
+ */
+struct vy_program *vy_bench_prog_math(
+	const char *op, bool binary, uint32_t n, struct vy_error *err);
 /* C = A * B over n x n row-major f32 (inputs: a, b; outputs: c) with 16 x 16 tiles in
  * workgroup memory; run it on n/16 x n/16 workgroups (config.grid). */
 struct vy_program *vy_bench_prog_matmul(uint32_t n, struct vy_error *err);

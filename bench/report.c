@@ -59,6 +59,31 @@ struct vy_bench_figure *vy_bench_report_add(struct vy_bench_report *r, const cha
 	return f;
 }
 
+struct vy_bench_figure *vy_bench_report_find(struct vy_bench_report *r, const char *key)
+{
+	for (size_t i = 0; i < r->len; i++) {
+		if (strcmp(r->items[i].key, key) == 0) {
+			return &r->items[i];
+		}
+	}
+	return NULL;
+}
+
+void vy_bench_figure_anchor(struct vy_bench_figure *f, const char *anchor_name, double anchor,
+	enum vy_bench_goal goal, double limit, const char *target)
+{
+	if (!f) {
+		return;
+	}
+	snprintf(f->anchor_name, sizeof(f->anchor_name), "%s", anchor_name ? anchor_name : "");
+	snprintf(f->target, sizeof(f->target), "%s", target ? target : "-");
+	f->anchor = anchor;
+	f->ratio = !isnan(f->value) && !isnan(anchor) && anchor != 0 ? f->value / anchor : NAN;
+	f->goal = goal;
+	f->limit = limit;
+	f->status = judge(f);
+}
+
 void vy_bench_figure_note(struct vy_bench_figure *f, const char *fmt, ...)
 {
 	if (!f) {

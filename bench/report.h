@@ -64,6 +64,15 @@ void vy_bench_report_fail(
 void vy_bench_figure_note(struct vy_bench_figure *f, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* The first row with this key, or NULL. */
+struct vy_bench_figure *vy_bench_report_find(struct vy_bench_report *r, const char *key);
+/*
+ * Give a row measured before its anchor (a figure of PyTorch's, which runs after every group) that
+ * anchor, its goal and its target text (NULL: "-"), and judge it again. NULL is accepted.
+ */
+void vy_bench_figure_anchor(struct vy_bench_figure *f, const char *anchor_name, double anchor,
+	enum vy_bench_goal goal, double limit, const char *target);
+
 /* Whether any row failed (error or wrong). */
 bool vy_bench_report_failed(const struct vy_bench_report *r);
 /* Print the table and the notes under it. */

@@ -13,6 +13,13 @@ vybench runs this script and merges the one JSON object it prints on stdout:
                    torch.cuda.synchronize(): the launch-and-wait round trip.
   tiny_roundtrip   the same op with the input copied to the device and the result copied back,
                    which is the work a vyred tiny dispatch does.
+  math             y = f(x) for sin, cos, exp, log, tanh and sqrt, y = a / b and y = pow(a, b)
+                   on float32 CUDA tensors of --math-elements elements, each written into an
+                   existing y (out=y), inputs drawn as vybench's math group draws them; timed
+                   with CUDA events, median of --runs runs after 0.3 s of warm-up runs; the
+                   anchors of vybench's math rows. 8 bytes per element, 12 for div and pow.
+
+--parts names the parts to measure (default: all; elementwise_all only with two devices or more).
 
 Results are checked before their times count. Without PyTorch or without CUDA the object is
 {"status": "absent", "reason": ...} and the script exits 0, so the suite goes on without it.
@@ -25,6 +32,9 @@ import time
 
 TINY_N = 64
 WARMUP = 20
+# Seconds of warm-up runs before a bandwidth figure's timed runs, as vybench's VY_BENCH_WARM_NS.
+WARM_S = 0.3
+PARTS = ("elementwise", "tiny_sync", "tiny_roundtrip", "elementwise_all", "math")
 
 
 def emit(obj):
@@ -70,6 +80,93 @@ def elementwise(torch, n, runs):
         "median_ms": median_ms,
         "gbps": 12.0 * n / (median_ms * 1e6),
     }, None
+
+
+# The operands of vybench's math group (bench/fig_math.c): ("uniform", from, to) is
+# from + (to - from) * u for u uniform in [0, 1); ("binades", lo, hi) is 2^e * (1 + m), e an
+# integer from lo to hi and m a uniform 23-bit fraction, so that every binade comes equally often.
+MATH = (
+    ("sin", "torch.sin(x, out=y)", (("uniform", -100, 100),)),
+    ("cos", "torch.cos(x, out=y)", (("uniform", -100, 100),)),
+    ("exp", "torch.exp(x, out=y)", (("uniform", -80, 80),)),
+    ("log", "torch.log(x, out=y)", (("binades", -100, 99),)),
+    ("tanh", "torch.tanh(x, out=y)", (("uniform", -10, 10),)),
+    ("sqrt", "torch.sqrt(x, out=y)", (("binades", -100, 99),)),
+    ("div", "torch.div(a, b, out=y)", (("uniform", -100, 100), ("uniform", 1, 100))),
+    ("pow", "torch.pow(a, b, out=y)", (("uniform", 10, 0), ("uniform", -8, 8))),
+)
+# Allowed distance from the float64 result, in units of the f32 spacing at that result: CUDA's
+# float functions are within 4 ULP (sqrt and division exact), so a wrong operation or operand
+# fails by far more.
+MATH_ULP = 8
+
+
+def math_operand(torch, n, spec):
+    kind, lo, hi = spec
+    if kind == "uniform":
+        return lo + (hi - lo) * torch.rand(n, dtype=torch.float32, device="cuda")
+    e = torch.randint(lo + 127, hi + 128, (n,), dtype=torch.int32, device="cuda")
+    m = torch.randint(0, 1 << 23, (n,), dtype=torch.int32, device="cuda")
+    return ((e << 23) | m).view(torch.float32)
+
+
+def math_call(torch, op, args, y):
+    fn = {"sin": torch.sin, "cos": torch.cos, "exp": torch.exp, "log": torch.log,
+          "tanh": torch.tanh, "sqrt": torch.sqrt, "div": torch.div, "pow": torch.pow}[op]
+    return fn(*args, out=y)
+
+
+def math_check(torch, op, args, y):
+    """y against the same operation in float64, a slice at a time; None when every element is
+    within MATH_ULP of it."""
+    n = y.numel()
+    step = 1 << 24
+    for at in range(0, n, step):
+        want = math_call(torch, op, [a[at:at + step].double() for a in args], None)
+        got = y[at:at + step].double()
+        spacing = torch.clamp(want.abs() * 2.0 ** -23, min=2.0 ** -126)
+        bad = ~((got - want).abs() <= MATH_ULP * spacing)
+        if bool(bad.any().item()):
+            i = int(bad.nonzero()[0].item())
+            operands = ", ".join(f"{float(a[at + i].item())!r}" for a in args)
+            return (f"math: {op}({operands}) gave {float(got[i].item())!r}, "
+                    f"float64 gives {float(want[i].item())!r}")
+    return None
+
+
+def math_part(torch, n, runs):
+    out = {"elements": n, "runs": runs, "warm_s": WARM_S, "ops": {}}
+    for op, call, specs in MATH:
+        args = [math_operand(torch, n, spec) for spec in specs]
+        y = torch.empty(n, dtype=torch.float32, device="cuda")
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(runs)]
+        warm_from = time.perf_counter()
+        warm = 0
+        while warm == 0 or time.perf_counter() - warm_from < WARM_S:
+            math_call(torch, op, args, y)
+            torch.cuda.synchronize()
+            warm += 1
+        for start, end in events:
+            start.record()
+            math_call(torch, op, args, y)
+            end.record()
+            end.synchronize()
+        problem = math_check(torch, op, args, y)
+        if problem:
+            return None, problem
+        median_ms = sorted(a.elapsed_time(b) for a, b in events)[runs // 2]
+        per = 4.0 * (len(args) + 1)
+        out["ops"][op] = {
+            "call": call,
+            "bytes_per_element": per,
+            "warm_runs": warm,
+            "median_ms": median_ms,
+            "gbps": per * n / (median_ms * 1e6),
+            "elements_per_s": n / (median_ms * 1e-3),
+        }
+        del args, y
+    return out, None
 
 
 def elementwise_all(torch, n, runs):
@@ -146,7 +243,14 @@ def main():
     ap.add_argument("--elements", type=int, default=64 << 20)
     ap.add_argument("--iterations", type=int, default=10000)
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--math-elements", type=int, default=64 << 20)
+    ap.add_argument("--parts", default=",".join(PARTS))
     a = ap.parse_args()
+    parts = a.parts.split(",")
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown or a.runs < 1:
+        ap.error(f"unknown parts {unknown} (known: {', '.join(PARTS)})" if unknown
+                 else "--runs must be at least 1")
     try:
         import torch
     except Exception as e:  # an import of a large package fails in many ways
@@ -159,15 +263,17 @@ def main():
         "cuda": torch.version.cuda,
         "device": torch.cuda.get_device_name(0),
     }
-    parts = (
-        ("elementwise", lambda: elementwise(torch, a.elements, a.runs)),
-        ("tiny_sync", lambda: tiny_sync(torch, a.iterations)),
-        ("tiny_roundtrip", lambda: tiny_roundtrip(torch, a.iterations)),
-    )
-    if torch.cuda.device_count() >= 2:
-        parts += (("elementwise_all", lambda: elementwise_all(torch, a.elements, a.runs)),)
-    for name, measure in parts:
-        result, problem = measure()
+    measures = {
+        "elementwise": lambda: elementwise(torch, a.elements, a.runs),
+        "tiny_sync": lambda: tiny_sync(torch, a.iterations),
+        "tiny_roundtrip": lambda: tiny_roundtrip(torch, a.iterations),
+        "elementwise_all": lambda: elementwise_all(torch, a.elements, a.runs),
+        "math": lambda: math_part(torch, a.math_elements, a.runs),
+    }
+    for name in PARTS:
+        if name not in parts or (name == "elementwise_all" and torch.cuda.device_count() < 2):
+            continue
+        result, problem = measures[name]()
         if problem:
             emit({"status": "wrong", "reason": problem})
         out[name] = result

@@ -40,6 +40,7 @@ struct options {
 	const char *torch_script;
 	uint32_t device;
 	const char *all_devices;
+	const char *groups; /* --groups LIST; NULL: every group */
 	bool quick;
 	const char *sets[SETS_MAX];
 	size_t n_sets;
@@ -56,6 +57,7 @@ static const struct vy_bench_sizes gpu_sizes = {
 	.transfer_runs = 10,
 	.reduce_elements = UINT64_C(64) << 20,
 	.matmul_n = 2048,
+	.math_elements = UINT64_C(64) << 20,
 	.cold_compiles = 9,
 	.lookups = 2000,
 	.restarts = 3,
@@ -74,6 +76,7 @@ static const struct vy_bench_sizes cpu_sizes = {
 	.transfer_runs = 10,
 	.reduce_elements = UINT64_C(4) << 20,
 	.matmul_n = 128,
+	.math_elements = UINT64_C(256) << 10,
 	.cold_compiles = 3,
 	.lookups = 500,
 	.restarts = 2,
@@ -92,6 +95,7 @@ static const struct vy_bench_sizes quick_sizes = {
 	.transfer_runs = 3,
 	.reduce_elements = UINT64_C(1) << 20,
 	.matmul_n = 64,
+	.math_elements = UINT64_C(64) << 10,
 	.cold_compiles = 2,
 	.lookups = 100,
 	.restarts = 1,
@@ -102,12 +106,16 @@ static int usage(FILE *out, int status)
 {
 	fprintf(out,
 		"usage: vybench --out DIR [--vyred PATH] [--device I] [--all-devices LIST] "
-		"[--torch-script PATH] [--quick] [-o KEY=VALUE]...\n"
+		"[--torch-script PATH] [--groups LIST] [--quick] [-o KEY=VALUE]...\n"
 		"  --out DIR            write bench.json, latency.dat and vyred.log there\n"
 		"  --vyred PATH         the daemon to measure (default: $VYRED_BIN)\n"
 		"  --device I           Vulkan device index for the anchors and the daemon (0)\n"
 		"  --all-devices LIST   devices of the daemon of the every-device figures (all)\n"
 		"  --torch-script PATH  bench/torch_anchor.py, run with python3 where it exists\n"
+		"  --groups LIST        only these figure groups, comma-separated (and the groups\n"
+		"                       whose figures they take as anchors): tiny, graph,\n"
+		"                       throughput, stream, all, transfer, reduce, matmul, math,\n"
+		"                       cache, connections; default: all of them\n"
 		"  --quick              small sizes: check that every figure runs\n"
 		"  -o KEY=VALUE         a vyred configuration key (vyred --help lists them)\n");
 	return status;
@@ -136,6 +144,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->vyred = v;
 		} else if (strcmp(a, "--all-devices") == 0 && *v) {
 			o->all_devices = v;
+		} else if (strcmp(a, "--groups") == 0 && *v) {
+			o->groups = v;
 		} else if (strcmp(a, "--torch-script") == 0) {
 			o->torch_script = v;
 		} else if (strcmp(a, "--device") == 0) {
@@ -221,6 +231,82 @@ static int capture(char *const argv[], char **out)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+struct group {
+	const char *key;
+	const char *name;
+	int (*run)(struct vy_bench_ctx *ctx, struct vy_err *err);
+	/* The groups whose figures this one's rows take as anchors, comma-separated: they run
+	 * whenever it runs. */
+	const char *needs;
+	/* The parts of torch_anchor.py that the PyTorch rows of its figures need (--parts). */
+	const char *torch;
+};
+
+/* The cache group restarts the daemon, so the connections figure then meets a fresh one. */
+static const struct group groups[] = {
+	{"tiny", "tiny dispatch", vy_bench_tiny_run, NULL, "tiny_sync,tiny_roundtrip"},
+	{"graph", "graphs", vy_bench_graph_run, "tiny", NULL},
+	{"throughput", "dispatch rate", vy_bench_throughput_run, NULL, NULL},
+	{"stream", "elementwise f32", vy_bench_stream_run, NULL, "elementwise"},
+	{"all", "every device", vy_bench_all_run, "throughput,stream", "elementwise_all"},
+	{"transfer", "input transfer", vy_bench_transfer_run, NULL, NULL},
+	{"reduce", "reduction", vy_bench_reduce_run, NULL, NULL},
+	{"matmul", "matmul", vy_bench_matmul_run, NULL, NULL},
+	{"math", "math functions", vy_bench_math_run, NULL, "math"},
+	{"cache", "compile and restart", vy_bench_cache_run, "tiny", NULL},
+	{"connections", "connections held", vy_bench_clients_run, NULL, NULL},
+};
+
+#define GROUPS (sizeof(groups) / sizeof(groups[0]))
+
+/* Whether `word` is one of the comma-separated words of `list` (NULL: none). */
+static bool listed(const char *list, const char *word)
+{
+	size_t len = strlen(word);
+	for (const char *p = list; p && *p;) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		if (n == len && strncmp(p, word, len) == 0) {
+			return true;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
+/* The groups to run: those `list` names (NULL: all) and the groups they need. */
+static int select_groups(const char *list, bool selected[GROUPS])
+{
+	for (const char *p = list; p && *p;) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		bool known = false;
+		for (size_t i = 0; i < GROUPS; i++) {
+			known = known ||
+				(strlen(groups[i].key) == n && strncmp(p, groups[i].key, n) == 0);
+		}
+		if (!known) {
+			fprintf(stderr, "vybench: --groups: unknown group '%.*s'\n", (int)n, p);
+			return usage(stderr, 2);
+		}
+		p = end ? end + 1 : NULL;
+	}
+	for (size_t i = 0; i < GROUPS; i++) {
+		selected[i] = !list || listed(list, groups[i].key);
+	}
+	for (bool more = true; more;) {
+		more = false;
+		for (size_t i = 0; i < GROUPS; i++) {
+			for (size_t j = 0; selected[i] && j < GROUPS; j++) {
+				if (!selected[j] && listed(groups[i].needs, groups[j].key)) {
+					selected[j] = more = true;
+				}
+			}
+		}
+	}
+	return 0;
+}
+
 static json_object *absent(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static json_object *absent(const char *fmt, ...)
@@ -236,18 +322,33 @@ static json_object *absent(const char *fmt, ...)
 	return j;
 }
 
-/* PyTorch's figures from torch_anchor.py, or an "absent" object saying why there are none. */
-static json_object *torch_anchor(const struct options *o, const struct vy_bench_ctx *ctx)
+/* PyTorch's figures from torch_anchor.py (the parts the selected groups need), or an "absent"
+ * object saying why there are none. */
+static json_object *torch_anchor(
+	const struct options *o, const struct vy_bench_ctx *ctx, const bool selected[GROUPS])
 {
+	char parts[256] = "";
+	size_t len = 0;
+	for (size_t i = 0; i < GROUPS && len < sizeof(parts); i++) {
+		if (selected[i] && groups[i].torch) {
+			len += (size_t)snprintf(parts + len, sizeof(parts) - len, "%s%s",
+				len ? "," : "", groups[i].torch);
+		}
+	}
+	if (!len) {
+		return absent("no selected group has a PyTorch figure");
+	}
 	if (!o->torch_script) {
 		return absent("no --torch-script given");
 	}
-	char elements[32], iterations[32];
+	char elements[32], iterations[32], runs[32], math[32];
 	snprintf(
 		elements, sizeof(elements), "%llu", (unsigned long long)ctx->sizes.stream_elements);
 	snprintf(iterations, sizeof(iterations), "%u", ctx->sizes.tiny_iterations);
+	snprintf(runs, sizeof(runs), "%u", ctx->sizes.runs);
+	snprintf(math, sizeof(math), "%llu", (unsigned long long)ctx->sizes.math_elements);
 	char *argv[] = {"python3", (char *)o->torch_script, "--elements", elements, "--iterations",
-		iterations, NULL};
+		iterations, "--runs", runs, "--math-elements", math, "--parts", parts, NULL};
 	char *text = NULL;
 	int status = capture(argv, &text);
 	json_object *j = text && status == 0 ? json_tokener_parse(text) : NULL;
@@ -286,16 +387,22 @@ static void torch_rows(struct vy_bench_ctx *ctx, json_object *torch)
 	if (!status || strcmp(json_object_get_string(status), "present") != 0) {
 		return;
 	}
+	/* Rows of the figures measured in this run (--groups may have left some out). */
 	struct vy_bench_report *r = ctx->report;
-	vy_bench_report_add(r, "torch_tiny_sync", "tiny dispatch p50 vs PyTorch", "us",
-		ctx->tiny_p50_us, "PyTorch op+sync", jget(torch, "tiny_sync", "p50_us"),
-		VY_BENCH_GOAL_NONE, 0, NULL);
-	vy_bench_report_add(r, "torch_tiny_roundtrip", "tiny dispatch p50 vs PyTorch copies", "us",
-		ctx->tiny_p50_us, "PyTorch in-op-out", jget(torch, "tiny_roundtrip", "p50_us"),
-		VY_BENCH_GOAL_NONE, 0, NULL);
-	vy_bench_report_add(r, "torch_elementwise", "elementwise f32 vs PyTorch", "GB/s",
-		ctx->stream_gbps, "PyTorch add_", jget(torch, "elementwise", "gbps"),
-		VY_BENCH_GOAL_NONE, 0, NULL);
+	if (!isnan(ctx->tiny_p50_us)) {
+		vy_bench_report_add(r, "torch_tiny_sync", "tiny dispatch p50 vs PyTorch", "us",
+			ctx->tiny_p50_us, "PyTorch op+sync", jget(torch, "tiny_sync", "p50_us"),
+			VY_BENCH_GOAL_NONE, 0, NULL);
+		vy_bench_report_add(r, "torch_tiny_roundtrip",
+			"tiny dispatch p50 vs PyTorch copies", "us", ctx->tiny_p50_us,
+			"PyTorch in-op-out", jget(torch, "tiny_roundtrip", "p50_us"),
+			VY_BENCH_GOAL_NONE, 0, NULL);
+	}
+	if (!isnan(ctx->stream_gbps)) {
+		vy_bench_report_add(r, "torch_elementwise", "elementwise f32 vs PyTorch", "GB/s",
+			ctx->stream_gbps, "PyTorch add_", jget(torch, "elementwise", "gbps"),
+			VY_BENCH_GOAL_NONE, 0, NULL);
+	}
 	double all = jget(torch, "elementwise_all", "gbps");
 	if (isnan(all) || isnan(ctx->stream_all_gbps)) {
 		return;
@@ -338,6 +445,8 @@ static json_object *sizes_json(const struct vy_bench_sizes *s)
 	json_object_object_add(
 		j, "reduce_elements", json_object_new_int64((int64_t)s->reduce_elements));
 	json_object_object_add(j, "matmul_n", json_object_new_int64(s->matmul_n));
+	json_object_object_add(
+		j, "math_elements", json_object_new_int64((int64_t)s->math_elements));
 	json_object_object_add(j, "cold_compiles", json_object_new_int64(s->cold_compiles));
 	json_object_object_add(j, "lookups", json_object_new_int64(s->lookups));
 	json_object_object_add(j, "restarts", json_object_new_int64(s->restarts));
@@ -386,26 +495,6 @@ static int write_json(const struct options *o, const struct vy_bench_ctx *ctx, j
 	return 0;
 }
 
-struct group {
-	const char *key;
-	const char *name;
-	int (*run)(struct vy_bench_ctx *ctx, struct vy_err *err);
-};
-
-/* The cache group restarts the daemon, so the connections figure then meets a fresh one. */
-static const struct group groups[] = {
-	{"tiny", "tiny dispatch", vy_bench_tiny_run},
-	{"graph", "graphs", vy_bench_graph_run},
-	{"throughput", "dispatch rate", vy_bench_throughput_run},
-	{"stream", "elementwise f32", vy_bench_stream_run},
-	{"all", "every device", vy_bench_all_run},
-	{"transfer", "input transfer", vy_bench_transfer_run},
-	{"reduce", "reduction", vy_bench_reduce_run},
-	{"matmul", "matmul", vy_bench_matmul_run},
-	{"cache", "compile and restart", vy_bench_cache_run},
-	{"connections", "connections held", vy_bench_clients_run},
-};
-
 static int start_daemon(const struct options *o, struct vy_bench_daemon *d, char *log, char *device,
 	struct vy_err *err)
 {
@@ -424,7 +513,8 @@ static int start_daemon(const struct options *o, struct vy_bench_daemon *d, char
 	return vy_bench_daemon_start(d, err);
 }
 
-static int run(const struct options *o, struct vy_bench_ctx *ctx, struct vy_bench_daemon *d)
+static int run(const struct options *o, const bool selected[GROUPS], struct vy_bench_ctx *ctx,
+	struct vy_bench_daemon *d)
 {
 	uint64_t t0 = vy_bench_now_ns();
 	struct vy_err err = {0};
@@ -449,7 +539,10 @@ static int run(const struct options *o, struct vy_bench_ctx *ctx, struct vy_benc
 		vy_raw_vk_device_name(ctx->raw), ctx->cpu ? "CPU" : "GPU",
 		o->quick ? ", quick" : "", o->vyred);
 	fflush(stdout);
-	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
+	for (size_t i = 0; i < GROUPS; i++) {
+		if (!selected[i]) {
+			continue;
+		}
 		uint64_t g0 = vy_bench_now_ns();
 		fprintf(stderr, "vybench: %s...", groups[i].name);
 		vy_err_clear(&err);
@@ -462,12 +555,13 @@ static int run(const struct options *o, struct vy_bench_ctx *ctx, struct vy_benc
 	}
 	fprintf(stderr, "vybench: PyTorch anchor...");
 	uint64_t g0 = vy_bench_now_ns();
-	json_object *torch = torch_anchor(o, ctx);
+	json_object *torch = torch_anchor(o, ctx, selected);
 	json_object *reason = NULL;
 	json_object_object_get_ex(torch, "reason", &reason);
 	fprintf(stderr, " %.1f s%s%s\n", (double)(vy_bench_now_ns() - g0) / 1e9,
 		reason ? ": absent, " : "", reason ? json_object_get_string(reason) : "");
 	torch_rows(ctx, torch);
+	vy_bench_math_anchor(ctx, torch);
 	vy_err_clear(&err);
 	if (vy_bench_daemon_stop(d, &err)) {
 		vy_bench_report_fail(ctx->report, "shutdown", "vyred shutdown", &err);
@@ -481,7 +575,8 @@ static int run(const struct options *o, struct vy_bench_ctx *ctx, struct vy_benc
 int main(int argc, char **argv)
 {
 	struct options o;
-	if (parse_args(argc, argv, &o)) {
+	bool selected[GROUPS];
+	if (parse_args(argc, argv, &o) || select_groups(o.groups, selected)) {
 		return 2;
 	}
 	if (mkdir(o.out, 0755) != 0 && errno != EEXIST) {
@@ -506,7 +601,7 @@ int main(int argc, char **argv)
 		.rate16_per_s = NAN,
 		.stream_all_gbps = NAN,
 	};
-	int rc = report ? run(&o, &ctx, &daemon) : 1;
+	int rc = report ? run(&o, selected, &ctx, &daemon) : 1;
 	vy_bench_daemon_finish(&daemon);
 	vy_bench_inproc_destroy(ctx.inproc);
 	vy_raw_vk_destroy(ctx.raw);
