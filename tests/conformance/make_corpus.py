@@ -9,6 +9,9 @@ to nearest even by hand, so nothing here shares code or libm with the C interpre
 are expanded by a Python copy of the generators the runner implements (README.md), so a
 disagreement between the two shows up as a failed expectation.
 
+The correctly rounded atan2 and pow of the lowered functions' cases come from mpmath
+(python3-mpmath) at 200 to 300 bits; hypot's from an exact integer square root.
+
 Run it from anywhere; it rewrites every case file, and the output is deterministic:
     python3 tests/conformance/make_corpus.py
 """
