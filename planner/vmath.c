@@ -48,6 +48,8 @@ bool vy_vmath_lowers(enum vy_unop op)
 	case VY_UN_SINH:
 	case VY_UN_COSH:
 	case VY_UN_TANH:
+	case VY_UN_ERF:
+	case VY_UN_ERFC:
 		return true;
 	default:
 		return false;
@@ -310,6 +312,10 @@ static struct vy_expr *expand(struct vy__vm *m, enum vy_unop op, const struct vy
 		return vy__vm_cosh(m, x);
 	case VY_UN_TANH:
 		return vy__vm_tanh(m, x);
+	case VY_UN_ERF:
+		return vy__vm_erf(m, x);
+	case VY_UN_ERFC:
+		return vy__vm_erfc(m, x);
 	default:
 		assert(!"not a lowered operation");
 		return NULL;

@@ -68,6 +68,8 @@ struct vy_expr *vy__vm_exp10(struct vy__vm *m, const struct vy_expr *x);
 struct vy_expr *vy__vm_expm1(struct vy__vm *m, const struct vy_expr *x);
 struct vy_expr *vy__vm_log1p(struct vy__vm *m, const struct vy_expr *x);
 struct vy_expr *vy__vm_cbrt(struct vy__vm *m, const struct vy_expr *x);
+struct vy_expr *vy__vm_erf(struct vy__vm *m, const struct vy_expr *x);
+struct vy_expr *vy__vm_erfc(struct vy__vm *m, const struct vy_expr *x);
 struct vy_expr *vy__vm_sin(struct vy__vm *m, const struct vy_expr *x);
 struct vy_expr *vy__vm_cos(struct vy__vm *m, const struct vy_expr *x);
 struct vy_expr *vy__vm_tan(struct vy__vm *m, const struct vy_expr *x);

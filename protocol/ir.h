@@ -112,6 +112,8 @@ struct vy_arena;
 	X(SINH, "sinh")                                                                            \
 	X(COSH, "cosh")                                                                            \
 	X(TANH, "tanh")                                                                            \
+	X(ERF, "erf")                                                                              \
+	X(ERFC, "erfc")                                                                            \
 	X(IS_NAN, "is_nan")                                                                        \
 	X(IS_INF, "is_inf")                                                                        \
 	X(IS_FINITE, "is_finite")                                                                  \

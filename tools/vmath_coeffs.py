@@ -7,8 +7,15 @@ over the interval the lowering feeds it. The coefficients are then rounded to f3
 lowering emits, and the relative error is measured again after rounding.
 
 Run: python3 tools/vmath_coeffs.py            (prints a C table for each approximation)
-Needs python3-mpmath. The tables are copied into planner/vmath_exp.c, vmath_log.c and vmath_trig.c
-by hand; the build does not run this script.
+     python3 tools/vmath_coeffs.py NAME...    (only those: erf_p, erfc_b, erfc_r, erfcx_pieces, ...)
+Needs python3-mpmath. The tables are copied into planner/vmath_exp.c, vmath_log.c, vmath_trig.c
+and vmath_erf.c by hand; the build does not run this script.
+
+erf and erfc (planner/vmath_erf.c) take, besides three polynomials of the table below, the
+piecewise polynomials of erfcx(a) = e^(a^2) erfc(a) (erfcx_pieces): on each interval a minimax
+polynomial of degree 9 in d = a - z, z an f32 inside the interval, whose three lowest
+coefficients are printed as pairs (an f32 and the f32 nearest the remainder) because the lowering
+adds those terms exactly; and the constants that it splits into pairs (split_constants).
 """
 
 import struct
@@ -121,6 +128,10 @@ def measure(f, c, a, b, grid=20000):
 	return max(abs(e(a + (b - a) * mp.mpf(i) / grid)) for i in range(grid + 1))
 
 
+def erfcx(a):
+	return mp.exp(a * a) * mp.erfc(a)
+
+
 def series_guard(g, limit):
 	"""g with its limit at 0 (the targets below are removable singularities there)."""
 	return lambda x: limit if x == 0 else g(x)
@@ -166,7 +177,67 @@ def targets():
 		("tanh_k", "(tanh(x) / x - 1) / z", series_guard(
 			lambda z: (mp.tanh(mp.sqrt(z)) / mp.sqrt(z) - 1) / z, -mp.mpf(1) / 3),
 			mp.mpf(0), mp.mpf("0.390625"), 6),
+		("erf_p", "(erf(x) / x - C - p0 z) / z^2, C = 2 / sqrt(pi), p0 = -C / 3",
+			series_guard(lambda z: (mp.erf(mp.sqrt(z)) / mp.sqrt(z) - erf_c - erf_p0 * z)
+				/ z**2, erf_c / 10),
+			mp.mpf(0), ERF_SMALL**2, 2),
+		("erfc_b", "(e^r - 1 - r - r^2 / 2) / r^3",
+			series_guard(lambda r: (mp.expm1(r) - r - r * r / 2) / r**3, mp.mpf(1) / 6),
+			-ln2 / 2 * mp.mpf("1.01"), ln2 / 2 * mp.mpf("1.01"), 4),
+		("erfc_r", "(sqrt(pi) a erfcx(a) - 1 + w / 2) / w^2, w = 1 / a^2",
+			lambda w: (mp.sqrt(mp.pi) / mp.sqrt(w) * erfcx(1 / mp.sqrt(w)) - 1 + w / 2) / w**2,
+			1 / ERFC_CLAMP**2, 1 / ERFC_TAIL**2, 6),
 	]
+
+
+# erf and erfc (planner/vmath_erf.c): the small path below ERF_SMALL, the pieces of erfcx up to
+# ERFC_TAIL, its asymptotic form up to ERFC_CLAMP (beyond, erfc is below 2^-126).
+ERF_SMALL = mp.mpf("0.25")
+ERFC_TAIL = mp.mpf(3)
+ERFC_CLAMP = mp.mpf("9.25")
+erf_c = 2 / mp.sqrt(mp.pi)
+erf_p0 = -erf_c / 3
+# [lo, hi) and the expansion point z: hi <= 2 z and z <= 2 lo, so a - z is exact (Sterbenz).
+ERFCX_PIECES = [("0.25", "0.75", "0.5"), ("0.75", "1.625", "1.1875"), ("1.625", "3", "2.3125")]
+ERFCX_DEGREE = 9
+
+
+def pair(x):
+	hi = to_f32(x)
+	return hi, to_f32(x - mp.mpf(hi))
+
+
+def erfcx_pieces():
+	"""The tables of erfcx on its pieces, in the layout of planner/vmath_erf.c."""
+	zs, his, los, qs = [], [], [], []
+	for lo, hi, z in ERFCX_PIECES:
+		lo, hi, z = mp.mpf(lo), mp.mpf(hi), mp.mpf(z)
+		assert hi <= 2 * z and z <= 2 * lo and to_f32(z) == z
+		f = lambda d, z=z: erfcx(z + d)
+		c = remez(f, lo - z, hi - z, ERFCX_DEGREE)
+		split = [pair(x) for x in c[:3]]
+		used = [mp.mpf(h) + mp.mpf(l) for h, l in split] + [mp.mpf(to_f32(x)) for x in c[3:]]
+		print("/* erfcx on [%s, %s), d = a - %s: relative error %.3g (%.3g as the lowering "
+			"holds the coefficients) */" % (mp.nstr(lo, 6), mp.nstr(hi, 6), mp.nstr(z, 6),
+				float(measure(f, c, lo - z, hi - z)), float(measure(f, used, lo - z, hi - z))))
+		zs.append(z)
+		his.append([h for h, _ in split])
+		los.append([l for _, l in split])
+		qs.append(c[3:])
+
+	def rows(table):
+		return ",\n\t".join("{%s}" % ", ".join(c_float(x) for x in row) for row in table)
+	print("static const float erfcx_z[] = {%s};" % ", ".join(c_float(z) for z in zs))
+	print("static const float erfcx_hi[][3] = {%s};" % rows(his))
+	print("static const float erfcx_lo[][3] = {%s};" % rows(los))
+	print("static const float erfcx_q[][%d] = {%s};" % (ERFCX_DEGREE - 2, rows(qs)))
+
+
+def split_constants():
+	"""The constants of planner/vmath_erf.c that the lowering holds as pairs."""
+	for name, v in (("ERF_C", erf_c), ("ERF_P0", erf_p0), ("RSQRT_PI", 1 / mp.sqrt(mp.pi))):
+		hi, lo = pair(v)
+		print("#define %s_HI %s\n#define %s_LO %s" % (name, c_float(hi), name, c_float(lo)))
 
 
 def main():
@@ -183,6 +254,10 @@ def main():
 				float(err), float(err32)))
 		print("static const float %s[] = {%s};" % (name, ", ".join(c_float(x) for x in c)))
 		sys.stdout.flush()
+	if not only or "erfcx_pieces" in only:
+		erfcx_pieces()
+	if not only or "split_constants" in only:
+		split_constants()
 
 
 if __name__ == "__main__":

@@ -15,11 +15,11 @@
 #include "validate.h"
 #include "vmath.h"
 
-#define LOWERED_COUNT 20
+#define LOWERED_COUNT 22
 static const enum vy_unop lowered_ops[LOWERED_COUNT] = {VY_UN_INVERSE_SQRT, VY_UN_RECIPROCAL,
 	VY_UN_EXP, VY_UN_EXP2, VY_UN_EXP10, VY_UN_EXPM1, VY_UN_LOG, VY_UN_LOG2, VY_UN_LOG10,
 	VY_UN_LOG1P, VY_UN_SIN, VY_UN_COS, VY_UN_TAN, VY_UN_ASIN, VY_UN_ACOS, VY_UN_ATAN,
-	VY_UN_SINH, VY_UN_COSH, VY_UN_TANH, VY_UN_CBRT};
+	VY_UN_SINH, VY_UN_COSH, VY_UN_TANH, VY_UN_CBRT, VY_UN_ERF, VY_UN_ERFC};
 
 static bool is_lowered_op(uint32_t op)
 {
@@ -817,6 +817,64 @@ Test(vmath, cos_is_even_and_sin_and_tan_odd_to_the_bit)
 	run_reference(p, x, c, N, y);
 	for (uint32_t i = 0; i < N; i++) {
 		cr_expect_eq(y[i], 0, "f(-x) is not +-f(x) to the bit at x = %.9g", (double)x[i]);
+	}
+	vy_program_destroy(p);
+}
+
+Test(vmath, special_values_of_erf_and_erfc)
+{
+	/* C99 Annex F's special values; subnormal operands read as signed zeros; results just
+	 * past each threshold of the expansion (the series below 0.25, the pieces of erfcx from
+	 * 0.25, 0.75 and 1.625, its asymptotic form from 3, the clamp at 9.25) correctly rounded,
+	 * the wanted bits from mpmath at 50 digits; erfc flushes what falls below 2^-126. */
+	CHECK(ERF, EXACT(0.0f, PZERO), EXACT(-0.0f, NZERO), EXACT(INFINITY, ONE),
+		EXACT(-INFINITY, ONE | 0x80000000u), EXACT(NAN, NAN_BITS), EXACT(1e-45f, PZERO),
+		EXACT(-1e-45f, NZERO), EXACT(0x1p-126f, 0x00906EBBu), EXACT(1e-10f, 0x2EF8221Au),
+		EXACT(-0.125f, 0xBE0FAF0Du), EXACT(0x1.fffffep-3f, 0x3E8D7AA7u),
+		EXACT(0.25f, 0x3E8D7AA7u), EXACT(0.5f, 0x3F053F7Bu), EXACT(0.75f, 0x3F360E4Cu),
+		EXACT(1.0f, 0x3F57BB3Du), EXACT(1.625f, 0x3F7A7B4Au), EXACT(2.0f, 0x3F7ECD71u),
+		EXACT(-1.5f, 0xBF7752ABu), EXACT(3.0f, 0x3F7FFE8Du), EXACT(3.5f, 0x3F7FFFF4u),
+		EXACT(3.9f, 0x3F7FFFFFu), EXACT(4.0f, ONE), EXACT(9.5f, ONE),
+		EXACT(-1e30f, ONE | 0x80000000u));
+	CHECK(ERFC, EXACT(0.0f, ONE), EXACT(-0.0f, ONE), EXACT(INFINITY, PZERO),
+		EXACT(-INFINITY, 0x40000000u), EXACT(NAN, NAN_BITS), EXACT(1e-45f, ONE),
+		EXACT(0x1p-126f, ONE), EXACT(1e-8f, ONE), EXACT(0.1f, 0x3F6335A1u),
+		EXACT(0x1.fffffep-3f, 0x3F3942ADu), EXACT(0.25f, 0x3F3942ACu),
+		EXACT(-0.25f, 0x3FA35EAAu), EXACT(0.5f, 0x3EF5810Au), EXACT(0.75f, 0x3E93E369u),
+		EXACT(1.0f, 0x3E21130Bu), EXACT(-1.0f, 0x3FEBDD9Fu), EXACT(1.625f, 0x3CB096C5u),
+		EXACT(2.0f, 0x3B9947AFu), EXACT(3.0f, 0x37B94EFBu), EXACT(5.0f, 0x2BD860D4u),
+		EXACT(9.0f, 0x030CC6A1u), EXACT(9.19f, 0x008B3C4Au), EXACT(9.25f, PZERO),
+		EXACT(10.0f, PZERO), EXACT(3e38f, PZERO), EXACT(-3.9f, 0x40000000u),
+		EXACT(-5.0f, 0x40000000u));
+}
+
+Test(vmath, erf_is_odd_to_the_bit)
+{
+	enum { N = 32 };
+	struct vy_program *p = program_xyc(N);
+	vy_program_set_entry(
+		p, vy_ir_seq(p,
+			   vy_ir_loop(p, "i", vy_ir_u32(p, 0), vy_ir_u32(p, N),
+				   vy_ir_seq(p,
+					   vy_ir_store(p, "y", vy_ir_var(p, "i"),
+						   vy_ir_select(p, asymmetric(p, VY_UN_ERF, true),
+							   vy_ir_f32(p, 1.0f), vy_ir_f32(p, 0.0f))),
+					   NULL)),
+			   NULL));
+	/* Magnitudes from 2^-126 to 2^4, every path of the expansion. */
+	float x[N];
+	uint32_t c[N] = {0};
+	uint32_t y[N];
+	for (uint32_t i = 0; i < N; i++) {
+		x[i] = ldexpf(1.2345678f + (float)i / 64.0f, -126 + (int)(i * 130 / (N - 1)));
+	}
+	x[0] = 0.25f;
+	x[1] = 3.0f;
+	x[2] = 0.0f;
+	run_reference(p, x, c, N, y);
+	for (uint32_t i = 0; i < N; i++) {
+		cr_expect_eq(
+			y[i], 0, "erf(-x) is not -erf(x) to the bit at x = %.9g", (double)x[i]);
 	}
 	vy_program_destroy(p);
 }

@@ -731,7 +731,8 @@ static const struct {
 } libm_fns[] = {{"exp", exp}, {"exp2", exp2}, {"exp10", exp10}, {"expm1", expm1}, {"log", log},
 	{"log2", log2}, {"log10", log10}, {"log1p", log1p}, {"cbrt", cbrt}, {"sin", sin},
 	{"cos", cos}, {"tan", tan}, {"asin", asin}, {"acos", acos}, {"atan", atan}, {"sinh", sinh},
-	{"cosh", cosh}, {"tanh", tanh}, {"reciprocal", recip}, {"inverse_sqrt", rsqrt}};
+	{"cosh", cosh}, {"tanh", tanh}, {"erf", erf}, {"erfc", erfc}, {"reciprocal", recip},
+	{"inverse_sqrt", rsqrt}};
 
 static const struct {
 	const char *op;

@@ -115,6 +115,8 @@ static const struct op ops[] = {
 	{"sinh", UNARY, VY_UN_SINH, sinhl, -90.0f, 90.0f, false, 0, "all", 2, 0, NULL, 0},
 	{"cosh", UNARY, VY_UN_COSH, coshl, -90.0f, 90.0f, false, 0, "all", 1, 0, NULL, 0},
 	{"tanh", UNARY, VY_UN_TANH, tanhl, -FLT_MAX, FLT_MAX, false, 0, "all", 1, 0, NULL, 0},
+	{"erf", UNARY, VY_UN_ERF, erfl, -4.0f, 4.0f, false, 0, "all", 1, 0, NULL, 0},
+	{"erfc", UNARY, VY_UN_ERFC, erfcl, -4.0f, 9.25f, false, 0, "all", 1, 0, NULL, 0},
 	{"hypot", BINARY, 0, NULL, -FLT_MAX, FLT_MAX, false, 0, "all", 1, VY_BIN_HYPOT, hypotl,
 		99.99},
 	{"atan2", BINARY, 0, NULL, -FLT_MAX, FLT_MAX, false, 0, "all", 1, VY_BIN_ATAN2, atan2l,
