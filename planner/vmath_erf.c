@@ -3,30 +3,31 @@
  * and §6.2 the measured error).
  *
  * Below |x| = 1/4, erf(x) = x W with W = C + p0 z + z^2 P(z), z = x^2, C = 2 / sqrt(pi) and
- * p0 = -C / 3 held as pairs, so that W is a pair (W_hi, W_lo) with every rounding in terms below
- * 2^-8 of it: erf(x) = fma(x, W_hi, x W_lo) and erfc(x) = 1 - erf(x) with the product and the
- * difference kept exactly until the last addition.
+ * p0 = -C / 3 held as pairs, so that W is a pair (W_hi, W_lo) whose rounding errors all sit in
+ * terms below 2^-11 of it. erf(x) = fma(x, W_hi, x W_lo) with x scaled by 2^48 and back (exact),
+ * so that x W_lo does not flush for tiny x; erfc(x) = 1 - x W with the product and the difference
+ * kept exactly until the last addition.
  *
- * From |x| = 1/4 on, both come from erfc(a), a = |x|, as e^(-a^2) times erfcx(a) = e^(a^2) erfc(a),
- * each held as a pair:
- *   e^(-a^2) = 2^-m (E_hi + E_lo): a^2 = h + l exactly (the product and its error from an fma),
- *   m = round(h / ln 2), r = m ln2_hi - h exact, and e^r (1 + m ln2_lo - l) with
- *   e^r = 1 + r + r^2 / 2 + r^3 B(r), the first three terms summed exactly (Fast2Sum, r^2 as a
- *   product and its error);
- *   erfcx(a) on [1/4, 3) from one of three pieces, a polynomial of degree 9 in d = a - z (exact)
- *   whose three lowest terms are added exactly (their coefficients as pairs, each product with its
- *   error), so that the rounding errors stay in the terms of degree 3 and up, below 2^-6 of the
- *   sum; and from 3 on, erfcx(a) = (t / sqrt(pi)) (1 - w / 2 + w^2 R(w)) with t = 1/a and
- *   w = t^2 as pairs and the first two terms exact, the rest below 2^-6.7 of the sum.
- * The product of the two pairs is rounded once: erfc(a) = 2^-m fl(y_hi + y_lo); 2^-m is a normal
- * number (m <= 123 after the clamp of a to 9.25, where erfc is below 2^-127), so the scaling
- * rounds only where the result leaves the normal range, and there it flushes to +0. erfc(-a) =
- * 2 - erfc(a) and erf(a) = 1 - erfc(a) subtract the scaled pair by Fast2Sum.
+ * From |x| = 1/4 on, both come from erfc(a), a = |x| (clamped to 9.25, where erfc < 2^-127), as
+ * e^(-a^2) times erfcx(a) = e^(a^2) erfc(a), each a pair:
+ *   e^(-a^2) = 2^-m (E_hi + E_lo): a^2 = h + l exactly (the product and its error), m =
+ *   round(h / ln 2), r = m ln2_hi - h exact, and e^r (1 + m ln2_lo - l) with e^r = 1 + r + r^2 / 2
+ *   + r^3 B(r), the first three terms summed exactly (Fast2Sum; r^2 as a product and its error);
+ *   erfcx(a) on [1/4, 3): one of three pieces, a polynomial of degree 9 in d = a - z (exact),
+ *   its terms of degree 0 to 2 added exactly (coefficients as pairs, each product with its error),
+ *   so that rounding errors stay in the terms of degree 3 and up, below 2^-6 of the sum;
+ *   erfcx(a) from 3 on: (t / sqrt(pi)) (1 - w / 2 + w^2 R(w)), t = 1/a and w = t^2 as pairs and
+ *   the first two terms exact, the rest below 2^-7 of the sum.
+ * The product of the two pairs is rounded once: erfc(a) = 2^-m fl(y_hi + y_lo). 2^-m is a normal
+ * number (m <= 123), so the scaling rounds only where the result leaves the normal range, and
+ * there it flushes to +0. erfc(-a) = 2 - erfc(a) and erf(a) = 1 - erfc(a) subtract the scaled
+ * pair by Fast2Sum; erf takes the sign of x.
  *
  * The tables come from tools/vmath_coeffs.py (minimax relative error, Remez in mpmath).
  *
- * Special values: erf(+-0) = +-0, erf(+-inf) = +-1, erfc(-inf) = 2, erfc(+inf) = +0, NaN gives NaN;
- * erf(-x) = -erf(x) to the bit; erfc results below 2^-126 flush to +0.
+ * Special values: erf(+-0) = +-0, erf(+-inf) = +-1, erfc(-inf) = 2, erfc(+inf) = +0, NaN gives
+ * NaN; a subnormal operand reads as a signed zero; erf(-x) = -erf(x) to the bit; erfc results
+ * below 2^-126 flush to +0.
  */
 #include "vmath_emit.h"
 
