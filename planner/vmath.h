@@ -1,9 +1,9 @@
 /*
  * The math-library lowering (DESIGN.md §4.4). inverse_sqrt, reciprocal, the transcendental
  * functions (exp exp2 exp10 expm1 log log2 log10 log1p cbrt sin cos tan asin acos atan sinh cosh
- * tanh) and those of two operands (hypot atan2 pow) have no single cheap right answer, so vyred
- * defines each one as a fixed expansion into operations that every backend computes exactly the
- * same way: f32 add, sub, mul, fma, correctly rounded div and sqrt, min, max, abs, neg, round,
+ * tanh erf erfc) and those of two operands (hypot atan2 pow) have no single cheap right answer, so
+ * vyred defines each one as a fixed expansion into operations that every backend computes exactly
+ * the same way: f32 add, sub, mul, fma, correctly rounded div and sqrt, min, max, abs, neg, round,
  * comparisons, select, casts, bitcasts and i32/u32 integer operations. The
  * reference interpreter and the code generators run the lowered program, so these functions give
  * the same bits everywhere. docs/semantics.md lists every expansion with its domain and measured
