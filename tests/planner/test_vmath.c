@@ -789,6 +789,31 @@ static struct vy_expr *asymmetric(struct vy_program *p, enum vy_unop op, bool od
 		odd ? vy_ir_unary(p, VY_UN_NEG, plus) : plus);
 }
 
+/* Run `any` (true where f(-x) is not +-f(x) to the bit) over x[0..n) on the reference and
+ * expect it false everywhere; `what` names the symmetry in the message. */
+static void expect_symmetric(
+	struct vy_program *p, struct vy_expr *any, const float *x, uint32_t n, const char *what)
+{
+	vy_program_set_entry(
+		p, vy_ir_seq(p,
+			   vy_ir_loop(p, "i", vy_ir_u32(p, 0), vy_ir_u32(p, n),
+				   vy_ir_seq(p,
+					   vy_ir_store(p, "y", vy_ir_var(p, "i"),
+						   vy_ir_select(p, any, vy_ir_f32(p, 1.0f),
+							   vy_ir_f32(p, 0.0f))),
+					   NULL)),
+			   NULL));
+	uint32_t c[32] = {0};
+	uint32_t y[32];
+	cr_assert_leq(n, 32);
+	run_reference(p, x, c, n, y);
+	for (uint32_t i = 0; i < n; i++) {
+		cr_expect_eq(
+			y[i], 0, "%s does not hold to the bit at x = %.9g", what, (double)x[i]);
+	}
+	vy_program_destroy(p);
+}
+
 Test(vmath, cos_is_even_and_sin_and_tan_odd_to_the_bit)
 {
 	enum { N = 32 };
@@ -796,29 +821,14 @@ Test(vmath, cos_is_even_and_sin_and_tan_odd_to_the_bit)
 	struct vy_expr *any = vy_ir_binary(p, VY_BIN_OR, asymmetric(p, VY_UN_SIN, true),
 		vy_ir_binary(p, VY_BIN_OR, asymmetric(p, VY_UN_COS, false),
 			asymmetric(p, VY_UN_TAN, true)));
-	vy_program_set_entry(
-		p, vy_ir_seq(p,
-			   vy_ir_loop(p, "i", vy_ir_u32(p, 0), vy_ir_u32(p, N),
-				   vy_ir_seq(p,
-					   vy_ir_store(p, "y", vy_ir_var(p, "i"),
-						   vy_ir_select(p, any, vy_ir_f32(p, 1.0f),
-							   vy_ir_f32(p, 0.0f))),
-					   NULL)),
-			   NULL));
 	/* Magnitudes from 2^-20 to 2^127, both reductions and their border at 2^12. */
 	float x[N];
-	uint32_t c[N] = {0};
-	uint32_t y[N];
 	for (uint32_t i = 0; i < N; i++) {
 		x[i] = ldexpf(1.2345678f + (float)i / 64.0f, -20 + (int)(i * 147 / (N - 1)));
 	}
 	x[0] = 4096.0f;
 	x[1] = 4095.9998f;
-	run_reference(p, x, c, N, y);
-	for (uint32_t i = 0; i < N; i++) {
-		cr_expect_eq(y[i], 0, "f(-x) is not +-f(x) to the bit at x = %.9g", (double)x[i]);
-	}
-	vy_program_destroy(p);
+	expect_symmetric(p, any, x, N, "f(-x) = +-f(x)");
 }
 
 Test(vmath, special_values_of_erf_and_erfc)
@@ -852,31 +862,15 @@ Test(vmath, erf_is_odd_to_the_bit)
 {
 	enum { N = 32 };
 	struct vy_program *p = program_xyc(N);
-	vy_program_set_entry(
-		p, vy_ir_seq(p,
-			   vy_ir_loop(p, "i", vy_ir_u32(p, 0), vy_ir_u32(p, N),
-				   vy_ir_seq(p,
-					   vy_ir_store(p, "y", vy_ir_var(p, "i"),
-						   vy_ir_select(p, asymmetric(p, VY_UN_ERF, true),
-							   vy_ir_f32(p, 1.0f), vy_ir_f32(p, 0.0f))),
-					   NULL)),
-			   NULL));
 	/* Magnitudes from 2^-126 to 2^4, every path of the expansion. */
 	float x[N];
-	uint32_t c[N] = {0};
-	uint32_t y[N];
 	for (uint32_t i = 0; i < N; i++) {
 		x[i] = ldexpf(1.2345678f + (float)i / 64.0f, -126 + (int)(i * 130 / (N - 1)));
 	}
 	x[0] = 0.25f;
 	x[1] = 3.0f;
 	x[2] = 0.0f;
-	run_reference(p, x, c, N, y);
-	for (uint32_t i = 0; i < N; i++) {
-		cr_expect_eq(
-			y[i], 0, "erf(-x) is not -erf(x) to the bit at x = %.9g", (double)x[i]);
-	}
-	vy_program_destroy(p);
+	expect_symmetric(p, asymmetric(p, VY_UN_ERF, true), x, N, "erf(-x) = -erf(x)");
 }
 
 Test(vmath, special_values_of_asin_acos_atan)
