@@ -918,7 +918,7 @@ void vy__vk_expr(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_va
 		}
 		use(g, VY__VK_USE(FFMA));
 		temp(g, out, VY_TYPE_F32, "vy_ffma(%s, %s, %s)", a.text, b.text, c.text);
-		out->loose = false;
+		out->loose = vy__vk_lib_fma_loose(&g->opts->math);
 		return;
 	case VY_EXPR_ATOMIC:
 		atomic(g, e, out);

@@ -106,6 +106,8 @@ void vy__vk_lib_emit(struct vy__vk_str *out, uint64_t uses, const struct vy_vk_m
 
 /* Whether the fma helper needs doubles on this device. */
 bool vy__vk_lib_fma_needs_f64(const struct vy_vk_math *math);
+/* vy_ffma gives back the device's NaN (loose) rather than the canonical one. */
+bool vy__vk_lib_fma_loose(const struct vy_vk_math *math);
 
 /* An operand: a temporary, a variable, a literal or a builtin, as GLSL text. An f32 operand is
  * `loose` when it may be a NaN other than the canonical one (vk_codegen_lib.c): what makes its

@@ -359,6 +359,39 @@ static const char fdiv_builtin[] = "\tprecise float r = uintBitsToFloat(a) / uin
 static const char fdiv_bits[] = "\treturn vy_fdiv_exact(a, b);\n"
 				"}\n";
 
+/*
+ * Division from the device's approximate one, proven before it is kept (docs/semantics.md §6.5):
+ * the significands as x and y in [1, 2), a quotient q refined by one fma step, and its exact
+ * remainder x - q*y. When |x - q*y| < y*h, h the smaller half spacing of the floats beside q,
+ * x/y lies nearer q than any other float, so q is the correctly rounded quotient; the remainder
+ * is exact whenever that test can pass (it is then below 2^-23, a multiple of 2^-47). The
+ * quotient's exponent is added to q's when the result is normal; anything else (a failed test, a
+ * subnormal or overflowing result) takes the integer long division. Operands are finite,
+ * nonzero and normal here.
+ */
+static const char fdiv_fast[] =
+	"uint vy_fdiv_fast(uint a, uint b)\n"
+	"{\n"
+	"\tprecise float x = uintBitsToFloat((a & 0x007FFFFFu) | 0x3F800000u);\n"
+	"\tprecise float y = uintBitsToFloat((b & 0x007FFFFFu) | 0x3F800000u);\n"
+	"\tprecise float t = 1.0 / y;\n"
+	"\tprecise float q0 = x * t;\n"
+	"\tprecise float e = fma(-q0, y, x);\n"
+	"\tprecise float q = fma(e, t, q0);\n"
+	"\tprecise float r = fma(-q, y, x);\n"
+	"\tuint qb = floatBitsToUint(q);\n"
+	"\tprecise float h = uintBitsToFloat(qb > 0x3F800000u ? 0x33800000u : 0x33000000u);\n"
+	"\tprecise float lim = y * h;\n"
+	"\tint k = int((qb >> 23) & 0xFFu) + int((a >> 23) & 0xFFu) - int((b >> 23) & 0xFFu);\n"
+	"\tif (abs(r) < lim && k > 0 && k < 255) {\n"
+	"\t\treturn ((a ^ b) & 0x80000000u) | (uint(k) << 23) | (qb & 0x007FFFFFu);\n"
+	"\t}\n"
+	"\treturn vy_fdiv_exact(a, b);\n"
+	"}\n";
+
+static const char fdiv_fused[] = "\treturn vy_fdiv_fast(a, b);\n"
+				 "}\n";
+
 /* C's fmodf: the exact remainder of the truncated quotient, with the sign of a. */
 static const char fmod_text[] = "uint vy_fmod(uint a, uint b)\n"
 				"{\n"
@@ -395,6 +428,33 @@ static const char fsqrt_builtin[] = "\tprecise float r = sqrt(uintBitsToFloat(x)
 				    "\treturn vy_canon(floatBitsToUint(r));\n"
 				    "}\n";
 
+/*
+ * Square root from the device's approximate inverse square root, proven before it is kept
+ * (docs/semantics.md §6.5): the significand as m in [1, 4) with an even exponent left over, a
+ * root s refined by one fma step, and the exact remainder m - s*s. When |m - s*s| is below the
+ * float under 2*s*h (h the smaller half spacing beside s), which is below 2*s*h - h*h, m lies
+ * strictly between (s - h)^2 and (s + h)^2, so s is the correctly rounded root; the remainder
+ * is exact whenever that test can pass (it is then below 2^-22, a multiple of 2^-46). Otherwise
+ * the integer square root decides. x is positive, finite and normal here.
+ */
+static const char fsqrt_fused[] =
+	"\tint ex = int(x >> 23) - 127;\n"
+	"\tuint odd = uint(ex) & 1u;\n"
+	"\tprecise float m = uintBitsToFloat((x & 0x007FFFFFu) | (odd != 0u ? 0x40000000u : "
+	"0x3F800000u));\n"
+	"\tprecise float t = inversesqrt(m);\n"
+	"\tprecise float s0 = m * t;\n"
+	"\tprecise float d = fma(-s0, s0, m);\n"
+	"\tprecise float s = fma(d, 0.5 * t, s0);\n"
+	"\tprecise float r = fma(-s, s, m);\n"
+	"\tuint sb = floatBitsToUint(s);\n"
+	"\tprecise float w = s * uintBitsToFloat(sb > 0x3F800000u ? 0x34000000u : 0x33800000u);\n"
+	"\tif (abs(r) < uintBitsToFloat(floatBitsToUint(w) - 1u)) {\n"
+	"\t\treturn uint(int(sb >> 23) + ((ex - int(odd)) >> 1)) << 23 | (sb & 0x007FFFFFu);\n"
+	"\t}\n"
+	"\treturn vy_fsqrt_bits(x);\n"
+	"}\n";
+
 static const char fsqrt_exact[] = "\tuint m = (x & 0x007FFFFFu) | 0x00800000u;\n"
 				  "\tint e = int(x >> 23) - 150;\n"
 				  "\tif ((e & 1) != 0) {\n"
@@ -422,8 +482,8 @@ static const char fsqrt_exact[] = "\tuint m = (x & 0x007FFFFFu) | 0x00800000u;\n
  * turns fma(NaN, 0.0, 0.0) into 0 and double(0.0) * x into 0), so every variant below answers
  * these first; what follows sees finite nonzero factors and a finite addend.
  */
-#define FFMA_SPECIAL                                                                               \
-	"uint vy_ffma(uint a, uint b, uint c)\n"                                                   \
+#define FFMA_SPECIAL(name)                                                                         \
+	"uint " name "(uint a, uint b, uint c)\n"                                                  \
 	"{\n"                                                                                      \
 	"\tif (vy_isnan(a) || vy_isnan(b) || vy_isnan(c)) {\n"                                     \
 	"\t\treturn 0x7FC00000u;\n"                                                                \
@@ -455,36 +515,57 @@ static const char fsqrt_exact[] = "\tuint m = (x & 0x007FFFFFu) | 0x00800000u;\n
 	"}\n"
 
 static const char ffma_builtin[] =
-	FFMA_SPECIAL "\tprecise float r = fma(uintBitsToFloat(a), uintBitsToFloat(b), "
-		     "uintBitsToFloat(c));\n" FFMA_ZERO_RECOMPUTED;
+	FFMA_SPECIAL("vy_ffma") "\tprecise float r = fma(uintBitsToFloat(a), uintBitsToFloat(b), "
+				"uintBitsToFloat(c));\n" FFMA_ZERO_RECOMPUTED;
+
+/*
+ * A fused fma on a device that folds constants exactly gives IEEE's answer for every operand
+ * (a NaN loose, section "Where a NaN is canonicalized" of docs/semantics.md), except where the
+ * result is zero or subnormal: there the device may flush before it rounds, so that result is
+ * decided as above, with the special cases first.
+ */
+static const char ffma_fused_special[] = FFMA_SPECIAL(
+	"vy_ffma_special") "\tprecise float r = fma(uintBitsToFloat(a), "
+			   "uintBitsToFloat(b), uintBitsToFloat(c));\n" FFMA_ZERO_RECOMPUTED;
+
+static const char ffma_fused[] = "uint vy_ffma(uint a, uint b, uint c)\n"
+				 "{\n"
+				 "\tprecise float r = fma(uintBitsToFloat(a), uintBitsToFloat(b), "
+				 "uintBitsToFloat(c));\n"
+				 "\tuint x = floatBitsToUint(r);\n"
+				 "\tif ((x & 0x7F800000u) == 0u) {\n"
+				 "\t\tx = vy_ffma_special(a, b, c);\n"
+				 "\t}\n"
+				 "\treturn x;\n"
+				 "}\n";
 
 /* The product is exact in double; the sum's rounding error decides the last bit (round to odd),
  * so that the one rounding to float is correct. */
-static const char ffma_f64[] = FFMA_SPECIAL
-	"\tprecise double p = double(uintBitsToFloat(a)) * double(uintBitsToFloat(b));\n"
-	"\tprecise double z = double(uintBitsToFloat(c));\n"
-	"\tprecise double s = p + z;\n"
-	"\tprecise double v = s - p;\n"
-	"\tprecise double err = (p - (s - v)) + (z - v);\n"
-	"\tif (err != 0.0) {\n"
-	"\t\tuvec2 w = unpackDouble2x32(s);\n"
-	"\t\tif ((w.x & 1u) == 0u) {\n"
-	"\t\t\tif ((err > 0.0) == (s > 0.0)) {\n"
-	"\t\t\t\tw.x += 1u;\n"
-	"\t\t\t} else {\n"
-	"\t\t\t\tif (w.x == 0u) {\n"
-	"\t\t\t\t\tw.y -= 1u;\n"
-	"\t\t\t\t}\n"
-	"\t\t\t\tw.x -= 1u;\n"
-	"\t\t\t}\n"
-	"\t\t\ts = packDouble2x32(w);\n"
-	"\t\t}\n"
-	"\t}\n"
-	"\tprecise float r = float(s);\n" FFMA_ZERO_RECOMPUTED;
+static const char ffma_f64[] = FFMA_SPECIAL(
+	"vy_ffma") "\tprecise double p = double(uintBitsToFloat(a)) * double(uintBitsToFloat(b));\n"
+		   "\tprecise double z = double(uintBitsToFloat(c));\n"
+		   "\tprecise double s = p + z;\n"
+		   "\tprecise double v = s - p;\n"
+		   "\tprecise double err = (p - (s - v)) + (z - v);\n"
+		   "\tif (err != 0.0) {\n"
+		   "\t\tuvec2 w = unpackDouble2x32(s);\n"
+		   "\t\tif ((w.x & 1u) == 0u) {\n"
+		   "\t\t\tif ((err > 0.0) == (s > 0.0)) {\n"
+		   "\t\t\t\tw.x += 1u;\n"
+		   "\t\t\t} else {\n"
+		   "\t\t\t\tif (w.x == 0u) {\n"
+		   "\t\t\t\t\tw.y -= 1u;\n"
+		   "\t\t\t\t}\n"
+		   "\t\t\t\tw.x -= 1u;\n"
+		   "\t\t\t}\n"
+		   "\t\t\ts = packDouble2x32(w);\n"
+		   "\t\t}\n"
+		   "\t}\n"
+		   "\tprecise float r = float(s);\n" FFMA_ZERO_RECOMPUTED;
 
 /* Neither a fused fma nor doubles: the special cases, then the exact computation. */
-static const char ffma_bits[] = FFMA_SPECIAL "\treturn vy_ffma_exact(a, b, c);\n"
-					     "}\n";
+static const char ffma_bits[] = FFMA_SPECIAL("vy_ffma") "\treturn vy_ffma_exact(a, b, c);\n"
+							"}\n";
 
 /* A NaN operand is ignored; of two equal values only the zeros differ, and -0 is the smaller. */
 static const char fmin_text[] = "uint vy_fmin(uint a, uint b)\n"
@@ -616,13 +697,24 @@ static const char fsign_text[] = "uint vy_fsign(uint x)\n"
 				 "\treturn (x & 0x80000000u) != 0u ? 0xBF800000u : 0x3F800000u;\n"
 				 "}\n";
 
+/*
+ * An integer of at most 24 significant bits is an f32 exactly, and Vulkan converts a value the
+ * destination type represents exactly to that value: the device's conversion gives it. Larger
+ * integers round, and Vulkan leaves that rounding's direction open, so they round here.
+ */
 static const char u2f_text[] = "uint vy_u2f(uint x)\n"
 			       "{\n"
+			       "\tif (x <= 0x01000000u) {\n"
+			       "\t\treturn floatBitsToUint(float(x));\n"
+			       "\t}\n"
 			       "\treturn vy_round_pack(0u, 0, x, false);\n"
 			       "}\n";
 
 static const char i2f_text[] = "uint vy_i2f(uint x)\n"
 			       "{\n"
+			       "\tif (x + 0x01000000u <= 0x02000000u) {\n"
+			       "\t\treturn floatBitsToUint(float(int(x)));\n"
+			       "\t}\n"
 			       "\tuint s = x & 0x80000000u;\n"
 			       "\treturn vy_round_pack(s, 0, s != 0u ? 0u - x : x, false);\n"
 			       "}\n";
@@ -899,6 +991,11 @@ uint64_t vy__vk_lib_close(uint64_t uses)
 	}
 }
 
+bool vy__vk_lib_fma_loose(const struct vy_vk_math *math)
+{
+	return math->fma_fused && math->fold_exact;
+}
+
 bool vy__vk_lib_fma_needs_f64(const struct vy_vk_math *math)
 {
 	return !math->fma_fused && math->has_f64;
@@ -974,18 +1071,33 @@ static void emit_one(struct vy__vk_str *out, enum vy__vk_lib which, const struct
 		break;
 	case VY__VK_LIB_FDIV:
 		vy__vk_str_add(out, fdiv_exact);
+		if (!math->div_exact && math->fma_fused) {
+			vy__vk_str_add(out, fdiv_fast);
+		}
 		vy__vk_str_add(out, fdiv_head);
-		vy__vk_str_add(out, math->div_exact ? fdiv_builtin : fdiv_bits);
+		vy__vk_str_add(out, math->div_exact   ? fdiv_builtin
+				    : math->fma_fused ? fdiv_fused
+						      : fdiv_bits);
 		break;
 	case VY__VK_LIB_FMOD:
 		vy__vk_str_add(out, fmod_text);
 		break;
 	case VY__VK_LIB_FSQRT:
+		if (!math->sqrt_exact && math->fma_fused) {
+			vy__vk_str_add(out, "uint vy_fsqrt_bits(uint x)\n{\n");
+			vy__vk_str_add(out, fsqrt_exact);
+			vy__vk_str_add(out, fsqrt_head);
+			vy__vk_str_add(out, fsqrt_fused);
+			break;
+		}
 		vy__vk_str_add(out, fsqrt_head);
 		vy__vk_str_add(out, math->sqrt_exact ? fsqrt_builtin : fsqrt_exact);
 		break;
 	case VY__VK_LIB_FFMA:
-		if (math->fma_fused) {
+		if (vy__vk_lib_fma_loose(math)) {
+			vy__vk_str_add(out, ffma_fused_special);
+			vy__vk_str_add(out, ffma_fused);
+		} else if (math->fma_fused) {
 			vy__vk_str_add(out, ffma_builtin);
 		} else {
 			vy__vk_str_add(out, math->has_f64 ? ffma_f64 : ffma_bits);

@@ -93,10 +93,15 @@ for profile in lavapipe nvidia; do
 	has "$profile" "		vy_main(vy_g3, vy_st3, vy_r1_3, vy_r2_3);"
 	has "$profile" "		b2_y.d[vy_g3.x] = vy_r2_3;"
 done
-# Only the profile's comments, its helpers and vy_z differ: the code is otherwise the same.
+# NVIDIA's fused fma gives back the device's NaN, so saxpy's store canonicalizes its result there.
+has nvidia "		vy_r2 = vy_canon(t5);"
+has lavapipe "		vy_r2 = t5;"
+# Only the profile's comments, its helpers, vy_z and that store differ: the code is otherwise
+# the same.
 sed -n '/^void vy_main(/,$p' "$TMP/lavapipe.out" | grep -vF 'vy_z = vy_pc.opaque_zero;' \
 	>"$TMP/lavapipe.main"
-sed -n '/^void vy_main(/,$p' "$TMP/nvidia.out" >"$TMP/nvidia.main"
+sed -n '/^void vy_main(/,$p' "$TMP/nvidia.out" | sed 's/vy_r2 = vy_canon(t5);/vy_r2 = t5;/' \
+	>"$TMP/nvidia.main"
 [ -s "$TMP/nvidia.main" ] || fail "nvidia: no vy_main"
 cmp -s "$TMP/lavapipe.main" "$TMP/nvidia.main" || fail "the main functions differ between profiles"
 

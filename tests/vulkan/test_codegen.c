@@ -1189,6 +1189,59 @@ Test(codegen, a_nan_is_canonicalized_where_its_bits_are_seen_and_nowhere_else)
 	free(glsl);
 }
 
+Test(codegen, fma_division_and_square_root_take_fast_paths_only_where_fma_is_fused)
+{
+	/* o[0] = fma(x, x, y), o[1] = x / y, o[2] = sqrt(x), o[3] = f32 of an i32 */
+	static const char prog[] =
+		"{\"vyre\": 1, \"workgroup_size\": [1, 1, 1], \"buffers\": ["
+		"{\"name\": \"x\", \"binding\": 0, \"access\": \"read_only\", \"type\": \"f32\", "
+		"\"count\": 1},"
+		"{\"name\": \"y\", \"binding\": 1, \"access\": \"read_only\", \"type\": \"f32\", "
+		"\"count\": 1},"
+		"{\"name\": \"o\", \"binding\": 2, \"access\": \"write_only\", \"type\": \"f32\", "
+		"\"count\": 4}],"
+		"\"entry\": [[\"let\", \"a\", [\"load\", \"x\", [\"u32\", 0]]],"
+		"[\"let\", \"b\", [\"load\", \"y\", [\"u32\", 0]]],"
+		"[\"store\", \"o\", [\"u32\", 0], [\"fma\", [\"var\", \"a\"], [\"var\", \"a\"], "
+		"[\"var\", \"b\"]]],"
+		"[\"store\", \"o\", [\"u32\", 1], [\"div\", [\"var\", \"a\"], [\"var\", \"b\"]]],"
+		"[\"store\", \"o\", [\"u32\", 2], [\"sqrt\", [\"var\", \"a\"]]],"
+		"[\"store\", \"o\", [\"u32\", 3], [\"cast\", \"f32\", [\"cast\", \"i32\", "
+		"[\"var\", \"a\"]]]]]}";
+	static const char *const fast[] = {
+		"\t\tx = vy_ffma_special(a, b, c);\n",
+		"\tif (abs(r) < lim && k > 0 && k < 255) {\n",
+		"\treturn vy_fdiv_fast(a, b);\n",
+		"\tprecise float t = inversesqrt(m);\n",
+		"\treturn vy_fsqrt_bits(x);\n",
+	};
+	for (size_t pi = 0; pi < N_PROFILES; pi++) {
+		struct vy_vk_shader_layout layout;
+		char *glsl = glsl_of(prog, &profiles[pi], &layout);
+		bool fused = profiles[pi].math.fma_fused;
+		for (size_t k = 0; k < sizeof(fast) / sizeof(fast[0]); k++) {
+			cr_assert_eq(strstr(glsl, fast[k]) != NULL, fused, "%s: %s\n%s",
+				profile_names[pi], fast[k], glsl);
+		}
+		/* the fused fma's NaN is the device's, canonicalized at the store */
+		cr_assert_eq(strstr(glsl, "] = vy_canon(t") != NULL, fused, "%s:\n%s",
+			profile_names[pi], glsl);
+		/* an integer of 24 bits or fewer converts on the device on every profile */
+		cr_assert(strstr(glsl, "\tif (x + 0x01000000u <= 0x02000000u) {\n"
+				       "\t\treturn floatBitsToUint(float(int(x)));\n"),
+			"%s:\n%s", profile_names[pi], glsl);
+		free(glsl);
+	}
+	/* A fused fma on a device whose compiler folds constants inexactly keeps its tests. */
+	struct vy_vk_codegen_options folds = profiles[1];
+	folds.math.fold_exact = false;
+	struct vy_vk_shader_layout layout;
+	char *glsl = glsl_of(prog, &folds, &layout);
+	cr_assert_null(strstr(glsl, "vy_ffma_special"), "%s", glsl);
+	cr_assert_null(strstr(glsl, "] = vy_canon(t"), "%s", glsl);
+	free(glsl);
+}
+
 /* acc = acc + a[k] * b[k] and n = n + 1 for k below 8, then the results stored; `extra` goes at
  * the end of the loop's body. */
 static char *products_loop(const char *extra, const struct vy_vk_codegen_options *opts)
