@@ -141,6 +141,26 @@ static bool same_node(const struct vy_node *a, const struct vy_node *b)
 	return strcmp(a->name, b->name) == 0;
 }
 
+/* A node the lowering inserted and every node inside it stand for the next written statement. */
+static bool map_inserted(struct origins *o, const struct vy_node *n)
+{
+	if (o->next_lowered >= o->n_out) {
+		return false;
+	}
+	o->out[o->next_lowered++] = o->next_written;
+	for (uint32_t i = 0; i < n->body.len; i++) {
+		if (!map_inserted(o, n->body.items[i])) {
+			return false;
+		}
+	}
+	for (uint32_t i = 0; i < n->orelse.len; i++) {
+		if (!map_inserted(o, n->orelse.items[i])) {
+			return false;
+		}
+	}
+	return true;
+}
+
 static bool map_block(struct origins *o, const struct vy_block *w, const struct vy_block *l)
 {
 	if (o->depth >= MAX_STEPS) {
@@ -154,11 +174,15 @@ static bool map_block(struct origins *o, const struct vy_block *w, const struct 
 			return false;
 		}
 		if (!same_node(w->items[j], ln)) {
-			if (ln->kind != VY_NODE_LET) {
+			/* Inserted (a let, or a branch of the math-library lowering, the one kind
+			 * of if with a name): it stands for the statement it precedes, numbered
+			 * next. */
+			if (ln->kind != VY_NODE_LET && !(ln->kind == VY_NODE_IF && ln->name)) {
 				return false;
 			}
-			/* Inserted: it stands for the statement it precedes, numbered next. */
-			o->out[o->next_lowered++] = o->next_written;
+			if (!map_inserted(o, ln)) {
+				return false;
+			}
 			continue;
 		}
 		o->out[o->next_lowered++] = o->next_written++;

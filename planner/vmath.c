@@ -160,12 +160,8 @@ struct vy_expr *vy__vm_cp(struct vy__vm *m, const struct vy_expr *leaf)
 	return new_expr(m, leaf);
 }
 
-struct vy_expr *vy__vm_bind(struct vy__vm *m, struct vy_expr *value)
+static void push_let(struct vy__vm *m, struct vy_node *n)
 {
-	char name[VY_IR_MAX_NAME + 1];
-	int len = snprintf(name, sizeof(name), "%s%u", m->prefix, m->counter++);
-	assert(len > 0 && len <= VY_IR_MAX_NAME);
-	(void)len;
 	if (m->n_lets == m->cap_lets) {
 		m->cap_lets = m->cap_lets ? 2 * m->cap_lets : 64;
 		m->lets = realloc(m->lets, m->cap_lets * sizeof(*m->lets));
@@ -174,10 +170,40 @@ struct vy_expr *vy__vm_bind(struct vy__vm *m, struct vy_expr *value)
 			abort();
 		}
 	}
-	m->lets[m->n_lets++] = vy_ir_let(m->p, name, value);
+	m->lets[m->n_lets++] = n;
+}
+
+struct vy_expr *vy__vm_bind(struct vy__vm *m, struct vy_expr *value)
+{
+	char name[VY_IR_MAX_NAME + 1];
+	int len = snprintf(name, sizeof(name), "%s%u", m->prefix, m->counter++);
+	assert(len > 0 && len <= VY_IR_MAX_NAME);
+	(void)len;
+	push_let(m, vy_ir_let(m->p, name, value));
 	struct vy_expr *var = vy_ir_var(m->p, name);
 	var->type = value->type;
 	return var;
+}
+
+uint32_t vy__vm_branch_begin(const struct vy__vm *m)
+{
+	return m->n_lets;
+}
+
+void vy__vm_branch_end(struct vy__vm *m, uint32_t mark, const struct vy_expr *cond,
+	const struct vy_expr *const *vars, struct vy_expr *const *values, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		push_let(m, vy_ir_assign(m->p, vars[i]->name, values[i]));
+	}
+	struct vy_block body = vy_ir_seqv(m->p, m->lets + mark, m->n_lets - mark);
+	m->n_lets = mark;
+	struct vy_node *branch =
+		vy_ir_if(m->p, vy__vm_cp(m, cond), body, vy_ir_seqv(m->p, NULL, 0));
+	/* Named after its condition: a written if has no name, so the branch is told apart as
+	 * inserted (vy_node_path_origins). */
+	branch->name = vy_arena_strdup(m->p->arena, cond->name);
+	push_let(m, branch);
 }
 
 static bool is_comparison(enum vy_binop op)

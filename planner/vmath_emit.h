@@ -26,6 +26,15 @@ struct vy__vm {
 struct vy_expr *vy__vm_lit(struct vy__vm *m, enum vy_type type, uint32_t bits);
 /* Bind `value` to a new let placed before the current statement; returns a variable leaf. */
 struct vy_expr *vy__vm_bind(struct vy__vm *m, struct vy_expr *value);
+/*
+ * A branch: the lets bound between vy__vm_branch_begin (which returns a mark) and
+ * vy__vm_branch_end run only where the bool leaf `cond` holds, and end by assigning values[i] to
+ * the variable leaves vars[i] (bound before the mark). Work that only rare operands need is then
+ * skipped by the others, and every backend computes the same values where it runs.
+ */
+uint32_t vy__vm_branch_begin(const struct vy__vm *m);
+void vy__vm_branch_end(struct vy__vm *m, uint32_t mark, const struct vy_expr *cond,
+	const struct vy_expr *const *vars, struct vy_expr *const *values, uint32_t n);
 /* A copy of a leaf (variable or literal). */
 struct vy_expr *vy__vm_cp(struct vy__vm *m, const struct vy_expr *leaf);
 /* Typed operations: the result type follows DESIGN.md §3 (comparisons give bool). */

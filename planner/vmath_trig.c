@@ -195,13 +195,16 @@ static struct quadrant reduce(struct vy__vm *m, const struct vy_expr *x)
 		sub(m, neg(m, cp(m, ph)), cp(m, bb)));
 	/* The tail is a few units of s's last place; adding it rounds once. */
 	struct vy_expr *tail = fma3(m, cp(m, nz), fl(m, -PIO2_3), sub(m, e, pl));
-	struct vy_expr *r = add(m, cp(m, s), tail);
-	struct vy_expr *n_large = NULL;
-	struct vy_expr *r_large = NULL;
-	reduce_large(m, x, &n_large, &r_large);
+	q.n = bind(m, cp(m, n));
+	q.r = bind(m, add(m, cp(m, s), tail));
+	/* Large arguments (and infinities, whose results the callers replace) take the exact
+	 * reduction instead, computed only where they occur. */
 	struct vy_expr *large = bind(m, ge(m, absv(m, cp(m, x)), fl(m, LARGE_REDUCTION)));
-	q.n = bind(m, sel(m, cp(m, large), n_large, cp(m, n)));
-	q.r = bind(m, sel(m, cp(m, large), r_large, r));
+	uint32_t mark = vy__vm_branch_begin(m);
+	struct vy_expr *large_q[2] = {NULL, NULL};
+	reduce_large(m, x, &large_q[0], &large_q[1]);
+	const struct vy_expr *vars[2] = {q.n, q.r};
+	vy__vm_branch_end(m, mark, large, vars, large_q, 2);
 	q.z = bind(m, mul(m, cp(m, q.r), cp(m, q.r)));
 	return q;
 }

@@ -267,7 +267,7 @@ struct vy_block {
 struct vy_node {
 	enum vy_node_kind kind;
 	enum vy_order order;
-	const char *name;
+	const char *name; /* let, assign, loop; an if inserted by the math-library lowering */
 	struct vy_expr *args[2];
 	struct vy_block body;
 	struct vy_block orelse;
