@@ -274,23 +274,13 @@ struct vy_expr *vy__vm_pow2(struct vy__vm *m, struct vy_expr *k)
 }
 
 /*
- * 2^n is built without touching float bits. With h = n >> 1 and a = |h|, 2^a is
- * (2^(a >> 2))^4 * 2^(a & 3), each factor an integer power of two converted to f32 (exact); A = 2^h
- * is that or its reciprocal, a correctly rounded and so exact division. Then
+ * With h = n >> 1 (in [-85, 85]), A = 2^h is a normal f32 built in its exponent field, and
  * p * 2^n = ((p or 2p) * A) * A. Every intermediate stays within [2^-86, 2^87], so only the last
  * multiplication rounds, exactly as an ldexp would, overflowing to infinity or flushing to zero.
  */
 struct vy_expr *vy__vm_scale2(struct vy__vm *m, struct vy_expr *p, const struct vy_expr *n)
 {
-	struct vy_expr *h = bind(m, shr(m, cp(m, n), ul(m, 1)));
-	struct vy_expr *a = bind(m, absv(m, cp(m, h)));
-	struct vy_expr *t =
-		bind(m, to_f32(m, shl(m, il(m, 1), to_u32(m, shr(m, cp(m, a), ul(m, 2))))));
-	struct vy_expr *v = to_f32(m, shl(m, il(m, 1), to_u32(m, band(m, cp(m, a), il(m, 3)))));
-	struct vy_expr *t2 = bind(m, mul(m, cp(m, t), cp(m, t)));
-	struct vy_expr *s = bind(m, mul(m, mul(m, cp(m, t2), cp(m, t2)), v));
-	struct vy_expr *big = bind(
-		m, sel(m, lt(m, cp(m, h), il(m, 0)), divide(m, fl(m, 1.0f), cp(m, s)), cp(m, s)));
+	struct vy_expr *big = bind(m, vy__vm_pow2(m, shr(m, cp(m, n), ul(m, 1))));
 	struct vy_expr *pb = bind(m, p);
 	struct vy_expr *odd = ne(m, band(m, cp(m, n), il(m, 1)), il(m, 0));
 	struct vy_expr *p2 = sel(m, odd, mul(m, cp(m, pb), fl(m, 2.0f)), cp(m, pb));
