@@ -2,10 +2,9 @@
  * Expansions of log, log2 and log10 (DESIGN.md §4.4; docs/semantics.md gives their domain and
  * error).
  *
- * x = 2^e * m with m in [sqrt(2)/2, sqrt(2)), found without reading float bits: five exact
- * multiplications by 2^+-32 or 2^+-64, each under a comparison, bring x into [1, 2^32); there the
- * f32 -> u32 conversion is exact, and clz of it gives the remaining power of two, which an exact
- * division removes. Then with f = m - 1 and s = f / (2 + f),
+ * x = 2^e * m with m in [sqrt(2)/2, sqrt(2)), read from the bits of x (a positive normal x is
+ * 2^(E - 127) times its significand in [1, 2); every other x is answered by the special values at
+ * the end). Then with f = m - 1 and s = f / (2 + f),
  *   log(1 + f) = f - (f^2/2 - s (f^2/2 + R(s^2))),   R(z) = z T(z),   2 atanh(s) = 2 s + s R,
  * where T is a minimax polynomial, so that the rounding errors of s and R land in a small
  * correction of f; and log x = e ln 2 + log(1 + f) with ln 2 in two parts (e ln2_hi is exact).
@@ -29,10 +28,6 @@ static const float log_t[] = {0.666666687f, 0.400001228f, 0.285507977f, 0.233309
 #define LG2_HI 0.30103001f         /* 0x3E9A209B: log10(2) */
 #define LG2_LO -1.43209888e-08f    /* 0xB2760860 */
 #define SQRT2_BELOW 1.41421354f    /* 0x3FB504F3, the f32 just below sqrt(2) */
-#define TWO_P32 4294967296.0f
-#define TWO_M32 2.3283064365386963e-10f
-#define TWO_P64 1.8446744073709552e19f
-#define TWO_M64 5.421010862427522e-20f
 
 struct log_parts {
 	struct vy_expr *ef; /* e as f32 */
@@ -40,30 +35,16 @@ struct log_parts {
 	struct vy_expr *t;  /* log(1 + f) - f */
 };
 
-/* One scaling step: when `cond` holds, y *= factor and e += delta. */
-static void step(struct vy__vm *m, struct vy_expr **y, struct vy_expr **e, struct vy_expr *cond,
-	float factor, int32_t delta)
-{
-	struct vy_expr *c = bind(m, cond);
-	*y = bind(m, sel(m, cp(m, c), mul(m, cp(m, *y), fl(m, factor)), cp(m, *y)));
-	*e = add(m, *e, sel(m, cp(m, c), il(m, delta), il(m, 0)));
-}
-
 static struct log_parts reduce(struct vy__vm *m, const struct vy_expr *x)
 {
-	struct vy_expr *y = cp(m, x);
-	struct vy_expr *e = il(m, 0);
-	step(m, &y, &e, ge(m, cp(m, y), fl(m, TWO_P64)), TWO_M64, 64);
-	step(m, &y, &e, ge(m, cp(m, y), fl(m, TWO_P32)), TWO_M32, 32);
-	step(m, &y, &e, lt(m, cp(m, y), fl(m, TWO_M64)), TWO_P64, -64);
-	step(m, &y, &e, lt(m, cp(m, y), fl(m, TWO_M32)), TWO_P32, -32);
-	step(m, &y, &e, lt(m, cp(m, y), fl(m, 1.0f)), TWO_P32, -32);
-	struct vy_expr *top = bind(m, sub(m, il(m, 31), to_i32(m, clz(m, to_u32(m, cp(m, y))))));
-	struct vy_expr *pow = to_f32(m, shl(m, ul(m, 1), to_u32(m, cp(m, top))));
-	struct vy_expr *mant = bind(m, divide(m, cp(m, y), pow));
+	struct vy_expr *bits = bind(m, vy__vm_bitcast(m, VY_TYPE_U32, cp(m, x)));
+	struct vy_expr *mant =
+		bind(m, vy__vm_bitcast(m, VY_TYPE_F32,
+				bor(m, band(m, cp(m, bits), ul(m, 0x7FFFFF)), ul(m, 0x3F800000))));
 	struct vy_expr *big = bind(m, gt(m, cp(m, mant), fl(m, SQRT2_BELOW)));
 	struct vy_expr *mr = sel(m, cp(m, big), mul(m, cp(m, mant), fl(m, 0.5f)), cp(m, mant));
-	e = add(m, add(m, e, cp(m, top)), sel(m, cp(m, big), il(m, 1), il(m, 0)));
+	struct vy_expr *e = add(m, sub(m, to_i32(m, shr(m, cp(m, bits), ul(m, 23))), il(m, 127)),
+		sel(m, cp(m, big), il(m, 1), il(m, 0)));
 
 	struct log_parts out;
 	out.ef = bind(m, to_f32(m, e));
