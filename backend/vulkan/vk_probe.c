@@ -2,7 +2,10 @@
  * The float probe. The triples are fixed (a xorshift sequence from a constant seed), so every run
  * on one device asks the same questions:
  *   - fma: a quarter of the triples set c = -(a * b) rounded, so that a fused fma returns the
- *     product's rounding error and an unfused one returns 0 or a different value;
+ *     product's rounding error and an unfused one returns 0 or a different value; after the
+ *     random triples come IEEE 754's special cases of fma (an infinite or NaN operand, zeros of
+ *     both signs, an exact cancellation, a sum that a fused fma keeps finite), whose results must
+ *     be IEEE's too (any NaN for a NaN), since the code generator trusts a fused fma with them;
  *   - '/' and sqrt: quotients and roots of normal numbers over a wide exponent range, compared
  *     with the host's correctly rounded results (x86-64 SSE arithmetic and sqrtf);
  *   - subnormals: products of two small normal numbers whose exact result is subnormal, and
@@ -183,6 +186,26 @@ static bool subnormal(float f)
 	return f != 0.0f && fabsf(f) < FLT_MIN;
 }
 
+/* IEEE 754's special cases of fma, appended to the random triples and judged for fma alone. */
+static const float fma_specials[][3] = {
+	{INFINITY, 0.0f, 1.0f},
+	{0.0f, -INFINITY, 1.0f},
+	{INFINITY, 1.0f, -INFINITY},
+	{-INFINITY, 2.0f, 3.0f},
+	{1.0f, 2.0f, -INFINITY},
+	{NAN, 0.0f, 1.0f},
+	{1.0f, 1.0f, NAN},
+	{0.0f, 5.0f, -0.0f},
+	{-0.0f, 5.0f, -0.0f},
+	{-0.0f, 5.0f, 0.0f},
+	{0.0f, 0.0f, 7.0f},
+	{1.0f, 1.0f, -1.0f},
+	{FLT_MAX, 2.0f, -FLT_MAX},
+	{FLT_MAX, 2.0f, 0.0f},
+	{-FLT_MAX, 2.0f, 0.0f},
+};
+#define FMA_SPECIALS (sizeof(fma_specials) / sizeof(fma_specials[0]))
+
 static void make_triples(float *t, uint32_t n)
 {
 	uint64_t s = UINT64_C(0x9e3779b97f4a7c15);
@@ -213,6 +236,13 @@ static void make_triples(float *t, uint32_t n)
 			break;
 		}
 	}
+	memcpy(&t[3 * n], fma_specials, sizeof(fma_specials));
+}
+
+/* The device's fma result r is IEEE's `want`: the same bits, or any NaN for a NaN. */
+static bool fma_agrees(uint32_t r, float want)
+{
+	return isnan(want) ? (r & 0x7FFFFFFFu) > 0x7F800000u : r == bits_of(want);
 }
 
 struct probe_job {
@@ -258,6 +288,10 @@ static void judge(const float *t, const uint32_t *res, uint32_t n, struct vy_vk_
 		float c = t[3 * i + 2];
 		float want[5] = {fmaf(a, b, c), a / b, sqrtf(fabsf(a)), a * b, a + c};
 		const uint32_t *r = &res[PROBE_OUT * i];
+		if (i >= n - FMA_SPECIALS) {
+			out->fma_diffs += !fma_agrees(r[0], want[0]);
+			continue;
+		}
 		for (int k = 0; k < 3; k++) {
 			if (subnormal(want[k]) || r[k] == bits_of(want[k])) {
 				continue;
@@ -514,7 +548,7 @@ static int probe_flag(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes,
 int vy__vk_probe_run(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes, struct vy_vk_compiler *cc,
 	struct vy_vk_probe *out, struct vy_err *err)
 {
-	uint32_t n = PROBE_SAMPLES;
+	uint32_t n = PROBE_SAMPLES + FMA_SPECIALS;
 	float *triples = calloc(3 * n, sizeof(float));
 	uint32_t *results = calloc(PROBE_OUT * n, sizeof(uint32_t));
 	if (!triples || !results) {
@@ -523,7 +557,7 @@ int vy__vk_probe_run(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes, struct
 		return vy_err_set(err, VY_E_OUT_OF_MEMORY, NULL, "free host memory and retry",
 			"no memory for the float probe");
 	}
-	make_triples(triples, n);
+	make_triples(triples, PROBE_SAMPLES);
 	int rc = run_kernel(x, pipes, cc, probe_glsl, false, triples, (uint64_t)n * 12, results,
 		(uint64_t)n * PROBE_OUT * 4, n, err);
 	if (rc == 0) {

@@ -172,7 +172,9 @@ Test(vulkan, enumerates_devices_and_reports_an_honest_profile)
 
 	/* DESIGN.md §4.4 measured lavapipe: unfused fma, exact '/' and sqrt, subnormals kept. */
 	const struct vy_vk_probe *pr = vy__vk_backend_probe(be);
-	cr_assert_eq(pr->samples, 4096);
+	/* 4096 random triples, then IEEE's special cases of fma */
+	cr_assert_gt(pr->samples, 4096);
+	cr_assert_lt(pr->samples, 4096 + 64);
 	cr_assert_eq(prof.fma_fused, pr->fma_fused);
 	cr_assert_eq(prof.div_exact, pr->div_exact);
 	cr_assert_eq(prof.sqrt_exact, pr->sqrt_exact);
