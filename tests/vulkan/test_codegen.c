@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <json-c/json.h>
+#include <math.h>
 #include <shaderc/shaderc.h>
 #include <spirv-tools/libspirv.h>
 #include <stddef.h>
@@ -1245,6 +1246,125 @@ Test(codegen, fma_division_and_square_root_take_fast_paths_only_where_fma_is_fus
 	cr_assert_null(strstr(glsl, "vy_ffma_special"), "%s", glsl);
 	cr_assert_null(strstr(glsl, "] = vy_canon(t"), "%s", glsl);
 	free(glsl);
+}
+
+/*
+ * The arguments of docs/semantics.md §6.5 in C, step for step as vy_fdiv_fast and vy_fsqrt's fast
+ * path write them, with the device's approximate reciprocal and inverse square root played by the
+ * correct ones moved by up to 3 units in the last place. With `wobble` the candidate itself is
+ * moved by -1, 0 or +1 unit before the test, so that the test meets wrong candidates as often as
+ * right ones: whatever it accepts must be the correctly rounded result. Without, it must reject
+ * few.
+ */
+static float f_of(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+static uint32_t u_of(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+static uint64_t model_state = UINT64_C(0x2545F4914F6CDD1D);
+
+static uint32_t model_next(void)
+{
+	model_state ^= model_state << 13;
+	model_state ^= model_state >> 7;
+	model_state ^= model_state << 17;
+	return (uint32_t)(model_state >> 16);
+}
+
+/* v moved by -k to +k units in the last place */
+static float model_move(float v, uint32_t k)
+{
+	return f_of(u_of(v) + (model_next() % (2u * k + 1u)) - k);
+}
+
+static bool model_fdiv(uint32_t a, uint32_t b, bool wobble, uint32_t *out)
+{
+	float x = f_of((a & 0x007FFFFFu) | 0x3F800000u);
+	float y = f_of((b & 0x007FFFFFu) | 0x3F800000u);
+	float t = model_move(1.0f / y, 3);
+	float q0 = x * t;
+	float q = fmaf(fmaf(-q0, y, x), t, q0);
+	q = wobble ? model_move(q, 1) : q;
+	float r = fmaf(-q, y, x);
+	uint32_t qb = u_of(q);
+	float lim = y * f_of(qb > 0x3F800000u ? 0x33800000u : 0x33000000u);
+	int k = (int)((qb >> 23) & 0xFFu) + (int)((a >> 23) & 0xFFu) - (int)((b >> 23) & 0xFFu);
+	if (fabsf(r) < lim && k > 0 && k < 255) {
+		*out = ((a ^ b) & 0x80000000u) | ((uint32_t)k << 23) | (qb & 0x007FFFFFu);
+		return true;
+	}
+	return false;
+}
+
+static bool model_fsqrt(uint32_t x, bool wobble, uint32_t *out)
+{
+	int ex = (int)(x >> 23) - 127;
+	uint32_t odd = (uint32_t)ex & 1u;
+	float m = f_of((x & 0x007FFFFFu) | (odd != 0u ? 0x40000000u : 0x3F800000u));
+	float t = model_move(1.0f / sqrtf(m), 3);
+	float s0 = m * t;
+	float s = fmaf(fmaf(-s0, s0, m), 0.5f * t, s0);
+	s = wobble ? model_move(s, 1) : s;
+	float r = fmaf(-s, s, m);
+	uint32_t sb = u_of(s);
+	float w = s * f_of(sb > 0x3F800000u ? 0x34000000u : 0x33800000u);
+	if (fabsf(r) < f_of(u_of(w) - 1u)) {
+		*out = ((uint32_t)((int)(sb >> 23) + ((ex - (int)odd) >> 1)) << 23) |
+		       (sb & 0x007FFFFFu);
+		return true;
+	}
+	return false;
+}
+
+Test(codegen, the_fast_division_and_root_keep_only_correctly_rounded_results)
+{
+	for (int wobble = 0; wobble < 2; wobble++) {
+		/* every significand, under an even and an odd exponent */
+		uint32_t kept = 0;
+		uint32_t tried = 0;
+		for (uint32_t f = 0; f < (1u << 23); f++) {
+			for (uint32_t e = 126; e <= 127; e++) {
+				uint32_t x = (e << 23) | f;
+				uint32_t got;
+				tried++;
+				if (model_fsqrt(x, wobble, &got)) {
+					kept++;
+					cr_assert_eq(got, u_of(sqrtf(f_of(x))), "sqrt(%a)",
+						(double)f_of(x));
+				}
+			}
+		}
+		cr_assert_gt(kept, wobble ? tried / 4 : tried - (tried >> 10), "%u of %u roots",
+			kept, tried);
+		/* exponents that keep the quotient normal; half the pairs with equal or
+		 * neighbouring significands */
+		kept = 0;
+		tried = 1u << 22;
+		for (uint32_t i = 0; i < tried; i++) {
+			uint32_t b =
+				(model_next() & 0x807FFFFFu) | ((model_next() % 126u + 64u) << 23);
+			uint32_t frac =
+				i % 2 ? (b + model_next() % 3u) & 0x007FFFFFu : model_next();
+			uint32_t a = (frac & 0x807FFFFFu) | ((model_next() % 126u + 64u) << 23);
+			uint32_t got;
+			if (model_fdiv(a, b, wobble, &got)) {
+				kept++;
+				cr_assert_eq(got, u_of(f_of(a) / f_of(b)), "%a / %a",
+					(double)f_of(a), (double)f_of(b));
+			}
+		}
+		cr_assert_gt(kept, wobble ? tried / 4 : tried - (tried >> 10), "%u of %u quotients",
+			kept, tried);
+	}
 }
 
 /* acc = acc + a[k] * b[k] and n = n + 1 for k below 8, then the results stored; `extra` goes at
