@@ -185,16 +185,29 @@ struct vy_expr *vy__vm_bind(struct vy__vm *m, struct vy_expr *value)
 	return var;
 }
 
-uint32_t vy__vm_branch_begin(const struct vy__vm *m)
+uint32_t vy__vm_branch_begin(struct vy__vm *m)
 {
+	m->branches++;
 	return m->n_lets;
 }
 
 void vy__vm_branch_end(struct vy__vm *m, uint32_t mark, const struct vy_expr *cond,
-	const struct vy_expr *const *vars, struct vy_expr *const *values, uint32_t n)
+	const struct vy_expr *const *vars, struct vy_expr *const *values, uint32_t n,
+	struct vy_expr **after)
 {
+	assert(m->branches > 0);
+	m->branches--;
+	/* The if stands where the statement does; its lets one level deeper. */
+	if (m->depth + m->branches + 1 > VY_IR_MAX_NESTING) {
+		for (uint32_t i = 0; i < n; i++) {
+			after[i] = vy__vm_bind(m, vy__vm_sel(m, vy__vm_cp(m, cond), values[i],
+							  vy__vm_cp(m, vars[i])));
+		}
+		return;
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		push_let(m, vy_ir_assign(m->p, vars[i]->name, values[i]));
+		after[i] = vy__vm_cp(m, vars[i]);
 	}
 	struct vy_block body = vy_ir_seqv(m->p, m->lets + mark, m->n_lets - mark);
 	m->n_lets = mark;
@@ -433,8 +446,10 @@ static bool lower_node(struct vy__vm *m, struct vy_node *n, struct built *out)
 	}
 	struct vy_block body;
 	struct vy_block orelse;
+	m->depth++;
 	bool changed = lower_block(m, &n->body, &body);
 	changed |= lower_block(m, &n->orelse, &orelse);
+	m->depth--;
 	if (changed && !copy) {
 		copy = vy_arena_alloc(m->p->arena, sizeof(*copy));
 		*copy = *n;
@@ -543,7 +558,7 @@ int vy_vmath_lower(struct vy_program *p, struct vy_err *err)
 	if (!vy_vmath_needed(p)) {
 		return 0;
 	}
-	struct vy__vm m = {.p = p, .prefix = choose_prefix(p)};
+	struct vy__vm m = {.p = p, .prefix = choose_prefix(p), .depth = 1};
 	struct vy_block entry;
 	lower_block(&m, &p->entry, &entry);
 	free(m.lets);

@@ -20,6 +20,8 @@ struct vy__vm {
 	struct vy_node **lets; /* owned (malloc): lets to place before the current statement */
 	uint32_t n_lets;
 	uint32_t cap_lets;
+	uint32_t depth;    /* nesting of the current statement, as the validator counts it */
+	uint32_t branches; /* branches begun and not yet ended */
 };
 
 /* A literal of the type with these bits. */
@@ -29,12 +31,16 @@ struct vy_expr *vy__vm_bind(struct vy__vm *m, struct vy_expr *value);
 /*
  * A branch: the lets bound between vy__vm_branch_begin (which returns a mark) and
  * vy__vm_branch_end run only where the bool leaf `cond` holds, and end by assigning values[i] to
- * the variable leaves vars[i] (bound before the mark). Work that only rare operands need is then
- * skipped by the others, and every backend computes the same values where it runs.
+ * the variable leaves vars[i] (bound before the mark); after[i] receives the leaf that holds the
+ * result from then on. Work that only rare operands need is then skipped by the others, and every
+ * backend computes the same values where it runs. Where an if would nest deeper than a program
+ * may, the lets run for every operand and after[i] is a new let selecting values[i] or vars[i] by
+ * `cond`: the same values.
  */
-uint32_t vy__vm_branch_begin(const struct vy__vm *m);
+uint32_t vy__vm_branch_begin(struct vy__vm *m);
 void vy__vm_branch_end(struct vy__vm *m, uint32_t mark, const struct vy_expr *cond,
-	const struct vy_expr *const *vars, struct vy_expr *const *values, uint32_t n);
+	const struct vy_expr *const *vars, struct vy_expr *const *values, uint32_t n,
+	struct vy_expr **after);
 /* A copy of a leaf (variable or literal). */
 struct vy_expr *vy__vm_cp(struct vy__vm *m, const struct vy_expr *leaf);
 /* Typed operations: the result type follows DESIGN.md §3 (comparisons give bool). */

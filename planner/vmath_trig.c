@@ -204,7 +204,10 @@ static struct quadrant reduce(struct vy__vm *m, const struct vy_expr *x)
 	struct vy_expr *large_q[2] = {NULL, NULL};
 	reduce_large(m, x, &large_q[0], &large_q[1]);
 	const struct vy_expr *vars[2] = {q.n, q.r};
-	vy__vm_branch_end(m, mark, large, vars, large_q, 2);
+	struct vy_expr *after[2] = {NULL, NULL};
+	vy__vm_branch_end(m, mark, large, vars, large_q, 2, after);
+	q.n = after[0];
+	q.r = after[1];
 	q.z = bind(m, mul(m, cp(m, q.r), cp(m, q.r)));
 	return q;
 }

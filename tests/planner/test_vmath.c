@@ -899,3 +899,66 @@ Test(vmath, special_values_of_sinh_cosh_tanh)
 		EXACT(-INFINITY, ONE | 0x80000000u), EXACT(NAN, NAN_BITS), EXACT(20.0f, ONE),
 		EXACT(-9.5f, ONE | 0x80000000u), EXACT(0x1p-20f, 0x35800000u));
 }
+
+/* The ifs the lowering inserted: those with a name (a written if has none). */
+static uint32_t inserted_ifs(const struct vy_block *b)
+{
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < b->len; i++) {
+		const struct vy_node *n = b->items[i];
+		k += n->kind == VY_NODE_IF && n->name != NULL;
+		k += inserted_ifs(&n->body) + inserted_ifs(&n->orelse);
+	}
+	return k;
+}
+
+/* y[0] = sin(x[0]) under `depth` written ifs (each always taken). */
+static struct vy_program *sin_nested(uint32_t depth)
+{
+	struct vy_program *p = program_xyc(1);
+	struct vy_block body = vy_ir_seq(p,
+		vy_ir_store(p, "y", vy_ir_u32(p, 0), vy_ir_unary(p, VY_UN_SIN, load_x(p, 0))),
+		NULL);
+	for (uint32_t d = 0; d < depth; d++) {
+		body = vy_ir_seq(
+			p, vy_ir_if(p, vy_ir_bool(p, true), body, vy_ir_seqv(p, NULL, 0)), NULL);
+	}
+	vy_program_set_entry(p, body);
+	return p;
+}
+
+/* sin's large reduction runs in a branch that the lowering inserts; at the deepest nesting a
+ * program may have there is no room for it, and the reduction runs for every operand instead,
+ * with the same results. */
+Test(vmath, a_branch_of_the_lowering_at_the_nesting_limit_becomes_selects)
+{
+	/* the deepest: sin's statement at level 64 */
+	struct vy_program *deep = sin_nested(VY_IR_MAX_NESTING - 1);
+	must_validate(deep);
+	struct vy_program *shallow = sin_nested(0);
+	must_validate(shallow);
+	static const float xs[] = {1e10f, 3.0f, -5000.0f, 4096.0f};
+	for (size_t i = 0; i < sizeof(xs) / sizeof(xs[0]); i++) {
+		uint32_t c = 0;
+		uint32_t got = 0;
+		uint32_t want = 0;
+		run_reference(deep, &xs[i], &c, 1, &got);
+		run_reference(shallow, &xs[i], &c, 1, &want);
+		cr_assert_eq(got, want, "sin(%g): %a at the limit, %a at the top", (double)xs[i],
+			(double)bits_f32(got), (double)bits_f32(want));
+	}
+	must_lower(deep);
+	must_validate(deep);
+	cr_assert_eq(inserted_ifs(&deep->entry), 0);
+	must_lower(shallow);
+	cr_assert_eq(inserted_ifs(&shallow->entry), 1);
+	/* one level up there is room: the branch stays, and the program validates */
+	struct vy_program *room = sin_nested(VY_IR_MAX_NESTING - 2);
+	must_validate(room);
+	must_lower(room);
+	must_validate(room);
+	cr_assert_eq(inserted_ifs(&room->entry), 1);
+	vy_program_destroy(deep);
+	vy_program_destroy(shallow);
+	vy_program_destroy(room);
+}
