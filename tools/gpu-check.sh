@@ -17,7 +17,12 @@
 # FUZZ_SECONDS written as until:EPOCH runs the fuzzer until that time (date +%s), so that one
 # call can give the fuzzer whatever the steps before it left of the call's limit.
 # Environment: GPU_CHECK_PASSES, the bench passes of each build (default 2); GPU_CHECK_FUZZ_ARGS,
-# more arguments of the fuzzer (for example --queued).
+# more arguments of the fuzzer (for example --queued); GPU_CHECK_BENCH_ARGS, more arguments of
+# bench/run.sh (for example "--groups math"); GPU_CHECK_ULP, functions for the ULP report to
+# compare with the GPU on every input (for example "exp,sin"; in ulp.txt, one line each as it
+# ends), within GPU_CHECK_ULP_SECONDS (default 300).
+# At the end everything in OUT is packed into OUT/gpu-check.tgz and the loose files removed (the
+# device tool brings back only a few files; GPU_CHECK_KEEP=1 keeps them).
 set -uo pipefail
 
 if [ "${1:-}" = "--pack" ]; then
@@ -69,11 +74,22 @@ for pass in $(seq "${GPU_CHECK_PASSES:-2}"); do
 	# shellcheck disable=SC2086 # the step names are words
 	for side in base $steps cur; do
 		[ -x "$pack/$side/bench/vybench" ] || continue
-		VYBENCH_BUILD=$pack/$side bench/run.sh "/tmp/gpu-check-bench-$side-$pass" >/dev/null 2>&1
+		# shellcheck disable=SC2086 # the extra arguments are words
+		VYBENCH_BUILD=$pack/$side bench/run.sh "/tmp/gpu-check-bench-$side-$pass" \
+			${GPU_CHECK_BENCH_ARGS:-} >"$out/bench-$side-$pass.log" 2>&1
 		echo "bench $side pass $pass: exit $?"
 		cp "/tmp/gpu-check-bench-$side-$pass/bench.json" "$out/bench-$side-$pass.json" 2>/dev/null
 	done
 done
+
+if [ -n "${GPU_CHECK_ULP:-}" ]; then
+	echo "== ULP report, every input, compared with the GPU: $GPU_CHECK_ULP"
+	timeout -k 10 "${GPU_CHECK_ULP_SECONDS:-300}" stdbuf -oL "$cur/tests/ulp/ulp_report" \
+		--exhaustive --threads "$(nproc)" --only "$GPU_CHECK_ULP" --compare vulkan \
+		>"$out/ulp.txt" 2>&1
+	echo "ulp: exit $?"
+	grep -E 'differ|outside|all 2\^32|pairs' "$out/ulp.txt" | cut -c1-140
+fi
 
 if [ "${fuzz_seconds#until:}" != "$fuzz_seconds" ]; then
 	fuzz_seconds=$((${fuzz_seconds#until:} - $(date +%s)))
@@ -84,3 +100,10 @@ echo "== difffuzz: seed $fuzz_seed for $fuzz_seconds s, one job per core"
 timeout -k 30 "$fuzz_seconds" "$cur/tests/difffuzz/difffuzz" --seed "$fuzz_seed" --count 1000000 \
 	--jobs "$(nproc)" ${GPU_CHECK_FUZZ_ARGS:-} >"$out/difffuzz.txt" 2>&1
 grep -E 'MISMATCH|programs,' "$out/difffuzz.txt" | tail -n 3
+
+if [ "${GPU_CHECK_KEEP:-0}" != 1 ]; then
+	tar -C "$out" -czf "/tmp/gpu-check-$$.tgz" . &&
+		find "$out" -mindepth 1 -delete &&
+		mv "/tmp/gpu-check-$$.tgz" "$out/gpu-check.tgz"
+	echo "results: $out/gpu-check.tgz"
+fi
