@@ -39,9 +39,9 @@
 #include "vk_codegen.h"
 #include "vk_xfer.h"
 
-#define PROBE_SAMPLES 4096u
+#define PROBE_SAMPLES VY__VK_PROBE_SAMPLES
 #define PROBE_GROUP 64u
-#define PROBE_OUT 5u /* words out per triple */
+#define PROBE_OUT VY__VK_PROBE_OUT
 
 static const char probe_glsl[] =
 	"#version 450\n"
@@ -275,8 +275,19 @@ static int record_probe(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, s
 	return 0;
 }
 
-static void judge(const float *t, const uint32_t *res, uint32_t n, struct vy_vk_probe *out)
+uint32_t vy__vk_probe_count(void)
 {
+	return PROBE_SAMPLES + FMA_SPECIALS;
+}
+
+void vy__vk_probe_triples(float *t)
+{
+	make_triples(t, PROBE_SAMPLES);
+}
+
+void vy__vk_probe_judge(const float *t, const uint32_t *res, struct vy_vk_probe *out)
+{
+	uint32_t n = vy__vk_probe_count();
 	memset(out, 0, sizeof(*out));
 	out->samples = n;
 	uint32_t subnormal_kept = 0;
@@ -548,7 +559,7 @@ static int probe_flag(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes,
 int vy__vk_probe_run(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes, struct vy_vk_compiler *cc,
 	struct vy_vk_probe *out, struct vy_err *err)
 {
-	uint32_t n = PROBE_SAMPLES + FMA_SPECIALS;
+	uint32_t n = vy__vk_probe_count();
 	float *triples = calloc(3 * n, sizeof(float));
 	uint32_t *results = calloc(PROBE_OUT * n, sizeof(uint32_t));
 	if (!triples || !results) {
@@ -557,11 +568,11 @@ int vy__vk_probe_run(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes, struct
 		return vy_err_set(err, VY_E_OUT_OF_MEMORY, NULL, "free host memory and retry",
 			"no memory for the float probe");
 	}
-	make_triples(triples, PROBE_SAMPLES);
+	vy__vk_probe_triples(triples);
 	int rc = run_kernel(x, pipes, cc, probe_glsl, false, triples, (uint64_t)n * 12, results,
 		(uint64_t)n * PROBE_OUT * 4, n, err);
 	if (rc == 0) {
-		judge(triples, results, n, out);
+		vy__vk_probe_judge(triples, results, out);
 		uint32_t in[2 * FOLD_SAMPLES + 1];
 		uint32_t res[FOLD_OUT * FOLD_SAMPLES + 1];
 		make_fold_samples(in);

@@ -47,6 +47,19 @@ struct vy_vk_probe {
 	uint32_t flag_needless;
 };
 
+/*
+ * The float probe's questions and its judgement, for tests. vy__vk_probe_triples writes the
+ * VY__VK_PROBE_SAMPLES random triples (a, b, c) and then IEEE's special cases of fma into t
+ * (3 floats each; room for vy__vk_probe_count() triples). vy__vk_probe_judge fills the findings of
+ * the first kernel in *out from a device's answers, VY__VK_PROBE_OUT words per triple: fma(a, b,
+ * c), a / b, sqrt(|a|), a * b and a + c.
+ */
+#define VY__VK_PROBE_SAMPLES 4096u
+#define VY__VK_PROBE_OUT 5u
+uint32_t vy__vk_probe_count(void);
+void vy__vk_probe_triples(float *t);
+void vy__vk_probe_judge(const float *t, const uint32_t *res, struct vy_vk_probe *out);
+
 /* Run the probe on the device behind `x`. Errors: those of compiling and dispatching. */
 int vy__vk_probe_run(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes, struct vy_vk_compiler *cc,
 	struct vy_vk_probe *out, struct vy_err *err);

@@ -11,6 +11,7 @@
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 #include "spec.h"
 #include "vk_backend.h"
 #include "vk_disk.h"
+#include "vk_probe.h"
 #include "vulkan.h"
 
 static struct vy_backend *be;
@@ -1729,4 +1731,69 @@ ReportHook(PRE_ALL)(struct criterion_test_set *set)
 	vy__vk_compile_glsl(cc, s, strlen(s), "warm.comp", false, &w, &n, NULL);
 	free(w);
 	vy__vk_compiler_destroy(cc);
+}
+
+/* A device's answers to the float probe's first kernel, as a correctly rounded device with a fused
+ * fma gives them (this host's arithmetic); `fused` false adds a*b and c as two roundings. */
+static uint32_t *probe_answers(const float *t, uint32_t n, bool fused)
+{
+	uint32_t *res = calloc((size_t)n * VY__VK_PROBE_OUT, sizeof(uint32_t));
+	cr_assert_not_null(res);
+	for (uint32_t i = 0; i < n; i++) {
+		float a = t[3 * i];
+		float b = t[3 * i + 1];
+		float c = t[3 * i + 2];
+		volatile float product = a * b;
+		float r[VY__VK_PROBE_OUT] = {
+			fused ? fmaf(a, b, c) : product + c, a / b, sqrtf(fabsf(a)), a * b, a + c};
+		memcpy(&res[(size_t)i * VY__VK_PROBE_OUT], r, sizeof(r));
+	}
+	return res;
+}
+
+Test(vulkan, the_probe_counts_fma_fused_only_with_ieee_special_cases)
+{
+	uint32_t n = vy__vk_probe_count();
+	cr_assert_gt(n, VY__VK_PROBE_SAMPLES);
+	float *t = calloc((size_t)n * 3, sizeof(float));
+	cr_assert_not_null(t);
+	vy__vk_probe_triples(t);
+	struct vy_vk_probe pr;
+
+	uint32_t *res = probe_answers(t, n, true);
+	vy__vk_probe_judge(t, res, &pr);
+	cr_assert(pr.fma_fused && pr.div_exact && pr.sqrt_exact, "%u %u %u", pr.fma_diffs,
+		pr.div_diffs, pr.sqrt_diffs);
+	/* a NaN of another payload is still IEEE's NaN */
+	uint32_t nans = 0;
+	for (uint32_t i = VY__VK_PROBE_SAMPLES; i < n; i++) {
+		uint32_t *f = &res[(size_t)i * VY__VK_PROBE_OUT];
+		if ((*f & 0x7FFFFFFFu) > 0x7F800000u) {
+			*f = 0x7FFFFFFFu;
+			nans++;
+		}
+	}
+	cr_assert_geq(nans, 3);
+	vy__vk_probe_judge(t, res, &pr);
+	cr_assert(pr.fma_fused);
+	/* each special case answered otherwise: not fused */
+	for (uint32_t i = VY__VK_PROBE_SAMPLES; i < n; i++) {
+		uint32_t *f = &res[(size_t)i * VY__VK_PROBE_OUT];
+		uint32_t kept = *f;
+		*f = (kept & 0x7FFFFFFFu) > 0x7F800000u ? 0x3F800000u : kept ^ 1u;
+		vy__vk_probe_judge(t, res, &pr);
+		cr_assert_not(pr.fma_fused, "special case %u (%a, %a, %a)",
+			i - VY__VK_PROBE_SAMPLES, (double)t[3 * i], (double)t[3 * i + 1],
+			(double)t[3 * i + 2]);
+		cr_assert_eq(pr.fma_diffs, 1);
+		*f = kept;
+	}
+	free(res);
+
+	res = probe_answers(t, n, false);
+	vy__vk_probe_judge(t, res, &pr);
+	cr_assert_not(pr.fma_fused);
+	cr_assert(pr.div_exact && pr.sqrt_exact);
+	free(res);
+	free(t);
 }
