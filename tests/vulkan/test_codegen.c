@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bits.h"
 #include "codec.h"
 #include "err.h"
 #include "grid_sync.h"
@@ -1256,20 +1257,6 @@ Test(codegen, fma_division_and_square_root_take_fast_paths_only_where_fma_is_fus
  * right ones: whatever it accepts must be the correctly rounded result. Without, it must reject
  * few.
  */
-static float f_of(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
-static uint32_t u_of(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof(u));
-	return u;
-}
-
 static uint64_t model_state = UINT64_C(0x2545F4914F6CDD1D);
 
 static uint32_t model_next(void)
@@ -1283,20 +1270,20 @@ static uint32_t model_next(void)
 /* v moved by -k to +k units in the last place */
 static float model_move(float v, uint32_t k)
 {
-	return f_of(u_of(v) + (model_next() % (2u * k + 1u)) - k);
+	return vy_test_float(vy_test_bits(v) + (model_next() % (2u * k + 1u)) - k);
 }
 
 static bool model_fdiv(uint32_t a, uint32_t b, bool wobble, uint32_t *out)
 {
-	float x = f_of((a & 0x007FFFFFu) | 0x3F800000u);
-	float y = f_of((b & 0x007FFFFFu) | 0x3F800000u);
+	float x = vy_test_float((a & 0x007FFFFFu) | 0x3F800000u);
+	float y = vy_test_float((b & 0x007FFFFFu) | 0x3F800000u);
 	float t = model_move(1.0f / y, 3);
 	float q0 = x * t;
 	float q = fmaf(fmaf(-q0, y, x), t, q0);
 	q = wobble ? model_move(q, 1) : q;
 	float r = fmaf(-q, y, x);
-	uint32_t qb = u_of(q);
-	float lim = y * f_of(qb > 0x3F800000u ? 0x33800000u : 0x33000000u);
+	uint32_t qb = vy_test_bits(q);
+	float lim = y * vy_test_float(qb > 0x3F800000u ? 0x33800000u : 0x33000000u);
 	int k = (int)((qb >> 23) & 0xFFu) + (int)((a >> 23) & 0xFFu) - (int)((b >> 23) & 0xFFu);
 	if (fabsf(r) < lim && k > 0 && k < 255) {
 		*out = ((a ^ b) & 0x80000000u) | ((uint32_t)k << 23) | (qb & 0x007FFFFFu);
@@ -1309,15 +1296,15 @@ static bool model_fsqrt(uint32_t x, bool wobble, uint32_t *out)
 {
 	int ex = (int)(x >> 23) - 127;
 	uint32_t odd = (uint32_t)ex & 1u;
-	float m = f_of((x & 0x007FFFFFu) | (odd != 0u ? 0x40000000u : 0x3F800000u));
+	float m = vy_test_float((x & 0x007FFFFFu) | (odd != 0u ? 0x40000000u : 0x3F800000u));
 	float t = model_move(1.0f / sqrtf(m), 3);
 	float s0 = m * t;
 	float s = fmaf(fmaf(-s0, s0, m), 0.5f * t, s0);
 	s = wobble ? model_move(s, 1) : s;
 	float r = fmaf(-s, s, m);
-	uint32_t sb = u_of(s);
-	float w = s * f_of(sb > 0x3F800000u ? 0x34000000u : 0x33800000u);
-	if (fabsf(r) < f_of(u_of(w) - 1u)) {
+	uint32_t sb = vy_test_bits(s);
+	float w = s * vy_test_float(sb > 0x3F800000u ? 0x34000000u : 0x33800000u);
+	if (fabsf(r) < vy_test_float(vy_test_bits(w) - 1u)) {
 		*out = ((uint32_t)((int)(sb >> 23) + ((ex - (int)odd) >> 1)) << 23) |
 		       (sb & 0x007FFFFFu);
 		return true;
@@ -1338,8 +1325,8 @@ Test(codegen, the_fast_division_and_root_keep_only_correctly_rounded_results)
 				tried++;
 				if (model_fsqrt(x, wobble, &got)) {
 					kept++;
-					cr_assert_eq(got, u_of(sqrtf(f_of(x))), "sqrt(%a)",
-						(double)f_of(x));
+					cr_assert_eq(got, vy_test_bits(sqrtf(vy_test_float(x))),
+						"sqrt(%a)", (double)vy_test_float(x));
 				}
 			}
 		}
@@ -1358,8 +1345,9 @@ Test(codegen, the_fast_division_and_root_keep_only_correctly_rounded_results)
 			uint32_t got;
 			if (model_fdiv(a, b, wobble, &got)) {
 				kept++;
-				cr_assert_eq(got, u_of(f_of(a) / f_of(b)), "%a / %a",
-					(double)f_of(a), (double)f_of(b));
+				cr_assert_eq(got, vy_test_bits(vy_test_float(a) / vy_test_float(b)),
+					"%a / %a", (double)vy_test_float(a),
+					(double)vy_test_float(b));
 			}
 		}
 		cr_assert_gt(kept, wobble ? tried / 4 : tried - (tried >> 10), "%u of %u quotients",
