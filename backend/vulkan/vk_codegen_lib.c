@@ -514,9 +514,13 @@ static const char fsqrt_exact[] = "\tuint m = (x & 0x007FFFFFu) | 0x00800000u;\n
 	"\treturn x;\n"                                                                            \
 	"}\n"
 
-static const char ffma_builtin[] =
-	FFMA_SPECIAL("vy_ffma") "\tprecise float r = fma(uintBitsToFloat(a), uintBitsToFloat(b), "
-				"uintBitsToFloat(c));\n" FFMA_ZERO_RECOMPUTED;
+/* The device's fused fma behind the special cases, its zero result recomputed: `name`'s body. */
+#define FFMA_FUSED(name)                                                                           \
+	FFMA_SPECIAL(name)                                                                         \
+	"\tprecise float r = fma(uintBitsToFloat(a), uintBitsToFloat(b), "                         \
+	"uintBitsToFloat(c));\n" FFMA_ZERO_RECOMPUTED
+
+static const char ffma_builtin[] = FFMA_FUSED("vy_ffma");
 
 /*
  * A fused fma on a device that folds constants exactly gives IEEE's answer for every operand
@@ -524,9 +528,7 @@ static const char ffma_builtin[] =
  * result is zero or subnormal: there the device may flush before it rounds, so that result is
  * decided as above, with the special cases first.
  */
-static const char ffma_fused_special[] = FFMA_SPECIAL(
-	"vy_ffma_special") "\tprecise float r = fma(uintBitsToFloat(a), "
-			   "uintBitsToFloat(b), uintBitsToFloat(c));\n" FFMA_ZERO_RECOMPUTED;
+static const char ffma_fused_special[] = FFMA_FUSED("vy_ffma_special");
 
 static const char ffma_fused[] = "uint vy_ffma(uint a, uint b, uint c)\n"
 				 "{\n"
