@@ -129,10 +129,104 @@ static uint64_t inbound_room(const struct vy_conn *c)
 	return user < all ? user : all;
 }
 
+/*
+ * Kept frame buffers: the buffer of a large frame (VY_KEEP_MIN or more) goes back to its
+ * connection when its request is freed, and that connection's next large frame is read into it
+ * (resized in place where it can be), so a client that sends large inputs does not pay the
+ * kernel for fresh pages on every frame. Only the connection that sent it reads into it again.
+ * Kept bytes are not frame bytes, so they never make a frame wait; they fit beside the inbound
+ * bytes within both bounds, and whatever inbound bytes are added next frees the oldest kept
+ * buffers until they fit again. A buffer not used again within VY_KEEP_IDLE_NS is freed by the
+ * sweep, and with its connection.
+ */
+static void kept_detach(struct vy_conn *c)
+{
+	struct vy_server *s = c->srv;
+	vy_list_remove(&c->kept_link);
+	s->kept_bytes -= c->kept_len;
+	c->user->kept -= c->kept_len;
+	c->kept = NULL;
+	c->kept_len = 0;
+}
+
+static void kept_drop(struct vy_conn *c)
+{
+	if (c->kept) {
+		uint8_t *buf = c->kept;
+		kept_detach(c);
+		free(buf);
+	}
+}
+
+/* Free kept buffers, the oldest first, until they fit beside the inbound bytes within
+ * inbound_total, and within inbound_quota for `u` (NULL: every user). */
+static void kept_trim(struct vy_server *s, const struct vy_user *u)
+{
+	struct vy_link *l;
+	struct vy_link *t;
+	VY_LIST_FOR_EACH_SAFE(l, t, &s->kept)
+	{
+		struct vy_conn *c = VY_CONTAINER_OF(l, struct vy_conn, kept_link);
+		const struct vy_user *o = c->user;
+		if (s->inbound + s->kept_bytes > s->cfg.inbound_total ||
+			((!u || o == u) && o->inbound + o->kept > s->cfg.inbound_quota)) {
+			kept_drop(c);
+		}
+	}
+}
+
+/* The request's frame is done with: keep its buffer for the connection's next large frame where
+ * it is large and fits, else free it. */
+static void kept_offer(struct vy_conn *c, uint8_t *buf, size_t len)
+{
+	struct vy_server *s = c->srv;
+	if (!buf || len < VY_KEEP_MIN || c->state != VY_CONN_OPEN || !c->user) {
+		free(buf);
+		return;
+	}
+	kept_drop(c);
+	if (s->inbound + s->kept_bytes + len > s->cfg.inbound_total ||
+		c->user->inbound + c->user->kept + len > s->cfg.inbound_quota) {
+		free(buf);
+		return;
+	}
+	c->kept = buf;
+	c->kept_len = len;
+	c->kept_ns = vy_now_ns();
+	vy_list_insert_tail(&s->kept, &c->kept_link);
+	s->kept_bytes += len;
+	c->user->kept += len;
+}
+
+/* The frame whose prefix was just admitted is large: read it into the kept buffer. */
+static void kept_use(struct vy_conn *c)
+{
+	size_t want = c->reader.len;
+	if (!c->kept || want < VY_KEEP_MIN) {
+		return;
+	}
+	uint8_t *buf = c->kept;
+	size_t len = c->kept_len;
+	kept_detach(c);
+	uint8_t *fit = len == want ? buf : realloc(buf, want);
+	if (!fit) {
+		free(buf);
+		return;
+	}
+	if (vy_frame_reader_give(&c->reader, fit, want)) {
+		c->srv->stats.frames_reused++;
+	} else {
+		free(fit);
+	}
+}
+
 static void inbound_add(struct vy_conn *c, uint64_t n)
 {
 	c->user->inbound += n;
 	c->srv->inbound += n;
+	if (c->srv->kept_bytes) {
+		kept_trim(c->srv, c->user);
+	}
 }
 
 static void inbound_wake(struct vy_server *s);
@@ -193,6 +287,8 @@ static bool frame_admit(struct vy_conn *c)
 		return false;
 	}
 	held_set(c, 0);
+	/* The kept buffer becomes the frame's before the frame's bytes push kept ones out. */
+	kept_use(c);
 	inbound_add(c, need);
 	c->frame_charge = c->reader.len;
 	c->frame_admitted = true;
@@ -243,7 +339,7 @@ static void req_free(struct vy_req *req)
 	if (req->decoded) {
 		vy_request_finish(&req->r);
 	}
-	free(req->frame);
+	kept_offer(req->conn, req->frame, req->frame_cap);
 	free(req);
 }
 
@@ -647,6 +743,7 @@ static void on_frame(struct vy_conn *c)
 	struct vy_server *s = c->srv;
 	assert(c->frame_admitted);
 	size_t len;
+	size_t cap = c->reader.cap;
 	uint8_t *frame = vy_frame_reader_take(&c->reader, &len);
 	struct vy_req *req = calloc(1, sizeof(*req));
 	if (!req) {
@@ -655,6 +752,7 @@ static void on_frame(struct vy_conn *c)
 	}
 	req->conn = c;
 	req->frame = frame;
+	req->frame_cap = cap;
 	req->inbound = c->frame_charge;
 	c->frame_charge = 0;
 	c->frame_admitted = false;
@@ -886,6 +984,7 @@ static void on_closed(uv_handle_t *handle)
 	/* Only now: libuv has called every write callback, and a reply written in place frees its
 	 * request (and the request's inbound bytes) there. */
 	struct vy_user *u = c->user;
+	kept_drop(c);
 	if (u) {
 		held_set(c, 0);
 		uint64_t charge = c->frame_charge;
@@ -942,6 +1041,7 @@ static void conn_close(struct vy_conn *c, const char *why)
 		(int)c->pid, (unsigned)c->uid, c->name[0] ? ", " : "", c->name, why ? ": " : "",
 		why ? why : "", c->in_flight);
 	cork_drop(c);
+	kept_drop(c);
 	while (!vy_list_empty(&c->deferred)) {
 		struct vy_req *req = VY_CONTAINER_OF(c->deferred.next, struct vy_req, wait);
 		vy_list_remove(&req->wait);
@@ -1122,6 +1222,13 @@ void vy_conn_sweep(struct vy_server *s, uint64_t now)
 {
 	uint64_t limit = s->cfg.stall_timeout_ms * 1000000;
 	uint64_t idle = s->cfg.idle_timeout_ms * 1000000;
+	while (!vy_list_empty(&s->kept)) {
+		struct vy_conn *c = VY_CONTAINER_OF(s->kept.next, struct vy_conn, kept_link);
+		if (now - c->kept_ns < VY_KEEP_IDLE_NS) {
+			break;
+		}
+		kept_drop(c);
+	}
 	refuse_deadlocked(s);
 	/* Every release of reply room wakes the waiters; this only backs that up. */
 	vy_ops_resume_waiters(s);
@@ -1158,6 +1265,7 @@ void vy_conn_apply_config(struct vy_server *s)
 		c->admin = -1;
 		update_flow(c);
 	}
-	/* The inbound bounds may have grown. */
+	/* The inbound bounds may have shrunk or grown. */
+	kept_trim(s, NULL);
 	inbound_wake(s);
 }

@@ -465,6 +465,7 @@ int vy_server_init(struct vy_server *s, const struct vy_config_args *args, struc
 	vy_list_init(&s->corked);
 	vy_list_init(&s->users);
 	vy_list_init(&s->starved);
+	vy_list_init(&s->kept);
 	vy_list_init(&s->reply_waiters);
 	vy_list_init(&s->graphs);
 	vy_caches_init(s);

@@ -47,6 +47,10 @@
 /* A frame with at least this much payload still to come is read into place, this much at most
  * per read; smaller ones go through the shared read buffer, several frames per read. */
 #define VY_READ_DIRECT ((size_t)8 * 1024 * 1024)
+/* A frame buffer of at least this size is kept for its connection's next frame, for up to
+ * VY_KEEP_IDLE_NS (conn.c). */
+#define VY_KEEP_MIN ((size_t)1024 * 1024)
+#define VY_KEEP_IDLE_NS UINT64_C(1000000000)
 /* Replies up to this size are gathered per connection and written together (conn.c). */
 #define VY_CORK_MAX ((size_t)64 * 1024)
 /* Descriptors a peer may send ahead of the shm_attach frames that consume them. */
@@ -452,6 +456,7 @@ struct vy_user {
 	uint32_t in_flight; /* requests received and not answered (max_inflight_per_user) */
 	uint64_t inbound;   /* frame bytes counted and not yet freed (inbound_quota) */
 	uint64_t held;      /* of which bytes of frames that wait for room */
+	uint64_t kept;      /* bytes of frame buffers its connections keep (not in inbound) */
 	uint64_t replies;   /* out_pending + preparing over its connections (reply_quota) */
 };
 
@@ -484,7 +489,12 @@ struct vy_conn {
 	 * once admitted, else the bytes it holds while the connection waits for room. */
 	uint64_t frame_charge;
 	bool frame_admitted;
-	bool starved;               /* not read until its user or the daemon has inbound room */
+	bool starved; /* not read until its user or the daemon has inbound room */
+	/* The buffer of its last large frame, kept for the next one (conn.c), and when it was. */
+	uint8_t *kept;
+	size_t kept_len;
+	uint64_t kept_ns;
+	struct vy_link kept_link;   /* in srv->kept while kept */
 	struct vy_link starve_link; /* in srv->starved while starved */
 	uint64_t active_ns;         /* the last byte read or reply written (idle_timeout_ms) */
 	uint32_t in_flight;
@@ -523,7 +533,8 @@ struct vy_conn {
 struct vy_req {
 	struct vy_link wait; /* in a cache entry's waiters while it waits */
 	struct vy_conn *conn;
-	uint8_t *frame; /* owned: the decoded request borrows it */
+	uint8_t *frame;   /* owned: the decoded request borrows it */
+	size_t frame_cap; /* the bytes allocated for it */
 	struct vy_request r;
 	bool decoded;
 	uint64_t t_start;
@@ -620,6 +631,8 @@ struct vy_server {
 	uint64_t inbound;       /* frame bytes counted over every user (inbound_total) */
 	uint64_t inbound_held;  /* of which bytes of frames that wait for room */
 	struct vy_link starved; /* vy_conn.starve_link, in the order they began to wait */
+	struct vy_link kept;    /* vy_conn.kept_link, the oldest first */
+	uint64_t kept_bytes;    /* vy_user.kept over every user */
 	uint64_t replies;       /* vy_user.replies over every user (reply_total) */
 	struct vy_link reply_waiters; /* vy_conn.reply_link, in the order they began to wait */
 	bool resuming;                /* in vy_ops_resume_waiters */

@@ -124,6 +124,16 @@ uint8_t *vy_frame_reader_take(struct vy_frame_reader *r, size_t *len)
 	return buf;
 }
 
+bool vy_frame_reader_give(struct vy_frame_reader *r, uint8_t *buf, size_t cap)
+{
+	if (r->header_have < VY_FRAME_HEADER || r->have != 0 || r->buf || cap < r->len) {
+		return false;
+	}
+	r->buf = buf;
+	r->cap = cap;
+	return true;
+}
+
 size_t vy_frame_reader_pending(const struct vy_frame_reader *r)
 {
 	return r->header_have + r->have;

@@ -68,6 +68,13 @@ int vy_frame_reader_commit(struct vy_frame_reader *r, size_t n);
 /* The completed payload, malloc'd, now owned by the caller; the reader starts the next frame. */
 uint8_t *vy_frame_reader_take(struct vy_frame_reader *r, size_t *len);
 
+/*
+ * Read the frame whose length prefix has arrived, none of whose payload has, into `buf` (from
+ * malloc, `cap` bytes, at least the frame's length), which the reader now owns. Returns false,
+ * leaving `buf` to the caller, when the reader is not at that point or `cap` is short.
+ */
+bool vy_frame_reader_give(struct vy_frame_reader *r, uint8_t *buf, size_t cap);
+
 /* Bytes of the frame in progress buffered so far (header included). */
 size_t vy_frame_reader_pending(const struct vy_frame_reader *r);
 

@@ -510,6 +510,74 @@ Test(limits, a_frame_of_exactly_the_inbound_quota_waits_for_room_and_runs)
 	vy_program_destroy(sp);
 }
 
+/* Send `frame` on `c` and expect the reference's outputs back. */
+static void round_trip(
+	struct tc *c, const msgpack_sbuffer *frame, const struct vy_outputs *want, const char *what)
+{
+	cr_assert_eq(tc_send_raw(c, frame->data, frame->size), 0, "%s", what);
+	expect_reference_reply(c, want, what);
+}
+
+/*
+ * A connection reads its next large frame into the buffer of its last one. Kept buffers never
+ * make a frame wait: with inbound_quota = 3M, another connection's frame of 2.5 MiB is admitted
+ * at once and the kept 2 MiB is freed, so that frames and kept buffers stay within the quota.
+ * A kept buffer is freed after a second of disuse.
+ */
+Test(limits, a_connection_reads_its_next_large_frame_into_the_buffer_it_kept)
+{
+	struct vy_program *p2 = copy_program("kept-2m", 512 * 1024);
+	struct vy_program *p25 = copy_program("kept-2.5m", 640 * 1024);
+	struct t_inputs in2;
+	struct t_inputs in25;
+	t_inputs_make(p2, 0, 5, &in2);
+	t_inputs_make(p25, 0, 6, &in25);
+	struct vy_outputs want2;
+	struct vy_outputs want25;
+	cr_assert_eq(t_reference(p2, &in2, NULL, &want2), 0);
+	cr_assert_eq(t_reference(p25, &in25, NULL, &want25), 0);
+	struct tc scratch = {.next_id = 1};
+	msgpack_sbuffer f2;
+	msgpack_sbuffer f25;
+	dispatch_frame(&scratch, p2, &in2, &f2);
+	dispatch_frame(&scratch, p25, &in25, &f25);
+	struct vyd d;
+	t_start(&d, "[limits]\ninbound_quota = 3M\n");
+	struct tc a;
+	struct tc b;
+	struct tc watch;
+	tc_open(&a, d.sock, "sender");
+	tc_open(&b, d.sock, "other");
+	tc_open(&watch, d.sock, "watch");
+	round_trip(&a, &f2, &want2, "the first frame");
+	cr_expect_eq(t_stat(&watch, "daemon.inbound_kept_bytes"), f2.size - 4);
+	cr_expect_eq(t_stat(&watch, "daemon.frames_reused"), 0);
+	round_trip(&a, &f2, &want2, "the frame read into the kept buffer");
+	cr_expect_eq(t_stat(&watch, "daemon.frames_reused"), 1);
+	cr_expect_eq(t_stat(&watch, "daemon.inbound_kept_bytes"), f2.size - 4);
+	/* 2.5 MiB beside a kept 2 MiB is more than the quota: the kept buffer gives way. */
+	round_trip(&b, &f25, &want25, "the other connection's frame");
+	cr_expect_eq(t_stat(&watch, "daemon.inbound_waits"), 0);
+	cr_expect_eq(t_stat(&watch, "daemon.inbound_kept_bytes"), f25.size - 4);
+	round_trip(&a, &f2, &want2, "a frame after the kept buffer was freed");
+	cr_expect_eq(t_stat(&watch, "daemon.frames_reused"), 1);
+	cr_expect_leq(t_stat(&watch, "daemon.inbound_kept_bytes"), 3u << 20);
+	usleep(1600000);
+	cr_expect_eq(t_stat(&watch, "daemon.inbound_kept_bytes"), 0);
+	tc_close(&a);
+	tc_close(&b);
+	tc_close(&watch);
+	t_stop(&d);
+	msgpack_sbuffer_destroy(&f2);
+	msgpack_sbuffer_destroy(&f25);
+	vy_outputs_finish(&want2);
+	vy_outputs_finish(&want25);
+	t_inputs_free(&in2);
+	t_inputs_free(&in25);
+	vy_program_destroy(p2);
+	vy_program_destroy(p25);
+}
+
 /*
  * Byte bounds at their edge: a resident allocation that brings the user exactly to
  * resident_quota succeeds and one byte more does not; a reply larger than write_high_water runs
