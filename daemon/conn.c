@@ -139,6 +139,14 @@ static uint64_t inbound_room(const struct vy_conn *c)
  * buffers until they fit again. A buffer not used again within VY_KEEP_IDLE_NS is freed by the
  * sweep, and with its connection.
  */
+static void import_release(struct vy_frame_import *fi)
+{
+	if (fi->id) {
+		vy_backend_host_release(fi->dev->backend, fi->id);
+	}
+	*fi = (struct vy_frame_import){0};
+}
+
 static void kept_detach(struct vy_conn *c)
 {
 	struct vy_server *s = c->srv;
@@ -154,6 +162,7 @@ static void kept_drop(struct vy_conn *c)
 	if (c->kept) {
 		uint8_t *buf = c->kept;
 		kept_detach(c);
+		import_release(&c->kept_import);
 		free(buf);
 	}
 }
@@ -175,21 +184,27 @@ static void kept_trim(struct vy_server *s, const struct vy_user *u)
 	}
 }
 
-/* The request's frame is done with: keep its buffer for the connection's next large frame where
- * it is large and fits, else free it. */
-static void kept_offer(struct vy_conn *c, uint8_t *buf, size_t len)
+/* The request's frame is done with: keep its buffer (and its import) for the connection's next
+ * large frame where it is large and fits, else free it. */
+static void kept_offer(struct vy_conn *c, struct vy_req *req)
 {
 	struct vy_server *s = c->srv;
-	if (!buf || len < VY_KEEP_MIN || c->state != VY_CONN_OPEN || !c->user) {
+	uint8_t *buf = req->frame;
+	size_t len = req->frame_cap;
+	req->frame = NULL;
+	bool keep = buf && len >= VY_KEEP_MIN && c->state == VY_CONN_OPEN && c->user;
+	if (keep) {
+		kept_drop(c);
+		keep = s->inbound + s->kept_bytes + len <= s->cfg.inbound_total &&
+		       c->user->inbound + c->user->kept + len <= s->cfg.inbound_quota;
+	}
+	if (!keep) {
+		import_release(&req->frame_import);
 		free(buf);
 		return;
 	}
-	kept_drop(c);
-	if (s->inbound + s->kept_bytes + len > s->cfg.inbound_total ||
-		c->user->inbound + c->user->kept + len > s->cfg.inbound_quota) {
-		free(buf);
-		return;
-	}
+	c->kept_import = req->frame_import;
+	req->frame_import = (struct vy_frame_import){0};
 	c->kept = buf;
 	c->kept_len = len;
 	c->kept_ns = vy_now_ns();
@@ -208,6 +223,12 @@ static void kept_use(struct vy_conn *c)
 	uint8_t *buf = c->kept;
 	size_t len = c->kept_len;
 	kept_detach(c);
+	/* Pages imported from the buffer go before a resize may move them. */
+	struct vy_frame_import fi = c->kept_import;
+	c->kept_import = (struct vy_frame_import){0};
+	if (len != want) {
+		import_release(&fi);
+	}
 	uint8_t *fit = len == want ? buf : realloc(buf, want);
 	if (!fit) {
 		free(buf);
@@ -215,9 +236,33 @@ static void kept_use(struct vy_conn *c)
 	}
 	if (vy_frame_reader_give(&c->reader, fit, want)) {
 		c->srv->stats.frames_reused++;
+		c->reading_import = fi;
 	} else {
+		import_release(&fi);
 		free(fit);
 	}
+}
+
+uint64_t vy_conn_frame_import(struct vy_req *req, const uint8_t **base)
+{
+	/* Whole pages around the frame: what lies beyond its ends on them is never read (the
+	 * backend copies only an input's own bytes from an import). */
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = (uintptr_t)req->frame & ~(page - 1);
+	uintptr_t hi = ((uintptr_t)req->frame + req->frame_cap + page - 1) & ~(page - 1);
+	*base = (const uint8_t *)lo;
+	struct vy_frame_import *fi = &req->frame_import;
+	uint64_t generation = vy_device_generation(req->dev);
+	if (fi->id && fi->dev == req->dev && fi->generation == generation) {
+		return fi->id;
+	}
+	import_release(fi);
+	uint64_t id = 0;
+	if (vy_backend_host_import(req->dev->backend, (const void *)lo, hi - lo, &id, NULL) == 0) {
+		*fi = (struct vy_frame_import){id, req->dev, generation};
+		req->conn->srv->stats.frames_imported++;
+	}
+	return fi->id;
 }
 
 static void inbound_add(struct vy_conn *c, uint64_t n)
@@ -339,7 +384,7 @@ static void req_free(struct vy_req *req)
 	if (req->decoded) {
 		vy_request_finish(&req->r);
 	}
-	kept_offer(req->conn, req->frame, req->frame_cap);
+	kept_offer(req->conn, req);
 	free(req);
 }
 
@@ -753,6 +798,8 @@ static void on_frame(struct vy_conn *c)
 	req->conn = c;
 	req->frame = frame;
 	req->frame_cap = cap;
+	req->frame_import = c->reading_import;
+	c->reading_import = (struct vy_frame_import){0};
 	req->inbound = c->frame_charge;
 	c->frame_charge = 0;
 	c->frame_admitted = false;
@@ -985,6 +1032,7 @@ static void on_closed(uv_handle_t *handle)
 	 * request (and the request's inbound bytes) there. */
 	struct vy_user *u = c->user;
 	kept_drop(c);
+	import_release(&c->reading_import);
 	if (u) {
 		held_set(c, 0);
 		uint64_t charge = c->frame_charge;

@@ -255,6 +255,17 @@ int vy_ops_input_bytes(struct vy_req *req, uint32_t i, bool import, struct vy_er
 	snprintf(at, sizeof(at), "inputs[%" PRIu32 "]", i);
 	if (in->kind == VY_INPUT_BYTES) {
 		*b = (struct vy_bytes){in->data, (size_t)in->len};
+		/* A large input is read by the device from the frame's pages where it imports
+		 * them, as a shm region is, instead of being copied by the host. */
+		const uint8_t *base = NULL;
+		uint64_t id = import && in->len >= VY_KEEP_MIN && req->frame
+				      ? vy_conn_frame_import(req, &base)
+				      : 0;
+		if (id) {
+			req->job.imports[i] = (struct vy_host_ref){
+				id, (uint64_t)((const uint8_t *)in->data - base)};
+			req->job.cfg.imports = req->job.imports;
+		}
 		return 0;
 	}
 	if (in->kind != VY_INPUT_SHM) {

@@ -130,7 +130,7 @@ void vy_stats_pack(struct vy_server *s, struct vy_conn *viewer, msgpack_packer *
 {
 	uint64_t now = vy_now_ns();
 	vy_pack_cstr(pk, "daemon");
-	msgpack_pack_map(pk, 18);
+	msgpack_pack_map(pk, 19);
 	vy_pack_kv_str(pk, "version", VY_DAEMON_VERSION);
 	vy_pack_kv_u64(pk, "protocol", VY_PROTOCOL_VERSION);
 	vy_pack_kv_u64(pk, "pid", (uint64_t)getpid());
@@ -146,6 +146,7 @@ void vy_stats_pack(struct vy_server *s, struct vy_conn *viewer, msgpack_packer *
 	vy_pack_kv_u64(pk, "inbound_bytes", s->inbound);
 	vy_pack_kv_u64(pk, "inbound_kept_bytes", s->kept_bytes);
 	vy_pack_kv_u64(pk, "frames_reused", s->stats.frames_reused);
+	vy_pack_kv_u64(pk, "frames_imported", s->stats.frames_imported);
 	vy_pack_kv_u64(pk, "reply_waits", s->stats.reply_waits);
 	vy_pack_kv_u64(pk, "reply_bytes", s->replies);
 	vy_pack_kv_u64(pk, "backpressure_pauses", s->stats.backpressure_pauses);

@@ -28,6 +28,7 @@ struct vy_stats {
 	uint64_t connections_idle;    /* closed by idle_timeout_ms */
 	uint64_t inbound_waits;       /* times a connection waited for inbound room */
 	uint64_t frames_reused;       /* frames read into the buffer their connection kept */
+	uint64_t frames_imported;     /* frame buffers a device imported to read large inputs */
 	uint64_t reply_waits;         /* dispatches that waited for reply room */
 	uint64_t bad_frames;
 	uint64_t bytes_in;

@@ -448,6 +448,13 @@ struct vy_graph_build {
 
 /* --- connections and requests -------------------------------------------------------------- */
 
+/* A frame buffer's pages as one device imported them (conn.c), or id 0. */
+struct vy_frame_import {
+	uint64_t id;
+	struct vy_device *dev;
+	uint64_t generation; /* vy_device_generation when it was made */
+};
+
 /* What one user holds over all its connections (conn.c), kept while it has a connection. */
 struct vy_user {
 	struct vy_link link; /* in srv->users */
@@ -494,9 +501,11 @@ struct vy_conn {
 	uint8_t *kept;
 	size_t kept_len;
 	uint64_t kept_ns;
-	struct vy_link kept_link;   /* in srv->kept while kept */
-	struct vy_link starve_link; /* in srv->starved while starved */
-	uint64_t active_ns;         /* the last byte read or reply written (idle_timeout_ms) */
+	struct vy_link kept_link;              /* in srv->kept while kept */
+	struct vy_frame_import kept_import;    /* of the kept buffer */
+	struct vy_frame_import reading_import; /* of the kept buffer the frame in progress took */
+	struct vy_link starve_link;            /* in srv->starved while starved */
+	uint64_t active_ns; /* the last byte read or reply written (idle_timeout_ms) */
 	uint32_t in_flight;
 	uint32_t writes;
 	/* Reply bytes handed to uv_write (or corked) and not yet written, with the bookkeeping
@@ -535,6 +544,8 @@ struct vy_req {
 	struct vy_conn *conn;
 	uint8_t *frame;   /* owned: the decoded request borrows it */
 	size_t frame_cap; /* the bytes allocated for it */
+	struct vy_frame_import
+		frame_import; /* its pages, where a large input was read from there */
 	struct vy_request r;
 	bool decoded;
 	uint64_t t_start;
@@ -747,6 +758,12 @@ void vy_ops_on_job(struct vy_job *job);
  * holds); `import` also names the region's import for the device. Errors: NOT_FOUND, BAD_REQUEST
  * naming inputs[i]. */
 int vy_ops_input_bytes(struct vy_req *req, uint32_t i, bool import, struct vy_err *err);
+/*
+ * The request's frame imported into its device (made on first use, kept with the frame's buffer
+ * while its connection keeps that): the id, and in *base the address its offsets count from; 0
+ * where the device does not import it.
+ */
+uint64_t vy_conn_frame_import(struct vy_req *req, const uint8_t **base);
 /* Submit req->job, whose reply will carry req->reply_bytes: QUOTA_EXCEEDED past max_output,
  * else it waits for reply room or goes to its device. */
 void vy_ops_submit_sized(struct vy_req *req);

@@ -579,6 +579,49 @@ Test(limits, a_connection_reads_its_next_large_frame_into_the_buffer_it_kept)
 }
 
 /*
+ * A large input sent in the frame is read by a Vulkan device from the frame's own pages, imported
+ * once and kept with the buffer the connection keeps: two dispatches, one import, both inputs
+ * copied from it, the reference's bytes. The reference backend imports nothing.
+ */
+Test(limits, a_large_input_is_read_by_the_device_from_the_frame_it_came_in)
+{
+	struct vy_program *p = copy_program("frame-import", 512 * 1024);
+	struct t_inputs in;
+	t_inputs_make(p, 0, 7, &in);
+	struct vy_outputs want;
+	cr_assert_eq(t_reference(p, &in, NULL, &want), 0);
+	struct tc scratch = {.next_id = 1};
+	msgpack_sbuffer f;
+	dispatch_frame(&scratch, p, &in, &f);
+	struct vyd d;
+	t_start(&d, NULL);
+	struct tc a;
+	struct tc watch;
+	tc_open(&a, d.sock, "sender");
+	tc_open(&watch, d.sock, "watch");
+	uint64_t before = t_stat(&watch, "resident.shm_import_inputs");
+	round_trip(&a, &f, &want, "the first frame");
+	round_trip(&a, &f, &want, "the second frame, in the kept buffer");
+	uint64_t inputs = t_stat(&watch, "resident.shm_import_inputs") - before;
+	uint64_t imports = t_stat(&watch, "daemon.frames_imported");
+	cr_expect_eq(t_stat(&watch, "daemon.frames_reused"), 1);
+	if (vyd_backend()) {
+		cr_expect_eq(imports, 0, "the reference backend imports nothing");
+		cr_expect_eq(inputs, 0);
+	} else {
+		cr_expect_eq(imports, 1, "the kept buffer keeps its import");
+		cr_expect_eq(inputs, 2, "both dispatches copy their input from the import");
+	}
+	tc_close(&a);
+	tc_close(&watch);
+	t_stop(&d);
+	msgpack_sbuffer_destroy(&f);
+	vy_outputs_finish(&want);
+	t_inputs_free(&in);
+	vy_program_destroy(p);
+}
+
+/*
  * Byte bounds at their edge: a resident allocation that brings the user exactly to
  * resident_quota succeeds and one byte more does not; a reply larger than write_high_water runs
  * when nothing else is unsent (one request alone always fits).
