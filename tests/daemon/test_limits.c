@@ -441,6 +441,32 @@ static void expect_reference_reply(struct tc *c, const struct vy_outputs *want, 
 	tc_reply_free(&r);
 }
 
+/* A copy program of `n` words, its inputs, the reference's outputs and its dispatch as one whole
+ * frame (length prefix included). The frame's size does not depend on the daemon. */
+struct frame_case {
+	struct vy_program *p;
+	struct t_inputs in;
+	struct vy_outputs want;
+	msgpack_sbuffer frame;
+};
+
+static void frame_case_make(struct frame_case *fc, const char *name, uint32_t n, uint64_t seed)
+{
+	fc->p = copy_program(name, n);
+	t_inputs_make(fc->p, 0, seed, &fc->in);
+	cr_assert_eq(t_reference(fc->p, &fc->in, NULL, &fc->want), 0);
+	struct tc scratch = {.next_id = 1};
+	dispatch_frame(&scratch, fc->p, &fc->in, &fc->frame);
+}
+
+static void frame_case_free(struct frame_case *fc)
+{
+	msgpack_sbuffer_destroy(&fc->frame);
+	vy_outputs_finish(&fc->want);
+	t_inputs_free(&fc->in);
+	vy_program_destroy(fc->p);
+}
+
 /*
  * A frame exactly as large as inbound_quota fits: while another frame of the same user holds part
  * of the quota it waits for room, and then runs; it is not refused as too large.
@@ -448,23 +474,11 @@ static void expect_reference_reply(struct tc *c, const struct vy_outputs *want, 
 Test(limits, a_frame_of_exactly_the_inbound_quota_waits_for_room_and_runs)
 {
 	/* A big frame (64 KiB, which the socket buffers whole) and a tiny one. */
-	struct vy_program *bp = copy_program("exact-big", 16 * 1024);
-	struct vy_program *sp = copy_program("exact-small", 16);
-	struct t_inputs big_in;
-	struct t_inputs small_in;
-	t_inputs_make(bp, 0, 3, &big_in);
-	t_inputs_make(sp, 0, 4, &small_in);
-	struct vy_outputs big_want;
-	struct vy_outputs small_want;
-	cr_assert_eq(t_reference(bp, &big_in, NULL, &big_want), 0);
-	cr_assert_eq(t_reference(sp, &small_in, NULL, &small_want), 0);
-	/* The frames' sizes do not depend on the daemon: build them once with a scratch client. */
-	struct tc scratch = {.next_id = 1};
-	msgpack_sbuffer big;
-	msgpack_sbuffer small;
-	dispatch_frame(&scratch, bp, &big_in, &big);
-	dispatch_frame(&scratch, sp, &small_in, &small);
-	uint64_t quota = big.size - 4; /* what the length prefix announces */
+	struct frame_case big;
+	struct frame_case small;
+	frame_case_make(&big, "exact-big", 16 * 1024, 3);
+	frame_case_make(&small, "exact-small", 16, 4);
+	uint64_t quota = big.frame.size - 4; /* what the length prefix announces */
 	char config[128];
 	snprintf(config, sizeof(config), "[limits]\ninbound_quota = %" PRIu64 "\n", quota);
 	bool waited = false;
@@ -479,20 +493,20 @@ Test(limits, a_frame_of_exactly_the_inbound_quota_waits_for_room_and_runs)
 		tc_open(&a, d.sock, "holder");
 		tc_open(&b, d.sock, "exact");
 		tc_open(&watch, d.sock, "watch");
-		cr_assert_eq(tc_send_raw(&a, small.data, small.size - 1), 0);
+		cr_assert_eq(tc_send_raw(&a, small.frame.data, small.frame.size - 1), 0);
 		/* The holder's frame is counted once its length prefix has been read. */
 		uint64_t held = 0;
-		for (int i = 0; i < 500 && held < small.size - 4; i++) {
+		for (int i = 0; i < 500 && held < small.frame.size - 4; i++) {
 			usleep(10000);
 			held = t_stat(&watch, "daemon.inbound_bytes");
 		}
-		cr_assert_geq(held, small.size - 4, "the holder's frame was never counted");
+		cr_assert_geq(held, small.frame.size - 4, "the holder's frame was never counted");
 		tc_close(&watch);
-		cr_assert_eq(tc_send_raw(&b, big.data, big.size), 0);
+		cr_assert_eq(tc_send_raw(&b, big.frame.data, big.frame.size), 0);
 		usleep(300000u << attempt);
-		cr_assert_eq(tc_send_raw(&a, small.data + small.size - 1, 1), 0);
-		expect_reference_reply(&a, &small_want, "the holder's frame");
-		expect_reference_reply(&b, &big_want, "the frame of exactly inbound_quota");
+		cr_assert_eq(tc_send_raw(&a, small.frame.data + small.frame.size - 1, 1), 0);
+		expect_reference_reply(&a, &small.want, "the holder's frame");
+		expect_reference_reply(&b, &big.want, "the frame of exactly inbound_quota");
 		waited = t_stat(&a, "daemon.inbound_waits") > 0;
 		tc_close(&a);
 		tc_close(&b);
@@ -500,14 +514,8 @@ Test(limits, a_frame_of_exactly_the_inbound_quota_waits_for_room_and_runs)
 	}
 	cr_expect(
 		waited, "the big frame never had to wait (the daemon read it too late each time)");
-	msgpack_sbuffer_destroy(&big);
-	msgpack_sbuffer_destroy(&small);
-	vy_outputs_finish(&big_want);
-	vy_outputs_finish(&small_want);
-	t_inputs_free(&big_in);
-	t_inputs_free(&small_in);
-	vy_program_destroy(bp);
-	vy_program_destroy(sp);
+	frame_case_free(&big);
+	frame_case_free(&small);
 }
 
 /* Send `frame` on `c` and expect the reference's outputs back. */
@@ -526,21 +534,10 @@ static void round_trip(
  */
 Test(limits, a_connection_reads_its_next_large_frame_into_the_buffer_it_kept)
 {
-	struct vy_program *p2 = copy_program("kept-2m", 512 * 1024);
-	struct vy_program *p25 = copy_program("kept-2.5m", 640 * 1024);
-	struct t_inputs in2;
-	struct t_inputs in25;
-	t_inputs_make(p2, 0, 5, &in2);
-	t_inputs_make(p25, 0, 6, &in25);
-	struct vy_outputs want2;
-	struct vy_outputs want25;
-	cr_assert_eq(t_reference(p2, &in2, NULL, &want2), 0);
-	cr_assert_eq(t_reference(p25, &in25, NULL, &want25), 0);
-	struct tc scratch = {.next_id = 1};
-	msgpack_sbuffer f2;
-	msgpack_sbuffer f25;
-	dispatch_frame(&scratch, p2, &in2, &f2);
-	dispatch_frame(&scratch, p25, &in25, &f25);
+	struct frame_case c2;
+	struct frame_case c25;
+	frame_case_make(&c2, "kept-2m", 512 * 1024, 5);
+	frame_case_make(&c25, "kept-2.5m", 640 * 1024, 6);
 	struct vyd d;
 	t_start(&d, "[limits]\ninbound_quota = 3M\n");
 	struct tc a;
@@ -549,17 +546,17 @@ Test(limits, a_connection_reads_its_next_large_frame_into_the_buffer_it_kept)
 	tc_open(&a, d.sock, "sender");
 	tc_open(&b, d.sock, "other");
 	tc_open(&watch, d.sock, "watch");
-	round_trip(&a, &f2, &want2, "the first frame");
-	cr_expect_eq(t_stat(&watch, "daemon.inbound_kept_bytes"), f2.size - 4);
+	round_trip(&a, &c2.frame, &c2.want, "the first frame");
+	cr_expect_eq(t_stat(&watch, "daemon.inbound_kept_bytes"), c2.frame.size - 4);
 	cr_expect_eq(t_stat(&watch, "daemon.frames_reused"), 0);
-	round_trip(&a, &f2, &want2, "the frame read into the kept buffer");
+	round_trip(&a, &c2.frame, &c2.want, "the frame read into the kept buffer");
 	cr_expect_eq(t_stat(&watch, "daemon.frames_reused"), 1);
-	cr_expect_eq(t_stat(&watch, "daemon.inbound_kept_bytes"), f2.size - 4);
+	cr_expect_eq(t_stat(&watch, "daemon.inbound_kept_bytes"), c2.frame.size - 4);
 	/* 2.5 MiB beside a kept 2 MiB is more than the quota: the kept buffer gives way. */
-	round_trip(&b, &f25, &want25, "the other connection's frame");
+	round_trip(&b, &c25.frame, &c25.want, "the other connection's frame");
 	cr_expect_eq(t_stat(&watch, "daemon.inbound_waits"), 0);
-	cr_expect_eq(t_stat(&watch, "daemon.inbound_kept_bytes"), f25.size - 4);
-	round_trip(&a, &f2, &want2, "a frame after the kept buffer was freed");
+	cr_expect_eq(t_stat(&watch, "daemon.inbound_kept_bytes"), c25.frame.size - 4);
+	round_trip(&a, &c2.frame, &c2.want, "a frame after the kept buffer was freed");
 	cr_expect_eq(t_stat(&watch, "daemon.frames_reused"), 1);
 	cr_expect_leq(t_stat(&watch, "daemon.inbound_kept_bytes"), 3u << 20);
 	usleep(1600000);
@@ -568,14 +565,8 @@ Test(limits, a_connection_reads_its_next_large_frame_into_the_buffer_it_kept)
 	tc_close(&b);
 	tc_close(&watch);
 	t_stop(&d);
-	msgpack_sbuffer_destroy(&f2);
-	msgpack_sbuffer_destroy(&f25);
-	vy_outputs_finish(&want2);
-	vy_outputs_finish(&want25);
-	t_inputs_free(&in2);
-	t_inputs_free(&in25);
-	vy_program_destroy(p2);
-	vy_program_destroy(p25);
+	frame_case_free(&c2);
+	frame_case_free(&c25);
 }
 
 /*
@@ -585,14 +576,8 @@ Test(limits, a_connection_reads_its_next_large_frame_into_the_buffer_it_kept)
  */
 Test(limits, a_large_input_is_read_by_the_device_from_the_frame_it_came_in)
 {
-	struct vy_program *p = copy_program("frame-import", 512 * 1024);
-	struct t_inputs in;
-	t_inputs_make(p, 0, 7, &in);
-	struct vy_outputs want;
-	cr_assert_eq(t_reference(p, &in, NULL, &want), 0);
-	struct tc scratch = {.next_id = 1};
-	msgpack_sbuffer f;
-	dispatch_frame(&scratch, p, &in, &f);
+	struct frame_case fc;
+	frame_case_make(&fc, "frame-import", 512 * 1024, 7);
 	struct vyd d;
 	t_start(&d, NULL);
 	struct tc a;
@@ -600,8 +585,8 @@ Test(limits, a_large_input_is_read_by_the_device_from_the_frame_it_came_in)
 	tc_open(&a, d.sock, "sender");
 	tc_open(&watch, d.sock, "watch");
 	uint64_t before = t_stat(&watch, "resident.shm_import_inputs");
-	round_trip(&a, &f, &want, "the first frame");
-	round_trip(&a, &f, &want, "the second frame, in the kept buffer");
+	round_trip(&a, &fc.frame, &fc.want, "the first frame");
+	round_trip(&a, &fc.frame, &fc.want, "the second frame, in the kept buffer");
 	uint64_t inputs = t_stat(&watch, "resident.shm_import_inputs") - before;
 	uint64_t imports = t_stat(&watch, "daemon.frames_imported");
 	cr_expect_eq(t_stat(&watch, "daemon.frames_reused"), 1);
@@ -615,10 +600,7 @@ Test(limits, a_large_input_is_read_by_the_device_from_the_frame_it_came_in)
 	tc_close(&a);
 	tc_close(&watch);
 	t_stop(&d);
-	msgpack_sbuffer_destroy(&f);
-	vy_outputs_finish(&want);
-	t_inputs_free(&in);
-	vy_program_destroy(p);
+	frame_case_free(&fc);
 }
 
 /*
