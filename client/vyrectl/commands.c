@@ -357,6 +357,11 @@ static void stats_print(const struct vy_value *st)
 	       " closed stalled; %" PRIu64 " backpressure pauses\n",
 		ctl_u64(d, "connections_accepted"), ctl_u64(d, "connections_refused"),
 		ctl_u64(d, "connections_stalled"), ctl_u64(d, "backpressure_pauses"));
+	printf("inbound: %s held (%" PRIu64 " waits), %s kept for the next frame; %" PRIu64
+	       " frames reused, %" PRIu64 " imported\n",
+		ctl_fmt_bytes(ctl_u64(d, "inbound_bytes"), a), ctl_u64(d, "inbound_waits"),
+		ctl_fmt_bytes(ctl_u64(d, "inbound_kept_bytes"), b), ctl_u64(d, "frames_reused"),
+		ctl_u64(d, "frames_imported"));
 
 	printf("\nDEVICES\n");
 	stats_devices(st);

@@ -307,6 +307,7 @@ want_backend=reference
 json "assert [v['backend'] for v in d['devices']] == ['$want_backend'] * len(d['devices']), d['devices']"
 
 d 0 stats && grep_in out '^DEVICES' && grep_in out '^CACHES' && grep_in out '^pipeline_cache ' &&
+	grep_in out '^inbound: .* held \([0-9]+ waits\), .* kept for the next frame; [0-9]+ frames reused, [0-9]+ imported$' &&
 	grep_in out '^CLIENTS' && grep_in out '^REQUESTS' && grep_in out '^dispatch +[0-9]+'
 d 0 stats --json &&
 	json "for k in ('daemon', 'devices', 'pipeline_cache', 'spec_cache', 'program_cache', 'resident',
@@ -341,6 +342,8 @@ expect=(--expect 'vyred_requests_total{op="dispatch"}>=8'
 	--expect 'vyred_pipeline_cache_hits_total>=1'
 	--expect 'vyred_pipeline_cache_compile_seconds_count>=0'
 	--expect 'vyred_daemon_uptime_seconds>0'
+	--expect 'vyred_inbound_kept_bytes>=0'
+	--expect 'vyred_frames_reused_total>=0'
 	--expect 'vyred_clients>=1'
 	--expect 'vyred_client_info{name="vyrectl",state="open"}==1'
 	--expect 'vyred_client_requests_total>=1')
