@@ -570,6 +570,44 @@ Test(limits, a_connection_reads_its_next_large_frame_into_the_buffer_it_kept)
 }
 
 /*
+ * Six connections of one user each send a 1.5 MiB frame under inbound_quota = 4M: every frame is
+ * admitted at once, and the buffers they leave kept never hold more than the quota beside the
+ * frame in flight (two of them at most), the oldest given up first.
+ */
+Test(limits, kept_buffers_of_many_connections_stay_within_the_inbound_quota)
+{
+	struct frame_case fc;
+	frame_case_make(&fc, "kept-many", 384 * 1024, 8);
+	uint64_t frame = fc.frame.size - 4;
+	struct vyd d;
+	t_start(&d, "[limits]\ninbound_quota = 4M\n");
+	struct tc watch;
+	tc_open(&watch, d.sock, "watch");
+	struct tc conns[6];
+	for (int i = 0; i < 6; i++) {
+		tc_open(&conns[i], d.sock, "sender");
+		round_trip(&conns[i], &fc.frame, &fc.want, "a frame of one of six connections");
+		uint64_t kept = t_stat(&watch, "daemon.inbound_kept_bytes");
+		cr_expect_leq(
+			kept, 4u << 20, "after connection %d: %" PRIu64 " bytes kept", i, kept);
+		cr_expect_eq(kept, (i == 0 ? 1 : 2) * frame, "after connection %d", i);
+	}
+	cr_expect_eq(t_stat(&watch, "daemon.inbound_waits"), 0);
+	cr_expect_eq(t_stat(&watch, "daemon.frames_reused"), 0);
+	for (int i = 0; i < 6; i++) {
+		tc_close(&conns[i]);
+	}
+	/* A closed connection frees its buffer. */
+	for (int i = 0; i < 100 && t_stat(&watch, "daemon.inbound_kept_bytes") != 0; i++) {
+		usleep(10000);
+	}
+	cr_expect_eq(t_stat(&watch, "daemon.inbound_kept_bytes"), 0);
+	tc_close(&watch);
+	t_stop(&d);
+	frame_case_free(&fc);
+}
+
+/*
  * A large input sent in the frame is read by a Vulkan device from the frame's own pages, imported
  * once and kept with the buffer the connection keeps: two dispatches, one import, both inputs
  * copied from it, the reference's bytes. The reference backend imports nothing.
