@@ -496,7 +496,9 @@ struct vy_conn {
 	 * once admitted, else the bytes it holds while the connection waits for room. */
 	uint64_t frame_charge;
 	bool frame_admitted;
-	bool starved; /* not read until its user or the daemon has inbound room */
+	bool starved;               /* not read until its user or the daemon has inbound room */
+	struct vy_link starve_link; /* in srv->starved while starved */
+	uint64_t active_ns;         /* the last byte read or reply written (idle_timeout_ms) */
 	/* The buffer of its last large frame, kept for the next one (conn.c), and when it was. */
 	uint8_t *kept;
 	size_t kept_len;
@@ -504,8 +506,6 @@ struct vy_conn {
 	struct vy_link kept_link;              /* in srv->kept while kept */
 	struct vy_frame_import kept_import;    /* of the kept buffer */
 	struct vy_frame_import reading_import; /* of the kept buffer the frame in progress took */
-	struct vy_link starve_link;            /* in srv->starved while starved */
-	uint64_t active_ns; /* the last byte read or reply written (idle_timeout_ms) */
 	uint32_t in_flight;
 	uint32_t writes;
 	/* Reply bytes handed to uv_write (or corked) and not yet written, with the bookkeeping
@@ -544,8 +544,8 @@ struct vy_req {
 	struct vy_conn *conn;
 	uint8_t *frame;   /* owned: the decoded request borrows it */
 	size_t frame_cap; /* the bytes allocated for it */
-	struct vy_frame_import
-		frame_import; /* its pages, where a large input was read from there */
+	/* Its pages as its device imported them for a large input (vy_conn_frame_import). */
+	struct vy_frame_import frame_import;
 	struct vy_request r;
 	bool decoded;
 	uint64_t t_start;
@@ -744,6 +744,12 @@ void vy_conn_close_all(struct vy_server *s);
 void vy_conn_sweep(struct vy_server *s, uint64_t now);
 /* Re-read limits that SIGHUP may have changed. */
 void vy_conn_apply_config(struct vy_server *s);
+/*
+ * The request's frame imported into its device (made on first use, kept with the frame's buffer
+ * while its connection keeps that): the id, and in *base the address its offsets count from; 0
+ * where the device does not import it.
+ */
+uint64_t vy_conn_frame_import(struct vy_req *req, const uint8_t **base);
 
 /* ops.c */
 /* Handle a decoded request: every path ends in one reply, or vy_req_drop. */
@@ -755,15 +761,10 @@ void vy_ops_on_pipe(
 	struct vy_req *req, int rc, const struct vy_err *err, const struct vy_err_list *errs);
 void vy_ops_on_job(struct vy_job *job);
 /* Point job.inputs[i] at input i's bytes (a frame's, or an shm region's, which the request then
- * holds); `import` also names the region's import for the device. Errors: NOT_FOUND, BAD_REQUEST
+ * holds); `import` also names the region's import, or for a large input the frame's
+ * (vy_conn_frame_import), for the device. Errors: NOT_FOUND, BAD_REQUEST
  * naming inputs[i]. */
 int vy_ops_input_bytes(struct vy_req *req, uint32_t i, bool import, struct vy_err *err);
-/*
- * The request's frame imported into its device (made on first use, kept with the frame's buffer
- * while its connection keeps that): the id, and in *base the address its offsets count from; 0
- * where the device does not import it.
- */
-uint64_t vy_conn_frame_import(struct vy_req *req, const uint8_t **base);
 /* Submit req->job, whose reply will carry req->reply_bytes: QUOTA_EXCEEDED past max_output,
  * else it waits for reply room or goes to its device. */
 void vy_ops_submit_sized(struct vy_req *req);

@@ -197,3 +197,32 @@ Test(frame, stop_at_header_pauses_before_the_payload_and_exact_grows_to_the_byte
 	free(frame);
 	vy_frame_reader_finish(&r);
 }
+
+/* A buffer given at the length prefix receives the payload; one given too early, too small or
+ * after payload bytes arrived is refused and stays the caller's. */
+Test(frame, a_buffer_given_at_the_prefix_receives_the_frame)
+{
+	msgpack_sbuffer sb;
+	size_t len = make_frames(&sb, 1);
+	size_t payload = len - VY_FRAME_HEADER;
+	struct vy_frame_reader r;
+	vy_frame_reader_init(&r, 0);
+	r.stop_at_header = true;
+	uint8_t *buf = malloc(payload + 8);
+	cr_assert_not(vy_frame_reader_give(&r, buf, payload + 8), "no prefix yet");
+	size_t used = 0;
+	cr_assert_eq(vy_frame_reader_feed(&r, sb.data, VY_FRAME_HEADER, &used, NULL),
+		VY_FRAME_HEADER_DONE);
+	cr_assert_not(vy_frame_reader_give(&r, buf, payload - 1), "shorter than the frame");
+	cr_assert(vy_frame_reader_give(&r, buf, payload + 8));
+	cr_assert_not(vy_frame_reader_give(&r, buf, payload + 8), "the reader has a buffer");
+	cr_assert_eq(vy_frame_reader_feed(&r, sb.data + VY_FRAME_HEADER, payload, &used, NULL), 1);
+	size_t got = 0;
+	uint8_t *frame = vy_frame_reader_take(&r, &got);
+	cr_assert_eq(frame, buf, "the payload went into the given buffer");
+	cr_assert_eq(got, payload);
+	cr_assert(memcmp(frame, sb.data + VY_FRAME_HEADER, payload) == 0);
+	free(frame);
+	vy_frame_reader_finish(&r);
+	msgpack_sbuffer_destroy(&sb);
+}
