@@ -50,6 +50,10 @@ bool vy_vmath_lowers(enum vy_unop op)
 	case VY_UN_TANH:
 	case VY_UN_ERF:
 	case VY_UN_ERFC:
+	case VY_UN_EXP_CR:
+	case VY_UN_EXP2_CR:
+	case VY_UN_LOG_CR:
+	case VY_UN_LOG2_CR:
 		return true;
 	default:
 		return false;
@@ -345,6 +349,14 @@ static struct vy_expr *expand(struct vy__vm *m, enum vy_unop op, const struct vy
 		return vy__vm_erf(m, x);
 	case VY_UN_ERFC:
 		return vy__vm_erfc(m, x);
+	case VY_UN_EXP_CR:
+		return vy__vm_exp_cr(m, x);
+	case VY_UN_EXP2_CR:
+		return vy__vm_exp2_cr(m, x);
+	case VY_UN_LOG_CR:
+		return vy__vm_log_cr(m, x);
+	case VY_UN_LOG2_CR:
+		return vy__vm_log2_cr(m, x);
 	default:
 		assert(!"not a lowered operation");
 		return NULL;

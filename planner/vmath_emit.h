@@ -91,6 +91,11 @@ struct vy_expr *vy__vm_tan(struct vy__vm *m, const struct vy_expr *x);
 struct vy_expr *vy__vm_asin(struct vy__vm *m, const struct vy_expr *x);
 struct vy_expr *vy__vm_acos(struct vy__vm *m, const struct vy_expr *x);
 struct vy_expr *vy__vm_atan(struct vy__vm *m, const struct vy_expr *x);
+/* The correctly rounded variants (vmath_cr.c). */
+struct vy_expr *vy__vm_exp_cr(struct vy__vm *m, const struct vy_expr *x);
+struct vy_expr *vy__vm_exp2_cr(struct vy__vm *m, const struct vy_expr *x);
+struct vy_expr *vy__vm_log_cr(struct vy__vm *m, const struct vy_expr *x);
+struct vy_expr *vy__vm_log2_cr(struct vy__vm *m, const struct vy_expr *x);
 /* The binary expansions take both operands as leaves. */
 struct vy_expr *vy__vm_hypot(struct vy__vm *m, const struct vy_expr *x, const struct vy_expr *y);
 struct vy_expr *vy__vm_atan2(struct vy__vm *m, const struct vy_expr *y, const struct vy_expr *x);

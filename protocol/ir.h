@@ -120,7 +120,11 @@ struct vy_arena;
 	X(UNPACK4_LOW, "unpack4_low")                                                              \
 	X(UNPACK4_HIGH, "unpack4_high")                                                            \
 	X(UNPACK8_LOW, "unpack8_low")                                                              \
-	X(UNPACK8_HIGH, "unpack8_high")
+	X(UNPACK8_HIGH, "unpack8_high")                                                            \
+	X(EXP_CR, "exp_cr")                                                                        \
+	X(EXP2_CR, "exp2_cr")                                                                      \
+	X(LOG_CR, "log_cr")                                                                        \
+	X(LOG2_CR, "log2_cr")
 
 #define VY_ATOMIC_MAP(X)                                                                           \
 	X(ADD, "add")                                                                              \

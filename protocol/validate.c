@@ -121,6 +121,10 @@ static const struct un_rule un_rules[VY_UNOP_COUNT] = {
 	[VY_UN_UNPACK4_HIGH] = {M_U, false},
 	[VY_UN_UNPACK8_LOW] = {M_U, false},
 	[VY_UN_UNPACK8_HIGH] = {M_U, false},
+	[VY_UN_EXP_CR] = {M_F, false},
+	[VY_UN_EXP2_CR] = {M_F, false},
+	[VY_UN_LOG_CR] = {M_F, false},
+	[VY_UN_LOG2_CR] = {M_F, false},
 };
 
 /* A name in scope: a variable (visible ones form a stack) or a spec constant. */

@@ -1053,6 +1053,87 @@ erf_case("erf", 340)
 erf_case("erfc", 344)
 
 
+# The correctly rounded variants: op -> (mpmath function, dense range of the random inputs, the
+# hardest input of docs/semantics.md section 6.6).
+CR = {
+    "exp_cr": ("exp", (-104.0, 89.0), 0xC16912CD),
+    "exp2_cr": ("exp2", (-150.0, 128.0), 0xB52D1F9A),
+    "log_cr": ("log", (1e-30, 1e30), 0x65D890D3),
+    "log2_cr": ("log2", (1e-30, 1e30), 0x3EA07AB9),
+}
+
+
+def fcr(a, fn):
+    """exp, exp2, log or log2 of an f32 word, correctly rounded and canonical, with C99 Annex
+    F's special values; needs python3-mpmath."""
+    import mpmath
+    x = load_f(a)
+    if math.isnan(x):
+        return NAN
+    if fn.startswith("log"):
+        if x < 0:
+            return NAN
+        if x == 0:
+            return NINF
+        if math.isinf(x):
+            return INF
+    else:
+        if x > 200:
+            return INF
+        if x < -200:
+            return 0
+    with mpmath.workprec(300):
+        v = {"exp": mpmath.exp, "exp2": lambda t: mpmath.mpf(2) ** t, "log": mpmath.log,
+             "log2": lambda t: mpmath.log(t, 2)}[fn](mpmath.mpf(x))
+        if v == 0:
+            return 0
+        man, exp = abs(v).man_exp
+        q = Fraction(int(man)) * Fraction(2) ** int(exp)
+        return round_frac(-q if v < 0 else q)
+
+
+def cr_exceptions(o):
+    """The inputs of the table of exceptions of planner/vmath_cr.c for op o."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "planner",
+                        "vmath_cr_%s.inc" % o[:-3])
+    words = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("{0x"):
+                words.append(int(line[1:].split(",")[0], 16))
+    return words
+
+
+def cr_case(o, seed):
+    """lowered_exp_cr, ...: every result equal to the correctly rounded value from mpmath (300
+    bits): random inputs, the f32 witnesses, the hardest input to round and every input of the
+    expansion's table of exceptions."""
+    fn, (lo, hi), hardest = CR[o]
+    g = {"concat": [{"random": "f32", "count": 160, "seed": seed, "min": lo, "max": hi},
+                    {"random": "f32", "count": 64, "seed": seed + 1},
+                    {"witness": "f32"},
+                    {"values": [bits_to_float(w) for w in [hardest] + cr_exceptions(o)]}]}
+    words = gen_eval(g, "f32")
+    n = len(words)
+    name = "lowered_" + o
+    prog = program(name, 64, [buf("x", 0, "read_only", "f32", n),
+                              buf("y", 1, "write_only", "f32", n)],
+                   [let("i", gid()), guard(length("x")),
+                    store("y", V("i"), op(o, load("x", V("i"))))])
+    case(name, "%s, correctly rounded (planner/vmath_cr.c): each of %d results equal to the "
+         "value from mpmath at 300 bits rounded once to f32 (subnormal results flush), on random "
+         "inputs of the dense range and of all bit patterns, the f32 witnesses, the hardest input "
+         "to round (docs/semantics.md section 6.6) and every input of the expansion's table of "
+         "exceptions." % (o, n), prog, [g],
+         expect=[shown([fcr(w, fn) for w in words], "f32")],
+         source="make_corpus.py: every result from mpmath")
+
+
+for _k, _o in enumerate(CR):
+    cr_case(_o, 360 + 2 * _k)
+
+
 def fhypot(a, b):
     """hypot of two f32 words, correctly rounded (C99 Annex F for the special operands)."""
     x, y = load_f(a), load_f(b)

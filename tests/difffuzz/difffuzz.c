@@ -432,7 +432,9 @@ static const struct opdef unops[] = {{"neg", UIF, R_SAME}, {"bit_not", 3, R_SAME
 	{"acos", 4, R_SAME}, {"atan", 4, R_SAME}, {"sinh", 4, R_SAME}, {"cosh", 4, R_SAME},
 	{"tanh", 4, R_SAME}, {"erf", 4, R_SAME}, {"erfc", 4, R_SAME}, {"is_nan", 4, R_BOOL},
 	{"is_inf", 4, R_BOOL}, {"is_finite", 4, R_BOOL}, {"unpack4_low", 1, R_SAME},
-	{"unpack4_high", 1, R_SAME}, {"unpack8_low", 1, R_SAME}, {"unpack8_high", 1, R_SAME}};
+	{"unpack4_high", 1, R_SAME}, {"unpack8_low", 1, R_SAME}, {"unpack8_high", 1, R_SAME},
+	{"exp_cr", 4, R_SAME}, {"exp2_cr", 4, R_SAME}, {"log_cr", 4, R_SAME},
+	{"log2_cr", 4, R_SAME}};
 
 /* ---- Coverage: a counter per construct, so that a run shows the generator reached each ---- */
 

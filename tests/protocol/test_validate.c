@@ -183,6 +183,10 @@ static const struct rule un_spec[VY_UNOP_COUNT] = {
 	[VY_UN_UNPACK4_HIGH] = {T_U, false, false},
 	[VY_UN_UNPACK8_LOW] = {T_U, false, false},
 	[VY_UN_UNPACK8_HIGH] = {T_U, false, false},
+	[VY_UN_EXP_CR] = {T_F, false, false},
+	[VY_UN_EXP2_CR] = {T_F, false, false},
+	[VY_UN_LOG_CR] = {T_F, false, false},
+	[VY_UN_LOG2_CR] = {T_F, false, false},
 };
 
 struct typed {

@@ -5,7 +5,8 @@
  * computation rounded once to f32. Prints one table row per operation and exits 1 when an
  * operation exceeds its bound, the worst error measured over all 2^32 inputs and documented in
  * docs/semantics.md §6.2: div, sqrt and reciprocal exact (0 ULP) and cbrt correctly rounded
- * (0 ULP), tan, asin, atan and sinh 2 ULP, every other function 1 ULP (hypot and atan2, of two
+ * (0 ULP), exp_cr, exp2_cr, log_cr and log2_cr correctly rounded (0 ULP, every result
+ * exact), tan, asin, atan and sinh 2 ULP, every other function 1 ULP (hypot and atan2, of two
  * operands, pow, erf and erfc included). hypot also fails when fewer than 99.99% of its results
  * are correctly rounded, atan2, erf and erfc below 99.9%, pow below 97%.
  *
@@ -26,6 +27,11 @@
  *                                    also run every chunk on another backend (through the
  *                                    registry: vulkan on a GPU machine), whose results must
  *                                    equal the reference backend's bit for bit
+ *   ulp_report --on vulkan ...       measure another backend instead of the reference backend
+ *                                    (lavapipe runs an exhaustive pass many times faster)
+ *   ulp_report --list-wrong ...      print each input whose result is not the reference's as a
+ *                                    C table row {input, reference}: the rows of the tables
+ *                                    of exceptions of planner/vmath_cr.c
  *
  * The sample of an operation: its special values; a strided sweep over all 2^32 bit patterns
  * (every binade of both signs gets about a thousand inputs at the default size); and random inputs
@@ -117,6 +123,10 @@ static const struct op ops[] = {
 	{"tanh", UNARY, VY_UN_TANH, tanhl, -FLT_MAX, FLT_MAX, false, 0, "all", 1, 0, NULL, 0},
 	{"erf", UNARY, VY_UN_ERF, erfl, -4.0f, 4.0f, false, 0, "all", 1, 0, NULL, 99.9},
 	{"erfc", UNARY, VY_UN_ERFC, erfcl, -4.0f, 9.25f, false, 0, "all", 1, 0, NULL, 99.9},
+	{"exp_cr", UNARY, VY_UN_EXP_CR, expl, -104.0f, 89.0f, false, 0, "all", 0, 0, NULL, 100},
+	{"exp2_cr", UNARY, VY_UN_EXP2_CR, exp2l, -150.0f, 128.0f, false, 0, "all", 0, 0, NULL, 100},
+	{"log_cr", UNARY, VY_UN_LOG_CR, logl, 0.0f, FLT_MAX, false, 0, "all", 0, 0, NULL, 100},
+	{"log2_cr", UNARY, VY_UN_LOG2_CR, log2l, 0.0f, FLT_MAX, false, 0, "all", 0, 0, NULL, 100},
 	{"hypot", BINARY, 0, NULL, -FLT_MAX, FLT_MAX, false, 0, "all", 1, VY_BIN_HYPOT, hypotl,
 		99.99},
 	{"atan2", BINARY, 0, NULL, -FLT_MAX, FLT_MAX, false, 0, "all", 1, VY_BIN_ATAN2, atan2l,
@@ -324,6 +334,7 @@ struct job {
 	bool pairs;                 /* with a NULL: input i is pair_at(pair_seed, i, ...) */
 	uint64_t pair_seed;
 	uint64_t total;
+	bool list_wrong;           /* print each input whose result is not the reference's */
 	atomic_uint_fast64_t next; /* first input of the next chunk to take */
 	pthread_mutex_t lock;
 	struct result res;
@@ -490,6 +501,13 @@ static void *work(void *arg)
 			}
 			uint32_t want = reference(op, ia, ib);
 			int64_t d = ulp_distance(got, want);
+			if (d != 0 && job->list_wrong) {
+				pthread_mutex_lock(&job->lock);
+				printf("\t{0x%08" PRIX32 ", 0x%08" PRIX32
+				       "}, /* %.9g: not 0x%08" PRIX32 " */\n",
+					ia, want, f32_of(ia), got);
+				pthread_mutex_unlock(&job->lock);
+			}
 			mine.samples++;
 			mine.exact += d == 0;
 			if (d > mine.worst) {
@@ -616,7 +634,7 @@ static bool selected(const char *only, const char *name)
 static void usage(void)
 {
 	fprintf(stderr, "usage: ulp_report [--exhaustive] [--threads N] [--only OP,OP...] "
-			"[--compare BACKEND]\n");
+			"[--compare BACKEND] [--on BACKEND] [--list-wrong]\n");
 }
 
 int main(int argc, char **argv)
@@ -625,6 +643,8 @@ int main(int argc, char **argv)
 	long threads = 0;
 	const char *only = NULL;
 	const char *compare = NULL;
+	const char *on = NULL;
+	bool list_wrong = false;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--exhaustive") == 0) {
 			exhaustive = true;
@@ -639,6 +659,10 @@ int main(int argc, char **argv)
 			only = argv[++i];
 		} else if (strcmp(argv[i], "--compare") == 0 && i + 1 < argc) {
 			compare = argv[++i];
+		} else if (strcmp(argv[i], "--on") == 0 && i + 1 < argc) {
+			on = argv[++i];
+		} else if (strcmp(argv[i], "--list-wrong") == 0) {
+			list_wrong = true;
 		} else {
 			usage();
 			return 2;
@@ -655,7 +679,8 @@ int main(int argc, char **argv)
 	uint64_t seed = env_u64("VYRED_ULP_SEED", UINT64_C(0x5EED0F1EA7));
 	struct vy_backend *backend = NULL;
 	struct vy_err err = {0};
-	if (vy_reference_backend_create(NULL, &backend, &err)) {
+	if (on ? vy_registry_open(on, NULL, &backend, &err)
+	       : vy_reference_backend_create(NULL, &backend, &err)) {
 		char buf[1024];
 		fprintf(stderr, "ulp_report: %s\n", vy_err_format(&err, buf, sizeof(buf)));
 		return 2;
@@ -668,9 +693,10 @@ int main(int argc, char **argv)
 		vy_backend_destroy(backend);
 		return 2;
 	}
-	printf("ulp_report: %s, %ld thread%s%s%s\n",
+	printf("ulp_report: %s, %ld thread%s%s%s%s%s\n",
 		exhaustive ? "every f32 input (div: its sample)" : "sampled", threads,
-		threads == 1 ? "" : "s", other ? "; compared bit for bit with " : "",
+		threads == 1 ? "" : "s", on ? "; run on " : "",
+		on ? vy_backend_version(backend) : "", other ? "; compared bit for bit with " : "",
 		other ? vy_backend_version(other) : "");
 	printf("%-12s  %-11s  %-10s  %10s  %8s  %4s  %-29s  %-15s  %-15s  %s\n", "op", "domain",
 		"inputs", "measured", "exact", "ulp", "worst input", "result", "reference",
@@ -683,7 +709,8 @@ int main(int argc, char **argv)
 			continue;
 		}
 		matched = true;
-		struct job job = {.op = op, .backend = backend, .other = other};
+		struct job job = {
+			.op = op, .backend = backend, .other = other, .list_wrong = list_wrong};
 		uint32_t *a = NULL, *b = NULL;
 		bool binades[512] = {0};
 		bool all = exhaustive && op->shape != DIV && op->shape != BINARY;

@@ -59,7 +59,7 @@ UNARY = {
     "floor": _F, "ceil": _F, "round": _F, "trunc": _F, "sqrt": _F, "inverse_sqrt": _F,
     "reciprocal": _F, "exp": _F, "exp2": _F, "exp10": _F, "expm1": _F, "log": _F, "log2": _F,
     "log10": _F, "log1p": _F, "cbrt": _F, "sin": _F, "cos": _F, "tan": _F, "asin": _F, "acos": _F, "atan": _F, "sinh": _F, "cosh": _F, "tanh": _F,
-    "erf": _F, "erfc": _F,
+    "erf": _F, "erfc": _F, "exp_cr": _F, "exp2_cr": _F, "log_cr": _F, "log2_cr": _F,
     "is_nan": _F, "is_inf": _F, "is_finite": _F,
     "unpack4_low": _U, "unpack4_high": _U, "unpack8_low": _U, "unpack8_high": _U,
 }
