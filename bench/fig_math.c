@@ -14,6 +14,10 @@
  * for bit, with the reference backend's result for the same inputs (the same program over those
  * elements, run in this process), and with libm's double-precision function rounded to f32:
  * within the bound semantics.md §6.2 documents. Nothing of the check runs inside a timed run.
+ *
+ * The correctly rounded variants (exp_cr, exp2_cr, log_cr, log2_cr) and exp2 and log2 follow:
+ * a variant's anchor is the default sequence of its function in the same run (its cost against
+ * it decides whether it could be the default: at most 1.5 times, a ratio of at least 2/3).
  */
 #include <math.h>
 #include <stdio.h>
@@ -53,7 +57,8 @@ struct math_fn {
 	struct operand a, b;
 	double (*libm1)(double);
 	double (*libm2)(double, double);
-	uint32_t ulp; /* semantics.md §6.2's bound against libm */
+	uint32_t ulp;         /* semantics.md §6.2's bound against libm */
+	const char *baseline; /* a variant's default function (its row is the anchor), or NULL */
 };
 
 static double divide(double a, double b)
@@ -71,6 +76,12 @@ static const struct math_fn fns[] = {
 	{"div", "y=a/b", true, {DRAW_UNIFORM, -100, 100}, {DRAW_UNIFORM, 1, 100}, NULL, divide, 0},
 	/* a from 10 down to 0, 0 excluded: pow of a positive base over its whole output range. */
 	{"pow", "y=pow(a,b)", true, {DRAW_UNIFORM, 10, 0}, {DRAW_UNIFORM, -8, 8}, NULL, pow, 1},
+	{"exp_cr", "y=exp_cr(x)", false, {DRAW_UNIFORM, -80, 80}, {0}, exp, NULL, 0, "exp"},
+	{"log_cr", "y=log_cr(x)", false, {DRAW_BINADES, -100, 99}, {0}, log, NULL, 0, "log"},
+	{"exp2", "y=exp2(x)", false, {DRAW_UNIFORM, -120, 120}, {0}, exp2, NULL, 1},
+	{"exp2_cr", "y=exp2_cr(x)", false, {DRAW_UNIFORM, -120, 120}, {0}, exp2, NULL, 0, "exp2"},
+	{"log2", "y=log2(x)", false, {DRAW_BINADES, -100, 99}, {0}, log2, NULL, 1},
+	{"log2_cr", "y=log2_cr(x)", false, {DRAW_BINADES, -100, 99}, {0}, log2, NULL, 0, "log2"},
 };
 
 #define FNS (sizeof(fns) / sizeof(fns[0]))
@@ -313,6 +324,24 @@ static void add_row(struct vy_bench_ctx *ctx, size_t f, const struct fn_result *
 		res->worst_ulp);
 }
 
+/* A correctly rounded variant against its function's default sequence, measured in this run. */
+static void anchor_variant(struct vy_bench_ctx *ctx, const struct math_fn *fn)
+{
+	char key[48], base[48];
+	snprintf(key, sizeof(key), "math_%s", fn->op);
+	snprintf(base, sizeof(base), "math_%s", fn->baseline);
+	struct vy_bench_figure *row = vy_bench_report_find(ctx->report, key);
+	const struct vy_bench_figure *anchor = vy_bench_report_find(ctx->report, base);
+	if (!row || !anchor || strcmp(row->status, "report") != 0 ||
+		strcmp(anchor->status, "report") != 0) {
+		return; /* not measured, or failed */
+	}
+	char label[64];
+	snprintf(label, sizeof(label), "vyred %s, same run", fn->baseline);
+	vy_bench_figure_anchor(row, label, anchor->value, VY_BENCH_GOAL_RATIO_AT_LEAST, 2.0 / 3.0,
+		"ratio >= 0.667 (cost <= 1.5x)");
+}
+
 int vy_bench_math_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 {
 	uint64_t n = ctx->sizes.math_elements;
@@ -349,6 +378,11 @@ int vy_bench_math_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 		snprintf(name, sizeof(name), "math %s f32 %s, vyred", fns[f].op, fns[f].shape);
 		vy_bench_report_fail(ctx->report, key, name, &fe);
 	}
+	for (size_t f = 0; f < FNS; f++) {
+		if (fns[f].baseline) {
+			anchor_variant(ctx, &fns[f]);
+		}
+	}
 	for (int i = 0; i < 3; i++) {
 		if (h[i]) {
 			vy_buffer_free(c, h[i], NULL);
@@ -372,8 +406,8 @@ void vy_bench_math_anchor(struct vy_bench_ctx *ctx, struct json_object *torch)
 		char key[48];
 		snprintf(key, sizeof(key), "math_%s", fns[f].op);
 		struct vy_bench_figure *row = vy_bench_report_find(ctx->report, key);
-		if (!row || strcmp(row->status, "report") != 0) {
-			continue; /* not measured, or failed */
+		if (fns[f].baseline || !row || strcmp(row->status, "report") != 0) {
+			continue; /* a variant (anchored in the run), not measured, or failed */
 		}
 		json_object *op = NULL, *gbps = NULL, *call = NULL, *eps = NULL;
 		if (!ops || !json_object_object_get_ex(ops, fns[f].op, &op) ||

@@ -13,7 +13,8 @@ vybench runs this script and merges the one JSON object it prints on stdout:
                    torch.cuda.synchronize(): the launch-and-wait round trip.
   tiny_roundtrip   the same op with the input copied to the device and the result copied back,
                    which is the work a vyred tiny dispatch does.
-  math             y = f(x) for sin, cos, exp, log, tanh and sqrt, y = a / b and y = pow(a, b)
+  math             y = f(x) for sin, cos, exp, log, tanh, sqrt, exp2 and log2, y = a / b and
+                   y = pow(a, b)
                    on float32 CUDA tensors of --math-elements elements, each written into an
                    existing y (out=y), inputs drawn as vybench's math group draws them; timed
                    with CUDA events, median of --runs runs after 0.3 s of warm-up runs; the
@@ -94,6 +95,8 @@ MATH = (
     ("sqrt", "torch.sqrt(x, out=y)", (("binades", -100, 99),)),
     ("div", "torch.div(a, b, out=y)", (("uniform", -100, 100), ("uniform", 1, 100))),
     ("pow", "torch.pow(a, b, out=y)", (("uniform", 10, 0), ("uniform", -8, 8))),
+    ("exp2", "torch.exp2(x, out=y)", (("uniform", -120, 120),)),
+    ("log2", "torch.log2(x, out=y)", (("binades", -100, 99),)),
 )
 # Allowed distance from the float64 result, in units of the f32 spacing at that result: CUDA's
 # float functions are within 4 ULP (sqrt and division exact), so a wrong operation or operand
@@ -112,7 +115,8 @@ def math_operand(torch, n, spec):
 
 def math_call(torch, op, args, y):
     fn = {"sin": torch.sin, "cos": torch.cos, "exp": torch.exp, "log": torch.log,
-          "tanh": torch.tanh, "sqrt": torch.sqrt, "div": torch.div, "pow": torch.pow}[op]
+          "tanh": torch.tanh, "sqrt": torch.sqrt, "div": torch.div, "pow": torch.pow,
+          "exp2": torch.exp2, "log2": torch.log2}[op]
     return fn(*args, out=y)
 
 

@@ -55,9 +55,10 @@ static const float atan_b[] = {
 #define LARGE_REDUCTION 4096.0f /* 2^12 */
 
 struct quadrant {
-	struct vy_expr *n; /* i32 leaf: the multiple of pi/2 */
-	struct vy_expr *r; /* leaf: x - n pi/2 */
-	struct vy_expr *z; /* leaf: r^2 */
+	struct vy_expr *n;  /* i32 leaf: the multiple of pi/2 */
+	struct vy_expr *r;  /* leaf: x - n pi/2 */
+	struct vy_expr *rl; /* leaf: x - n pi/2 - r, the rounding error of r (tan only), or NULL */
+	struct vy_expr *z;  /* leaf: r^2 */
 };
 
 /*
@@ -102,10 +103,11 @@ static struct vy_expr *carry_of(
  * normalized, converted to a pair of f32 that hold its top 48 bits exactly, and multiplied by
  * pi/2 in two parts. Every step is an integer operation, an exact conversion or scaling, or one
  * of three f32 operations at the end, so every backend computes the same bits. Returns n mod 4
- * (i32) and r = x - n pi/2 (f32, the sign of x).
+ * (i32) and r = x - n pi/2 (f32, the sign of x), and where rl_out is not NULL the rounding error
+ * of r's last addition (Fast2Sum).
  */
-static void reduce_large(
-	struct vy__vm *m, const struct vy_expr *x, struct vy_expr **n_out, struct vy_expr **r_out)
+static void reduce_large(struct vy__vm *m, const struct vy_expr *x, struct vy_expr **n_out,
+	struct vy_expr **r_out, struct vy_expr **rl_out)
 {
 	struct vy_expr *bits = bind(m, vy__vm_bitcast(m, VY_TYPE_U32, absv(m, cp(m, x))));
 	struct vy_expr *mant =
@@ -167,17 +169,23 @@ static void reduce_large(
 	struct vy_expr *rh = bind(m, mul(m, cp(m, qh), fl(m, PIO2_1)));
 	struct vy_expr *re = fma3(m, cp(m, qh), fl(m, PIO2_1), neg(m, cp(m, rh)));
 	struct vy_expr *tail =
-		fma3(m, cp(m, qh), fl(m, PIO2_2), fma3(m, cp(m, ql), fl(m, PIO2_1), re));
-	struct vy_expr *rm = bind(m, add(m, cp(m, rh), tail));
+		bind(m, fma3(m, cp(m, qh), fl(m, PIO2_2), fma3(m, cp(m, ql), fl(m, PIO2_1), re)));
+	struct vy_expr *rm = bind(m, add(m, cp(m, rh), cp(m, tail)));
 	/* The fraction was negative after rounding up; x < 0 mirrors both. */
 	struct vy_expr *xneg = bind(m, lt(m, cp(m, x), fl(m, 0.0f)));
 	struct vy_expr *rs = bind(m, sel(m, cp(m, up), neg(m, cp(m, rm)), cp(m, rm)));
 	*r_out = sel(m, cp(m, xneg), neg(m, cp(m, rs)), cp(m, rs));
+	if (rl_out) {
+		struct vy_expr *rl = bind(m, sub(m, cp(m, tail), sub(m, cp(m, rm), cp(m, rh))));
+		struct vy_expr *rls = bind(m, sel(m, cp(m, up), neg(m, cp(m, rl)), cp(m, rl)));
+		*rl_out = sel(m, cp(m, xneg), neg(m, cp(m, rls)), cp(m, rls));
+	}
 	struct vy_expr *nq = sel(m, cp(m, xneg), sub(m, ul(m, 0), cp(m, quad)), cp(m, quad));
 	*n_out = to_i32(m, band(m, nq, ul(m, 3)));
 }
 
-static struct quadrant reduce(struct vy__vm *m, const struct vy_expr *x)
+/* The reduction of sin, cos and tan; tan also takes r's rounding error (`low`). */
+static struct quadrant reduce(struct vy__vm *m, const struct vy_expr *x, bool low)
 {
 	struct quadrant q;
 	struct vy_expr *nf = rnd(m, mul(m, cp(m, x), fl(m, TWO_OVER_PI)));
@@ -194,20 +202,22 @@ static struct quadrant reduce(struct vy__vm *m, const struct vy_expr *x)
 	struct vy_expr *e = add(m, sub(m, cp(m, r1), sub(m, cp(m, s), cp(m, bb))),
 		sub(m, neg(m, cp(m, ph)), cp(m, bb)));
 	/* The tail is a few units of s's last place; adding it rounds once. */
-	struct vy_expr *tail = fma3(m, cp(m, nz), fl(m, -PIO2_3), sub(m, e, pl));
+	struct vy_expr *tail = bind(m, fma3(m, cp(m, nz), fl(m, -PIO2_3), sub(m, e, pl)));
 	q.n = bind(m, cp(m, n));
-	q.r = bind(m, add(m, cp(m, s), tail));
+	q.r = bind(m, add(m, cp(m, s), cp(m, tail)));
+	q.rl = low ? bind(m, sub(m, cp(m, tail), sub(m, cp(m, q.r), cp(m, s)))) : NULL;
 	/* Large arguments (and infinities, whose results the callers replace) take the exact
 	 * reduction instead, computed only where they occur. */
 	struct vy_expr *large = bind(m, ge(m, absv(m, cp(m, x)), fl(m, LARGE_REDUCTION)));
 	uint32_t mark = vy__vm_branch_begin(m);
-	struct vy_expr *large_q[2] = {NULL, NULL};
-	reduce_large(m, x, &large_q[0], &large_q[1]);
-	const struct vy_expr *vars[2] = {q.n, q.r};
-	struct vy_expr *after[2] = {NULL, NULL};
-	vy__vm_branch_end(m, mark, large, vars, large_q, 2, after);
+	struct vy_expr *large_q[3] = {NULL, NULL, NULL};
+	reduce_large(m, x, &large_q[0], &large_q[1], low ? &large_q[2] : NULL);
+	const struct vy_expr *vars[3] = {q.n, q.r, q.rl};
+	struct vy_expr *after[3] = {NULL, NULL, NULL};
+	vy__vm_branch_end(m, mark, large, vars, large_q, low ? 3 : 2, after);
 	q.n = after[0];
 	q.r = after[1];
+	q.rl = after[2];
 	q.z = bind(m, mul(m, cp(m, q.r), cp(m, q.r)));
 	return q;
 }
@@ -247,7 +257,7 @@ static struct vy_expr *unit_clamp(struct vy__vm *m, struct vy_expr *v)
 
 struct vy_expr *vy__vm_sin(struct vy__vm *m, const struct vy_expr *x)
 {
-	struct quadrant q = reduce(m, x);
+	struct quadrant q = reduce(m, x, false);
 	struct vy_expr *sr = sin_r(m, &q);
 	struct vy_expr *cr = cos_r(m, &q);
 	struct vy_expr *v = bind(m, sel(m, bit_set(m, cp(m, q.n), 1), cp(m, cr), cp(m, sr)));
@@ -257,7 +267,7 @@ struct vy_expr *vy__vm_sin(struct vy__vm *m, const struct vy_expr *x)
 
 struct vy_expr *vy__vm_cos(struct vy__vm *m, const struct vy_expr *x)
 {
-	struct quadrant q = reduce(m, x);
+	struct quadrant q = reduce(m, x, false);
 	struct vy_expr *sr = sin_r(m, &q);
 	struct vy_expr *cr = cos_r(m, &q);
 	struct vy_expr *v = bind(m, sel(m, bit_set(m, cp(m, q.n), 1), cp(m, sr), cp(m, cr)));
@@ -266,13 +276,22 @@ struct vy_expr *vy__vm_cos(struct vy__vm *m, const struct vy_expr *x)
 	return finite_only(m, x, unit_clamp(m, v));
 }
 
+/*
+ * tan r = th + tl, th = r + c rounded once with c = r^3 T(r^2) + rl (Fast2Sum gives tl); in the odd
+ * quadrants -1 / (th + tl) = q0 (1 + d), q0 = -1 / th and d = 1 + q0 (th + tl) from two fma, so
+ * that neither r's rounding nor the quotient's adds a unit of error.
+ */
 struct vy_expr *vy__vm_tan(struct vy__vm *m, const struct vy_expr *x)
 {
-	struct quadrant q = reduce(m, x);
-	struct vy_expr *t = bind(m,
-		fma3(m, mul(m, cp(m, q.r), cp(m, q.z)), VY__VM_HORNER(m, tan_t, q.z), cp(m, q.r)));
-	struct vy_expr *cot = divide(m, fl(m, -1.0f), cp(m, t));
-	struct vy_expr *v = sel(m, bit_set(m, cp(m, q.n), 1), cot, cp(m, t));
+	struct quadrant q = reduce(m, x, true);
+	struct vy_expr *c = bind(m,
+		fma3(m, mul(m, cp(m, q.r), cp(m, q.z)), VY__VM_HORNER(m, tan_t, q.z), cp(m, q.rl)));
+	struct vy_expr *th = bind(m, add(m, cp(m, q.r), cp(m, c)));
+	struct vy_expr *tl = sub(m, cp(m, c), sub(m, cp(m, th), cp(m, q.r)));
+	struct vy_expr *q0 = bind(m, divide(m, fl(m, -1.0f), cp(m, th)));
+	struct vy_expr *d = fma3(m, cp(m, q0), tl, fma3(m, cp(m, q0), cp(m, th), fl(m, 1.0f)));
+	struct vy_expr *cot = fma3(m, cp(m, q0), d, cp(m, q0));
+	struct vy_expr *v = sel(m, bit_set(m, cp(m, q.n), 1), cot, cp(m, th));
 	return finite_only(m, x, zero_passes(m, x, v));
 }
 

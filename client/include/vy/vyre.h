@@ -348,7 +348,7 @@ VY_API struct vy_expr *vy_expr_binary(
 /* `op`: neg bit_not not popcount clz ctz reverse_bits abs sign floor ceil round trunc sqrt
  * inverse_sqrt reciprocal exp exp2 exp10 expm1 log log2 log10 log1p cbrt sin cos tan asin acos atan
  * sinh cosh tanh erf erfc is_nan is_inf is_finite unpack4_low unpack4_high unpack8_low
- * unpack8_high. */
+ * unpack8_high exp_cr exp2_cr log_cr log2_cr. */
 VY_API struct vy_expr *vy_expr_unary(struct vy_program *p, const char *op, struct vy_expr *a);
 VY_API struct vy_expr *vy_expr_select(
 	struct vy_program *p, struct vy_expr *cond, struct vy_expr *a, struct vy_expr *b);
