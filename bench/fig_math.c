@@ -67,20 +67,22 @@ static double divide(double a, double b)
 }
 
 static const struct math_fn fns[] = {
-	{"sin", "y=sin(x)", false, {DRAW_UNIFORM, -100, 100}, {0}, sin, NULL, 1},
-	{"cos", "y=cos(x)", false, {DRAW_UNIFORM, -100, 100}, {0}, cos, NULL, 1},
-	{"exp", "y=exp(x)", false, {DRAW_UNIFORM, -80, 80}, {0}, exp, NULL, 1},
-	{"log", "y=log(x)", false, {DRAW_BINADES, -100, 99}, {0}, log, NULL, 1},
-	{"tanh", "y=tanh(x)", false, {DRAW_UNIFORM, -10, 10}, {0}, tanh, NULL, 1},
-	{"sqrt", "y=sqrt(x)", false, {DRAW_BINADES, -100, 99}, {0}, sqrt, NULL, 0},
-	{"div", "y=a/b", true, {DRAW_UNIFORM, -100, 100}, {DRAW_UNIFORM, 1, 100}, NULL, divide, 0},
+	{"sin", "y=sin(x)", false, {DRAW_UNIFORM, -100, 100}, {0}, sin, NULL, 1, NULL},
+	{"cos", "y=cos(x)", false, {DRAW_UNIFORM, -100, 100}, {0}, cos, NULL, 1, NULL},
+	{"exp", "y=exp(x)", false, {DRAW_UNIFORM, -80, 80}, {0}, exp, NULL, 1, NULL},
+	{"log", "y=log(x)", false, {DRAW_BINADES, -100, 99}, {0}, log, NULL, 1, NULL},
+	{"tanh", "y=tanh(x)", false, {DRAW_UNIFORM, -10, 10}, {0}, tanh, NULL, 1, NULL},
+	{"sqrt", "y=sqrt(x)", false, {DRAW_BINADES, -100, 99}, {0}, sqrt, NULL, 0, NULL},
+	{"div", "y=a/b", true, {DRAW_UNIFORM, -100, 100}, {DRAW_UNIFORM, 1, 100}, NULL, divide, 0,
+		NULL},
 	/* a from 10 down to 0, 0 excluded: pow of a positive base over its whole output range. */
-	{"pow", "y=pow(a,b)", true, {DRAW_UNIFORM, 10, 0}, {DRAW_UNIFORM, -8, 8}, NULL, pow, 1},
+	{"pow", "y=pow(a,b)", true, {DRAW_UNIFORM, 10, 0}, {DRAW_UNIFORM, -8, 8}, NULL, pow, 1,
+		NULL},
 	{"exp_cr", "y=exp_cr(x)", false, {DRAW_UNIFORM, -80, 80}, {0}, exp, NULL, 0, "exp"},
 	{"log_cr", "y=log_cr(x)", false, {DRAW_BINADES, -100, 99}, {0}, log, NULL, 0, "log"},
-	{"exp2", "y=exp2(x)", false, {DRAW_UNIFORM, -120, 120}, {0}, exp2, NULL, 1},
+	{"exp2", "y=exp2(x)", false, {DRAW_UNIFORM, -120, 120}, {0}, exp2, NULL, 1, NULL},
 	{"exp2_cr", "y=exp2_cr(x)", false, {DRAW_UNIFORM, -120, 120}, {0}, exp2, NULL, 0, "exp2"},
-	{"log2", "y=log2(x)", false, {DRAW_BINADES, -100, 99}, {0}, log2, NULL, 1},
+	{"log2", "y=log2(x)", false, {DRAW_BINADES, -100, 99}, {0}, log2, NULL, 1, NULL},
 	{"log2_cr", "y=log2_cr(x)", false, {DRAW_BINADES, -100, 99}, {0}, log2, NULL, 0, "log2"},
 };
 

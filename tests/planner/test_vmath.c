@@ -615,6 +615,33 @@ Test(vmath, special_values_of_log_and_log2)
 		NEAR(1.0f, 0x3F317218u), NEAR(-0.5f, 0xBF317218u));
 }
 
+/*
+ * The correctly rounded variants: the special values of their functions, exact powers and
+ * logarithms of powers of two, and the hardest input of each to round (docs/semantics.md §6.6),
+ * all exactly (the value correctly rounded, from mpmath).
+ */
+Test(vmath, special_values_and_hardest_inputs_of_the_correctly_rounded_functions)
+{
+	CHECK(EXP_CR, EXACT(0.0f, ONE), EXACT(-0.0f, ONE), EXACT(INFINITY, PINF),
+		EXACT(-INFINITY, PZERO), EXACT(NAN, NAN_BITS), EXACT(89.0f, PINF),
+		EXACT(-104.0f, PZERO), EXACT(1.0f, 0x402DF854u), EXACT(88.7f, 0x7F7A37FCu),
+		EXACT(0x1p-24f, 0x3F800001u), EXACT(-14.56709f, 0x34FD331Bu));
+	CHECK(EXP2_CR, EXACT(0.0f, ONE), EXACT(-0.0f, ONE), EXACT(INFINITY, PINF),
+		EXACT(-INFINITY, PZERO), EXACT(NAN, NAN_BITS), EXACT(128.0f, PINF),
+		EXACT(127.0f, 0x7F000000u), EXACT(-126.0f, 0x00800000u), EXACT(-127.0f, PZERO),
+		EXACT(-3.0f, 0x3E000000u), EXACT(0.5f, 0x3FB504F3u),
+		EXACT(-6.44935085e-07f, 0x3F7FFFF8u));
+	CHECK(LOG_CR, EXACT(0.0f, NINF), EXACT(-0.0f, NINF), EXACT(INFINITY, PINF),
+		EXACT(-INFINITY, NAN_BITS), EXACT(-1.0f, NAN_BITS), EXACT(NAN, NAN_BITS),
+		EXACT(1.0f, PZERO), EXACT(2.0f, 0x3F317218u), EXACT(0x1p-126f, 0xC2AEAC50u),
+		EXACT(1.27837837e+23f, 0x4254D1F9u));
+	CHECK(LOG2_CR, EXACT(0.0f, NINF), EXACT(-0.0f, NINF), EXACT(INFINITY, PINF),
+		EXACT(-2.0f, NAN_BITS), EXACT(NAN, NAN_BITS), EXACT(1.0f, PZERO),
+		EXACT(8.0f, 0x40400000u), EXACT(0x1p-126f, 0xC2FC0000u),
+		EXACT(0x1p127f, 0x42FE0000u), EXACT(0.5f, 0xBF800000u),
+		EXACT(0.3134363f, 0xBFD63DA2u));
+}
+
 /* A two-operand function at the pairs (x, z). */
 struct pair_witness {
 	float x, z;
