@@ -304,6 +304,21 @@ struct vy_expr *vy__vm_scale2(struct vy__vm *m, struct vy_expr *p, const struct 
 	return mul(m, mul(m, p2, cp(m, big)), cp(m, big));
 }
 
+struct vy_expr *vy__vm_log_split(struct vy__vm *m, const struct vy_expr *x, struct vy_expr **ef)
+{
+	struct vy_expr *bits = bind(m, vy__vm_bitcast(m, VY_TYPE_U32, cp(m, x)));
+	struct vy_expr *m1 = bind(
+		m, vy__vm_bitcast(m, VY_TYPE_F32,
+			   bor(m, band(m, cp(m, bits), ul(m, 0x007FFFFFu)), ul(m, 0x3F800000u))));
+	/* 0x3FB504F3, the f32 just below sqrt(2) */
+	struct vy_expr *big = bind(m, gt(m, cp(m, m1), fl(m, 1.41421354f)));
+	struct vy_expr *mm = bind(m, sel(m, cp(m, big), mul(m, cp(m, m1), fl(m, 0.5f)), cp(m, m1)));
+	*ef = bind(
+		m, to_f32(m, add(m, sub(m, to_i32(m, shr(m, cp(m, bits), ul(m, 23))), il(m, 127)),
+				     sel(m, cp(m, big), il(m, 1), il(m, 0)))));
+	return mm;
+}
+
 static struct vy_expr *expand(struct vy__vm *m, enum vy_unop op, const struct vy_expr *x)
 {
 	switch (op) {

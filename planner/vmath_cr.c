@@ -59,7 +59,6 @@ static const float atanh_tail[] = {
 #define LN2_2 1.42860677e-06f    /* 0x35BFBE8E */
 #define LN2_3 5.49792315e-14f    /* 0x29779ABD */
 #define LN2_HI 0.693147182f      /* 0x3F317218 */
-#define SQRT2_BELOW 1.41421354f  /* 0x3FB504F3 */
 #define ROUNDING_TEST 0x1p-42f   /* the width, relative, of the rounding test */
 
 #define N_PAIRS(t) ((uint32_t)(sizeof(t) / sizeof((t)[0])))
@@ -226,15 +225,7 @@ struct vy_expr *vy__vm_exp_cr(struct vy__vm *m, const struct vy_expr *x)
 /* log m for m = x / 2^e in [sqrt(1/2), sqrt(2)) as a pair; e as f32 in *ef. */
 static struct pair log_core(struct vy__vm *m, const struct vy_expr *x, struct vy_expr **ef)
 {
-	struct vy_expr *bits = bind(m, vy__vm_bitcast(m, VY_TYPE_U32, cp(m, x)));
-	struct vy_expr *m1 = bind(
-		m, vy__vm_bitcast(m, VY_TYPE_F32,
-			   bor(m, band(m, cp(m, bits), ul(m, 0x007FFFFFu)), ul(m, 0x3F800000u))));
-	struct vy_expr *big = bind(m, gt(m, cp(m, m1), fl(m, SQRT2_BELOW)));
-	struct vy_expr *mm = bind(m, sel(m, cp(m, big), mul(m, cp(m, m1), fl(m, 0.5f)), cp(m, m1)));
-	*ef = bind(
-		m, to_f32(m, add(m, sub(m, to_i32(m, shr(m, cp(m, bits), ul(m, 23))), il(m, 127)),
-				     sel(m, cp(m, big), il(m, 1), il(m, 0)))));
+	struct vy_expr *mm = vy__vm_log_split(m, x, ef);
 	/* s = f / (dh + dl): f = m - 1 exact, 1 + m = dh + dl exactly */
 	struct vy_expr *f = bind(m, sub(m, cp(m, mm), fl(m, 1.0f)));
 	struct vy_expr *dh = bind(m, add(m, fl(m, 1.0f), cp(m, mm)));

@@ -64,6 +64,13 @@ struct vy_expr *vy__vm_pow2(struct vy__vm *m, struct vy_expr *k);
 struct vy_expr *vy__vm_scale2(struct vy__vm *m, struct vy_expr *p, const struct vy_expr *n);
 
 /*
+ * x = 2^e m for a positive normal f32 leaf x, m in [sqrt(1/2), sqrt(2)) read from its bits (the
+ * reduction of the logarithms): returns m (a leaf, exact) and writes e as an f32 leaf to *ef.
+ * Other x give meaningless values that the callers replace.
+ */
+struct vy_expr *vy__vm_log_split(struct vy__vm *m, const struct vy_expr *x, struct vy_expr **ef);
+
+/*
  * The expansions. Each takes the f32 operand as a leaf and returns an f32 tree of its result.
  * vy__vm_exp_scaled gives e^x * 2^k for k in {-1, 0}; exp, sinh and cosh share it.
  */

@@ -27,7 +27,6 @@ static const float log_t[] = {0.666666687f, 0.400001228f, 0.285507977f, 0.233309
 #define IVLN10_LO -1.01030500e-08f /* 0xB22D91AF */
 #define LG2_HI 0.30103001f         /* 0x3E9A209B: log10(2) */
 #define LG2_LO -1.43209888e-08f    /* 0xB2760860 */
-#define SQRT2_BELOW 1.41421354f    /* 0x3FB504F3, the f32 just below sqrt(2) */
 
 struct log_parts {
 	struct vy_expr *ef; /* e as f32 */
@@ -37,18 +36,9 @@ struct log_parts {
 
 static struct log_parts reduce(struct vy__vm *m, const struct vy_expr *x)
 {
-	struct vy_expr *bits = bind(m, vy__vm_bitcast(m, VY_TYPE_U32, cp(m, x)));
-	struct vy_expr *mant =
-		bind(m, vy__vm_bitcast(m, VY_TYPE_F32,
-				bor(m, band(m, cp(m, bits), ul(m, 0x7FFFFF)), ul(m, 0x3F800000))));
-	struct vy_expr *big = bind(m, gt(m, cp(m, mant), fl(m, SQRT2_BELOW)));
-	struct vy_expr *mr = sel(m, cp(m, big), mul(m, cp(m, mant), fl(m, 0.5f)), cp(m, mant));
-	struct vy_expr *e = add(m, sub(m, to_i32(m, shr(m, cp(m, bits), ul(m, 23))), il(m, 127)),
-		sel(m, cp(m, big), il(m, 1), il(m, 0)));
-
 	struct log_parts out;
-	out.ef = bind(m, to_f32(m, e));
-	out.f = bind(m, sub(m, mr, fl(m, 1.0f)));
+	struct vy_expr *mr = vy__vm_log_split(m, x, &out.ef);
+	out.f = bind(m, sub(m, cp(m, mr), fl(m, 1.0f)));
 	struct vy_expr *s = bind(m, divide(m, cp(m, out.f), add(m, cp(m, out.f), fl(m, 2.0f))));
 	struct vy_expr *z = bind(m, mul(m, cp(m, s), cp(m, s)));
 	struct vy_expr *hf = bind(m, mul(m, mul(m, cp(m, out.f), cp(m, out.f)), fl(m, 0.5f)));

@@ -31,22 +31,13 @@ static const float atanh_p[] = {0.4f, 0.285714286f, 0.222222222f, 0.181818182f, 
 #define TWO_THIRDS_LO -1.98682155e-08f /* 0xB2AAAAAB */
 #define LOG2E_HI 1.44269502f           /* 0x3FB8AA3B */
 #define LOG2E_LO 1.92596303e-08f       /* 0x32A57060 */
-#define SQRT2 1.41421354f              /* 0x3FB504F3 */
 #define TWO_24 16777216.0f
 
 /* The pair of log2 |x| for a finite nonzero x: writes the low part to *lo, returns the high. */
 static struct vy_expr *log2_pair(struct vy__vm *m, const struct vy_expr *ax, struct vy_expr **lo)
 {
-	struct vy_expr *bits = bind(m, vy__vm_bitcast(m, VY_TYPE_U32, cp(m, ax)));
-	struct vy_expr *m1 = bind(
-		m, vy__vm_bitcast(m, VY_TYPE_F32,
-			   bor(m, band(m, cp(m, bits), ul(m, 0x007FFFFFu)), ul(m, 0x3F800000u))));
-	struct vy_expr *big = bind(m, gt(m, cp(m, m1), fl(m, SQRT2)));
-	struct vy_expr *mm = bind(m, sel(m, cp(m, big), mul(m, cp(m, m1), fl(m, 0.5f)), cp(m, m1)));
-	struct vy_expr *k =
-		to_f32(m, add(m, sub(m, to_i32(m, shr(m, cp(m, bits), ul(m, 23))), il(m, 127)),
-				  sel(m, cp(m, big), il(m, 1), il(m, 0))));
-	struct vy_expr *kf = bind(m, k);
+	struct vy_expr *kf = NULL;
+	struct vy_expr *mm = vy__vm_log_split(m, ax, &kf);
 	/* s = f / (dh + dl) with f = m - 1 exact and 1 + m = dh + dl exactly */
 	struct vy_expr *f = bind(m, sub(m, cp(m, mm), fl(m, 1.0f)));
 	struct vy_expr *dh = bind(m, add(m, fl(m, 1.0f), cp(m, mm)));

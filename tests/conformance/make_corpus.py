@@ -960,6 +960,14 @@ LOWERED = {
 }
 
 
+def unary_program(name, o, n):
+    """y[i] = o(x[i]) over n f32 elements, guarded."""
+    return program(name, 64, [buf("x", 0, "read_only", "f32", n),
+                              buf("y", 1, "write_only", "f32", n)],
+                   [let("i", gid()), guard(length("x")),
+                    store("y", V("i"), op(o, load("x", V("i"))))])
+
+
 def lowered_case(o, seed):
     dom, ranges, extra = LOWERED[o]
     g = {"concat": [{"random": "f32", "count": 192, "seed": seed, "min": ranges[0][0],
@@ -967,12 +975,8 @@ def lowered_case(o, seed):
                     {"random": "f32", "count": 64, "seed": seed + 1, "min": ranges[1][0],
                      "max": ranges[1][1]},
                     {"witness": "f32"}, {"values": extra}]}
-    n = len(gen_eval(g, "f32"))
     name = "lowered_" + o
-    prog = program(name, 64, [buf("x", 0, "read_only", "f32", n),
-                              buf("y", 1, "write_only", "f32", n)],
-                   [let("i", gid()), guard(length("x")),
-                    store("y", V("i"), op(o, load("x", V("i"))))])
+    prog = unary_program(name, o, len(gen_eval(g, "f32")))
     case(name, "%s as lowered by planner/vmath (DESIGN.md section 4.4): byte-identical on every "
          "backend, and within 4 ULP of libm over [%g, %g]; also on the f32 witnesses and a few "
          "points outside the domain." % (o, dom[0], dom[1]), prog, [g],
@@ -1117,10 +1121,7 @@ def cr_case(o, seed):
     words = gen_eval(g, "f32")
     n = len(words)
     name = "lowered_" + o
-    prog = program(name, 64, [buf("x", 0, "read_only", "f32", n),
-                              buf("y", 1, "write_only", "f32", n)],
-                   [let("i", gid()), guard(length("x")),
-                    store("y", V("i"), op(o, load("x", V("i"))))])
+    prog = unary_program(name, o, n)
     case(name, "%s, correctly rounded (planner/vmath_cr.c): each of %d results equal to the "
          "value from mpmath at 300 bits rounded once to f32 (subnormal results flush), on random "
          "inputs of the dense range and of all bit patterns, the f32 witnesses, the hardest input "
