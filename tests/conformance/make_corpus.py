@@ -965,6 +965,25 @@ LOWERED = {
 ULP_BOUND = {"reciprocal": 0, "cbrt": 0, "tan": 2, "asin": 2, "atan": 2, "sinh": 2}
 
 
+def fcbrt(a):
+    """cbrt of an f32 word, correctly rounded and canonical; needs python3-mpmath."""
+    import mpmath
+    x = load_f(a)
+    if math.isnan(x):
+        return NAN
+    if math.isinf(x) or x == 0:
+        return round_double(x)
+    with mpmath.workprec(200):
+        v = mpmath.cbrt(mpmath.mpf(abs(x)))
+        man, exp = v.man_exp
+        q = Fraction(int(man)) * Fraction(2) ** int(exp)
+        return round_frac(-q if x < 0 else q)
+
+
+# The lowered functions that are correctly rounded: every result of their cases is written.
+EXACT_FN = {"cbrt": fcbrt, "reciprocal": lambda a: fdiv(0x3F800000, a)}
+
+
 def unary_program(name, o, n):
     """y[i] = o(x[i]) over n f32 elements, guarded."""
     return program(name, 64, [buf("x", 0, "read_only", "f32", n),
@@ -981,12 +1000,20 @@ def lowered_case(o, seed):
                      "max": ranges[1][1]},
                     {"witness": "f32"}, {"values": extra}]}
     name = "lowered_" + o
-    prog = unary_program(name, o, len(gen_eval(g, "f32")))
-    case(name, "%s as lowered by planner/vmath (DESIGN.md section 4.4): byte-identical on every "
-         "backend, and within its bound of docs/semantics.md section 6.2 (%d ULP, so %g of the "
-         "true value) of libm over [%g, %g]; also on the f32 witnesses and a few points outside "
-         "the domain." % (o, ULP_BOUND.get(o, 1), ULP_BOUND.get(o, 1) + 0.5, dom[0], dom[1]),
-         prog, [g],
+    words = gen_eval(g, "f32")
+    prog = unary_program(name, o, len(words))
+    notes = ("%s as lowered by planner/vmath (DESIGN.md section 4.4): byte-identical on every "
+             "backend, and within its bound of docs/semantics.md section 6.2 (%d ULP, so %g of "
+             "the true value) of libm over [%g, %g]; also on the f32 witnesses and a few points "
+             "outside the domain." % (o, ULP_BOUND.get(o, 1), ULP_BOUND.get(o, 1) + 0.5, dom[0],
+                                      dom[1]))
+    exact = EXACT_FN.get(o)
+    expect = None
+    if exact:
+        notes += " Correctly rounded, so every result is written (exact rationals, or mpmath)."
+        expect = [shown([exact(w) for w in words], "f32")]
+    case(name, notes, prog, [g], expect=expect,
+         source="make_corpus.py: every result" if exact else None,
          ulp=[{"op": o, "input": 0, "output": 0, "domain": dom, "max": ULP_BOUND.get(o, 1) + 0.5}])
 
 
