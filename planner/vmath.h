@@ -1,7 +1,8 @@
 /*
  * The math-library lowering (DESIGN.md §4.4). inverse_sqrt, reciprocal, the transcendental
  * functions (exp exp2 exp10 expm1 log log2 log10 log1p cbrt sin cos tan asin acos atan sinh cosh
- * tanh erf erfc) and those of two operands (hypot atan2 pow) have no single cheap right answer, so
+ * tanh erf erfc, and the correctly rounded exp_cr exp2_cr log_cr log2_cr) and those of two
+ * operands (hypot atan2 pow) have no single cheap right answer, so
  * vyred defines each one as a fixed expansion into operations that every backend computes exactly
  * the same way: f32 add, sub, mul, fma, correctly rounded div and sqrt, min, max, abs, neg, round,
  * comparisons, select, casts, bitcasts and i32/u32 integer operations. The
