@@ -27,8 +27,8 @@
  *                                    also run every chunk on another backend (through the
  *                                    registry: vulkan on a GPU machine), whose results must
  *                                    equal the reference backend's bit for bit
- *   ulp_report --on vulkan ...       measure another backend instead of the reference backend
- *                                    (lavapipe runs an exhaustive pass many times faster)
+ *   ulp_report --on vulkan ...       measure another backend (through the registry) against
+ *                                    libm instead of the reference backend
  *   ulp_report --list-wrong ...      print each input whose result is not the reference's as a
  *                                    C table row {input, reference}: the rows of the tables
  *                                    of exceptions of planner/vmath_cr.c
