@@ -1,12 +1,12 @@
 /*
- * The math functions against PyTorch: for each of sin, cos, exp, log, tanh, sqrt, div and pow,
- * y = f(x) (or f(a, b)) over math_elements f32 on resident buffers, dispatched through vyred and
- * timed as the elementwise figure is (device time, the median of the timed runs after the
- * warm-up). Each row is GB/s, the bytes read and written (8 per element, 12 for div and pow)
- * over the median time; its note gives elements/s. Its anchor is PyTorch's same operation on
- * CUDA tensors of the same size, measured by torch_anchor.py after every group, which vybench
- * writes into the row when it has it (vy_bench_math_anchor); without PyTorch the row reports
- * vyred alone.
+ * The math functions against PyTorch: for each of sin, cos, exp, log, tanh, sqrt, div, add (the
+ * kernel's own floor) and pow, y = f(x) (or f(a, b)) over math_elements f32 on resident buffers,
+ * dispatched through vyred and timed as the elementwise figure is (device time, the median of the
+ * timed runs after the warm-up). Each row is GB/s, the bytes read and written (8 per element, 12
+ * for div, add and pow) over the median time; its note gives elements/s. Its anchor is PyTorch's
+ * same operation on CUDA tensors of the same size, measured by torch_anchor.py after every group,
+ * which vybench writes into the row when it has it (vy_bench_math_anchor); without PyTorch the
+ * row reports vyred alone.
  *
  * Inputs lie in each function's meaningful range and are made on the host from a hash of their
  * index, so no constant fold can predict them; torch_anchor.py draws the same distributions.
@@ -66,6 +66,11 @@ static double divide(double a, double b)
 	return a / b;
 }
 
+static double sum(double a, double b)
+{
+	return a + b;
+}
+
 static const struct math_fn fns[] = {
 	{"sin", "y=sin(x)", false, {DRAW_UNIFORM, -100, 100}, {0}, sin, NULL, 1, NULL},
 	{"cos", "y=cos(x)", false, {DRAW_UNIFORM, -100, 100}, {0}, cos, NULL, 1, NULL},
@@ -74,6 +79,9 @@ static const struct math_fn fns[] = {
 	{"tanh", "y=tanh(x)", false, {DRAW_UNIFORM, -10, 10}, {0}, tanh, NULL, 1, NULL},
 	{"sqrt", "y=sqrt(x)", false, {DRAW_BINADES, -100, 99}, {0}, sqrt, NULL, 0, NULL},
 	{"div", "y=a/b", true, {DRAW_UNIFORM, -100, 100}, {DRAW_UNIFORM, 1, 100}, NULL, divide, 0,
+		NULL},
+	/* The kernel's own floor: one exact operation, no expansion. */
+	{"add", "y=a+b", true, {DRAW_UNIFORM, -100, 100}, {DRAW_UNIFORM, -100, 100}, NULL, sum, 0,
 		NULL},
 	/* a from 10 down to 0, 0 excluded: pow of a positive base over its whole output range. */
 	{"pow", "y=pow(a,b)", true, {DRAW_UNIFORM, 10, 0}, {DRAW_UNIFORM, -8, 8}, NULL, pow, 1,

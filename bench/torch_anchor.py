@@ -13,12 +13,12 @@ vybench runs this script and merges the one JSON object it prints on stdout:
                    torch.cuda.synchronize(): the launch-and-wait round trip.
   tiny_roundtrip   the same op with the input copied to the device and the result copied back,
                    which is the work a vyred tiny dispatch does.
-  math             y = f(x) for sin, cos, exp, log, tanh, sqrt, exp2 and log2, y = a / b and
-                   y = pow(a, b)
+  math             y = f(x) for sin, cos, exp, log, tanh, sqrt, exp2 and log2, y = a / b,
+                   y = a + b and y = pow(a, b)
                    on float32 CUDA tensors of --math-elements elements, each written into an
                    existing y (out=y), inputs drawn as vybench's math group draws them; timed
                    with CUDA events, median of --runs runs after 0.3 s of warm-up runs; the
-                   anchors of vybench's math rows. 8 bytes per element, 12 for div and pow.
+                   anchors of vybench's math rows. 8 bytes per element, 12 for div, add and pow.
 
 --parts names the parts to measure (default: all; elementwise_all only with two devices or more).
 
@@ -94,6 +94,7 @@ MATH = (
     ("tanh", "torch.tanh(x, out=y)", (("uniform", -10, 10),)),
     ("sqrt", "torch.sqrt(x, out=y)", (("binades", -100, 99),)),
     ("div", "torch.div(a, b, out=y)", (("uniform", -100, 100), ("uniform", 1, 100))),
+    ("add", "torch.add(a, b, out=y)", (("uniform", -100, 100), ("uniform", -100, 100))),
     ("pow", "torch.pow(a, b, out=y)", (("uniform", 10, 0), ("uniform", -8, 8))),
     ("exp2", "torch.exp2(x, out=y)", (("uniform", -120, 120),)),
     ("log2", "torch.log2(x, out=y)", (("binades", -100, 99),)),
@@ -115,7 +116,8 @@ def math_operand(torch, n, spec):
 
 def math_call(torch, op, args, y):
     fn = {"sin": torch.sin, "cos": torch.cos, "exp": torch.exp, "log": torch.log,
-          "tanh": torch.tanh, "sqrt": torch.sqrt, "div": torch.div, "pow": torch.pow,
+          "tanh": torch.tanh, "sqrt": torch.sqrt, "div": torch.div, "add": torch.add,
+          "pow": torch.pow,
           "exp2": torch.exp2, "log2": torch.log2}[op]
     return fn(*args, out=y)
 
