@@ -35,6 +35,7 @@ static int open_vulkan(
 		.enable_validation = opts->enable_validation,
 		.disk_quota = opts->disk_quota,
 		.kernel_cache_entries = opts->kernel_cache_entries,
+		.plain_code = opts->plain_code,
 	};
 	return vy_vulkan_backend_create(&vk, out, err);
 }

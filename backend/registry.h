@@ -51,6 +51,9 @@ struct vy_registry_options {
 	 * backend keeps beyond those its callers hold (0: the backend's default). */
 	struct vy_disk_quota *disk_quota;
 	uint32_t kernel_cache_entries;
+	/* For backends that generate code (vulkan): the plain code, nothing speculated, for
+	 * comparing with the code they generate by default (ulp_report --plain). */
+	bool plain_code;
 };
 
 /* One compiled-in backend. */

@@ -20,7 +20,9 @@
 # more arguments of the fuzzer (for example --queued); GPU_CHECK_BENCH_ARGS, more arguments of
 # bench/run.sh (for example "--groups math"); GPU_CHECK_ULP, functions for the ULP report to
 # compare with the GPU on every input (for example "exp,sin"; in ulp.txt, one line each as it
-# ends), within GPU_CHECK_ULP_SECONDS (default 300).
+# ends), within GPU_CHECK_ULP_SECONDS (default 300); GPU_CHECK_ULP_PLAIN, functions whose code
+# on the GPU to compare with the GPU's plain code on every input (no reference run: seconds a
+# function; in ulp-plain.txt), within the same limit.
 # At the end everything in OUT is packed into OUT/gpu-check.tgz and the loose files removed (the
 # device tool brings back only a few files; GPU_CHECK_KEEP=1 keeps them).
 set -uo pipefail
@@ -89,6 +91,15 @@ if [ -n "${GPU_CHECK_ULP:-}" ]; then
 		>"$out/ulp.txt" 2>&1
 	echo "ulp: exit $?"
 	grep -E 'differ|outside|all 2\^32|pairs' "$out/ulp.txt" | cut -c1-140
+fi
+
+if [ -n "${GPU_CHECK_ULP_PLAIN:-}" ]; then
+	echo "== ULP report, every input, on the GPU against its plain code: $GPU_CHECK_ULP_PLAIN"
+	timeout -k 10 "${GPU_CHECK_ULP_SECONDS:-300}" stdbuf -oL "$cur/tests/ulp/ulp_report" \
+		--exhaustive --threads "$(nproc)" --only "$GPU_CHECK_ULP_PLAIN" --on vulkan \
+		--compare vulkan --plain >"$out/ulp-plain.txt" 2>&1
+	echo "ulp (plain): exit $?"
+	grep -E 'differ|outside|all 2\^32|pairs' "$out/ulp-plain.txt" | cut -c1-140
 fi
 
 if [ "${fuzz_seconds#until:}" != "$fuzz_seconds" ]; then

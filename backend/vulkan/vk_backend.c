@@ -143,7 +143,12 @@ static int device_up(struct vy__vk_backend *b, uint32_t index, struct vy_err *er
 				.fold_exact = b->probe.fold_exact,
 				.select_exact = b->probe.select_exact,
 				.flushes_subnormals = b->probe.flushes_subnormals,
-				.product_flag = b->probe.flag_misses == 0,
+				/* The fma's flag matters only where fma is fused, which speculation
+				 * needs anyway (an unfused fma misses it: vk_probe.h). Plain code
+				 * speculates nothing. */
+				.product_flag =
+					!b->plain_code && b->probe.flag_misses == 0 &&
+					(!b->probe.fma_fused || b->probe.fma_flag_misses == 0),
 			},
 		.coarse = true,
 		.subgroups = b->subgroups,
@@ -1126,6 +1131,7 @@ static int create(const struct vy_vulkan_options *opts, unsigned test_flags,
 	b->base = (struct vy_backend){&vk_ops, VY_VULKAN_BACKEND_ID, b};
 	const char *env = getenv("VYRED_VULKAN_VALIDATION");
 	b->validation = opts->enable_validation || (env && strcmp(env, "1") == 0);
+	b->plain_code = opts->plain_code;
 	b->test_flags = test_flags;
 	b->kernel_limit =
 		opts->kernel_cache_entries ? opts->kernel_cache_entries : VY__VK_CACHE_MAX_ENTRIES;

@@ -152,6 +152,7 @@ struct vy__vk_backend {
 	char *cache_dir; /* owned, or NULL */
 	uint8_t cache_key[VY_VK_DISK_MAC_KEY_BYTES];
 	bool validation;
+	bool plain_code;     /* vy_vulkan_options.plain_code */
 	unsigned test_flags; /* VY__VK_TEST_* */
 	char version[128];
 

@@ -750,6 +750,16 @@ static void loop_run(struct vy__vk_gen *g, const struct vy_node *n, const char *
 	vy__vk_line(g, "}");
 }
 
+/* The index of `name` in names[0..n), or n. */
+static uint32_t name_index(const char *const *names, uint32_t n, const char *name)
+{
+	uint32_t k = 0;
+	while (k < n && strcmp(names[k], name) != 0) {
+		k++;
+	}
+	return k;
+}
+
 /* The names a block assigns, each once, into names[] (at most `cap`); the count, or cap + 1
  * when there are more. */
 static uint32_t assigned_in(const struct vy_block *b, const char **names, uint32_t n, uint32_t cap)
@@ -757,11 +767,7 @@ static uint32_t assigned_in(const struct vy_block *b, const char **names, uint32
 	for (uint32_t i = 0; i < b->len && n <= cap; i++) {
 		const struct vy_node *x = b->items[i];
 		if (x->kind == VY_NODE_ASSIGN) {
-			uint32_t k = 0;
-			while (k < n && strcmp(names[k], x->name) != 0) {
-				k++;
-			}
-			if (k == n) {
+			if (name_index(names, n, x->name) == n) {
 				if (n == cap) {
 					return cap + 1;
 				}
@@ -876,7 +882,38 @@ static void region_comment(struct vy__vk_gen *g, const char *name)
 	vy__vk_line(g, "// region %s", text);
 }
 
-static void node(struct vy__vk_gen *g, const struct vy_node *n)
+/* A let of a speculated run (run() below): its variable, declared before the run. */
+struct hoisted {
+	uint32_t id;
+	const char *name;
+	enum vy_type type;
+};
+
+/* A let: its variable declared with its value, or, when `hoisted` is given, assigned the value
+ * (declared before a speculated run, which records the variable's identifier and type there). */
+static void let(struct vy__vk_gen *g, const struct vy_node *n, struct hoisted *hoisted)
+{
+	struct vy__vk_val v;
+	vy__vk_expr(g, n->args[0], &v);
+	if (g->rc) {
+		return;
+	}
+	uint32_t id = g->next_var++;
+	char text[192];
+	ident(text, sizeof(text), 'v', id, n->name);
+	if (hoisted) {
+		*hoisted = (struct hoisted){id, n->name, v.type};
+		vy__vk_line(g, "%s = %s;", text, v.text);
+	} else {
+		vy__vk_line(g, "%s %s = %s;", vy__vk_glsl_type(v.type), text, v.text);
+	}
+	/* An assigned f32 may take a loose value later: taken as loose throughout. */
+	var_push(g, n->name, id, vy__vk_range_of(g, n->args[0]), v.type,
+		v.loose || (v.type == VY_TYPE_F32 && vy__vk_assigned(g, n->name)),
+		!vy__vk_assigned(g, n->name) && vy__vk_varying(g, n->args[0]));
+}
+
+static void node_begin(struct vy__vk_gen *g, const struct vy_node *n)
 {
 	g->node = g->next_node++;
 	/* A node's own expressions run before anything in its body, whose nodes mark themselves
@@ -884,23 +921,17 @@ static void node(struct vy__vk_gen *g, const struct vy_node *n)
 	g->touched = g->touched || vy__vk_expr_touches(g, n->args[0]) ||
 		     vy__vk_expr_touches(g, n->args[1]) ||
 		     (n->kind == VY_NODE_STORE && vy__vk_node_touches(g, n));
+}
+
+static void node(struct vy__vk_gen *g, const struct vy_node *n)
+{
+	node_begin(g, n);
 	struct vy__vk_val v;
 	char text[192];
 	switch (n->kind) {
-	case VY_NODE_LET: {
-		vy__vk_expr(g, n->args[0], &v);
-		if (g->rc) {
-			return;
-		}
-		uint32_t id = g->next_var++;
-		ident(text, sizeof(text), 'v', id, n->name);
-		vy__vk_line(g, "%s %s = %s;", vy__vk_glsl_type(v.type), text, v.text);
-		/* An assigned f32 may take a loose value later: taken as loose throughout. */
-		var_push(g, n->name, id, vy__vk_range_of(g, n->args[0]), v.type,
-			v.loose || (v.type == VY_TYPE_F32 && vy__vk_assigned(g, n->name)),
-			!vy__vk_assigned(g, n->name) && vy__vk_varying(g, n->args[0]));
+	case VY_NODE_LET:
+		let(g, n, NULL);
 		return;
-	}
 	case VY_NODE_ASSIGN:
 		vy__vk_expr(g, n->args[0], &v);
 		if (g->rc) {
@@ -978,11 +1009,170 @@ static void node(struct vy__vk_gen *g, const struct vy_node *n)
 	assert(!"node kind outside the enum");
 }
 
+/* ---- Speculated runs ---- */
+
+/*
+ * On a device that flushes before rounding, every f32 product and fma decides on the spot
+ * whether its result needs the exact computation (vy_fmul, vy_ffma): a test and a branch to a
+ * long inlined path after each, which costs a math function's expansion (dozens of them in a
+ * row) more than half its speed (docs/performance.md). A run of consecutive nodes that can run
+ * twice with nothing of the first run seen but the variables it declares (lets, and ifs, blocks
+ * and assigns that assign only the run's own lets) runs first with the device's results
+ * (vy_fmulq, vy_ffmaq), which only note in one flag that some result may differ from the exact
+ * one; only then does the run go again, deciding every result. A first run without the flag
+ * computed every value as the second would have: each of its operations met the operands the
+ * exact one would have, and gave the same bits wherever the exact one keeps the device's.
+ * docs/semantics.md §10, "Speculated runs", gives the proof.
+ */
+
+/* Most lets of one speculated run, and the fewest products and fmas that make one worth it. */
+#define RUN_MAX_LETS 256
+#define RUN_MIN_CHECKED 2
+
+static uint32_t checked_in_expr(const struct vy_expr *e)
+{
+	if (!e) {
+		return 0;
+	}
+	uint32_t n = e->kind == VY_EXPR_FMA ||
+		     (e->kind == VY_EXPR_BINARY && e->op == VY_BIN_MUL && e->type == VY_TYPE_F32);
+	for (uint32_t i = 0; i < e->nargs; i++) {
+		n += checked_in_expr(e->args[i]);
+	}
+	return n;
+}
+
+static uint32_t checked_in_block(const struct vy_block *b)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < b->len; i++) {
+		const struct vy_node *x = b->items[i];
+		n += checked_in_expr(x->args[0]) + checked_in_expr(x->args[1]) +
+		     checked_in_block(&x->body) + checked_in_block(&x->orelse);
+	}
+	return n;
+}
+
+/* Whether every name that `b` assigns is one of the run's lets so far, names[0..n). */
+static bool assigns_within(const struct vy_block *b, const char *const *names, uint32_t n)
+{
+	const char *assigned[RUN_MAX_LETS];
+	uint32_t k = assigned_in(b, assigned, 0, RUN_MAX_LETS);
+	if (k > RUN_MAX_LETS) {
+		return false;
+	}
+	for (uint32_t i = 0; i < k; i++) {
+		if (name_index(names, n, assigned[i]) == n) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The end of the speculated run that begins at b->items[from], or `from` where none does. */
+static uint32_t run_end(const struct vy__vk_gen *g, const struct vy_block *b, uint32_t from)
+{
+	const struct vy_vk_math *m = &g->opts->math;
+	if (g->speculating || g->rerun || !m->fold_exact || !m->fma_fused ||
+		!m->flushes_subnormals || !m->product_flag) {
+		return from;
+	}
+	const char *names[RUN_MAX_LETS];
+	uint32_t n = 0;
+	uint32_t checked = 0;
+	uint32_t end = from;
+	for (; end < b->len; end++) {
+		struct vy_block one = {&b->items[end], 1};
+		bool f32_mul = false;
+		if (!vy__vk_block_replayable(&one, &f32_mul)) {
+			break;
+		}
+		if (b->items[end]->kind == VY_NODE_LET) {
+			if (n == RUN_MAX_LETS) {
+				break;
+			}
+			names[n++] = b->items[end]->name;
+		} else if (!assigns_within(&one, names, n)) {
+			break;
+		}
+		checked += checked_in_block(&one);
+	}
+	return checked >= RUN_MIN_CHECKED ? end : from;
+}
+
+static void run_nodes(struct vy__vk_gen *g, const struct vy_block *b, uint32_t from, uint32_t end,
+	struct hoisted *hoisted)
+{
+	for (uint32_t i = from; i < end && !g->rc; i++) {
+		const struct vy_node *x = b->items[i];
+		if (x->kind == VY_NODE_LET) {
+			node_begin(g, x);
+			let(g, x, hoisted ? hoisted++ : NULL);
+		} else {
+			node(g, x);
+		}
+	}
+}
+
+/* b->items[from..end) as a speculated run: the lets declared, the first run in a scope of its
+ * own, the second where the first set the flag; both assign the lets (the same identifiers). */
+static void run(struct vy__vk_gen *g, const struct vy_block *b, uint32_t from, uint32_t end)
+{
+	struct hoisted lets[RUN_MAX_LETS];
+	uint32_t n_lets = 0;
+	for (uint32_t i = from; i < end; i++) {
+		n_lets += b->items[i]->kind == VY_NODE_LET;
+	}
+	uint32_t mark = g->n_vars;
+	uint32_t first_var = g->next_var;
+	uint32_t first_node = g->next_node;
+	uint32_t hazard = g->next_temp++;
+	struct vy__vk_str outer = g->body;
+	g->body = (struct vy__vk_str){0};
+	g->indent++;
+	g->speculating = true;
+	g->hazard = hazard;
+	run_nodes(g, b, from, end, lets);
+	g->speculating = false;
+	struct vy__vk_str first = g->body;
+	g->body = (struct vy__vk_str){0};
+	var_pop_to(g, mark);
+	g->next_var = first_var;
+	g->next_node = first_node;
+	struct hoisted again[RUN_MAX_LETS];
+	g->rerun = true;
+	run_nodes(g, b, from, end, again);
+	g->rerun = false;
+	struct vy__vk_str second = g->body;
+	g->body = outer;
+	g->indent--;
+	for (uint32_t i = 0; i < n_lets && !g->rc; i++) {
+		char text[192];
+		ident(text, sizeof(text), 'v', lets[i].id, lets[i].name);
+		vy__vk_line(g, "%s %s;", vy__vk_glsl_type(lets[i].type), text);
+	}
+	vy__vk_line(g, "bool t%u = false;", hazard);
+	vy__vk_line(g, "{");
+	vy__vk_str_add(&g->body, first.data ? first.data : "");
+	vy__vk_line(g, "}");
+	vy__vk_line(g, "if (t%u) {", hazard);
+	vy__vk_str_add(&g->body, second.data ? second.data : "");
+	vy__vk_line(g, "}");
+	vy__vk_str_finish(&first);
+	vy__vk_str_finish(&second);
+}
+
 static void block(struct vy__vk_gen *g, const struct vy_block *b)
 {
 	uint32_t mark = g->n_vars;
-	for (uint32_t i = 0; i < b->len && !g->rc; i++) {
-		node(g, b->items[i]);
+	for (uint32_t i = 0; i < b->len && !g->rc;) {
+		uint32_t end = run_end(g, b, i);
+		if (end > i) {
+			run(g, b, i, end);
+			i = end;
+		} else {
+			node(g, b->items[i++]);
+		}
 	}
 	var_pop_to(g, mark);
 }

@@ -79,9 +79,10 @@ struct vy_vk_math {
 	 */
 	bool flushes_subnormals;
 	/*
-	 * The flag of vy_fmulq (the products of a speculated loop's first run) was set for every
-	 * product the probe tried that the device may flush before it rounds to 2^-126
-	 * (vy_vk_probe.flag_misses = 0): loops of products may be speculated.
+	 * The flag of vy_fmulq (the products of a speculated loop's or run's first run) was set for
+	 * every product the probe tried that the device may flush before it rounds to 2^-126
+	 * (vy_vk_probe.flag_misses = 0), and, where fma is fused, vy_ffmaq gave what its probe
+	 * prescribes (fma_flag_misses = 0): loops and runs may be speculated.
 	 */
 	bool product_flag;
 };
@@ -223,6 +224,9 @@ int vy_vk_codegen(const struct vy_program *program, const struct vy_vk_codegen_o
  * the exact one), for the float probe to try on the device.
  */
 const char *vy_vk_codegen_product_flag(void);
+/* The GLSL function `uint vy_ffmaq(uint a, uint b, uint c, inout bool hz)` that the first run of a
+ * speculated loop or run uses for its fmas, for the float probe to try on the device. */
+const char *vy_vk_codegen_fma_flag(void);
 
 /*
  * Decode the trap sidecar (`len` bytes, at least VY_VK_TRAP_BYTES) after a dispatch of the shader

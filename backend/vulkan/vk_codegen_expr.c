@@ -916,6 +916,14 @@ void vy__vk_expr(struct vy__vk_gen *g, const struct vy_expr *e, struct vy__vk_va
 			set(out, VY_TYPE_F32, "0u");
 			return;
 		}
+		if (g->speculating) {
+			/* the first run of a speculated loop or run (vk_codegen.c) */
+			use(g, VY__VK_USE(FFMAQ));
+			temp(g, out, VY_TYPE_F32, "vy_ffmaq(%s, %s, %s, t%u)", a.text, b.text,
+				c.text, g->hazard);
+			out->loose = true;
+			return;
+		}
 		use(g, VY__VK_USE(FFMA));
 		temp(g, out, VY_TYPE_F32, "vy_ffma(%s, %s, %s)", a.text, b.text, c.text);
 		out->loose = vy__vk_lib_fma_loose(&g->opts->math);

@@ -68,6 +68,7 @@ void vy__vk_str_finish(struct vy__vk_str *s);
 	X(FMOD)                                                                                    \
 	X(FSQRT)                                                                                   \
 	X(FFMA)                                                                                    \
+	X(FFMAQ)                                                                                   \
 	X(FMIN)                                                                                    \
 	X(FMAX)                                                                                    \
 	X(FCMP)                                                                                    \
@@ -190,11 +191,13 @@ struct vy__vk_gen {
 	/* By preorder node number, when the device ends long loops and the program may run into
 	 * that (else NULL: every loop is plain). Owned. */
 	struct vy__vk_loop_shape *shapes;
-	/* Inside the first run of a loop that may run again (loop() in vk_codegen.c): a product
-	 * that the device may have flushed before rounding sets the bool temporary t<hazard>
-	 * instead of being decided on the spot. */
+	/* Inside the first run of a loop or run that may run again (loop() and run() in
+	 * vk_codegen.c): a product or fma whose result the exact helper might not keep sets the
+	 * bool temporary t<hazard> instead of being decided on the spot. */
 	bool speculating;
 	uint32_t hazard;
+	/* Inside the second run of a speculated run: nothing in it is speculated again. */
+	bool rerun;
 	uint32_t subgroup_features; /* VY_VK_SUBGROUP_* */
 	struct vy__vk_coarse coarse;
 };

@@ -541,6 +541,34 @@ static const char ffma_fused[] = "uint vy_ffma(uint a, uint b, uint c)\n"
 				 "\treturn x;\n"
 				 "}\n";
 
+/*
+ * The fma in the first run of a speculated loop or run (vk_codegen.c): the device's, with `hz` set
+ * wherever vy_ffma might not keep it: a result whose exponent field is 0 (a zero, or a subnormal
+ * where the device keeps one), unless the exact result is 0. An exact zero (an error term of a
+ * product or a sum is often one) is IEEE's zero on both. An exact result that is not 0 but
+ * below 2^-126 in magnitude and at least 2^-190 makes the same fma scaled by 2^64 (its operands
+ * a * 2^64 and c * 2^64 exact) a normal number, which sets `hz`; one below 2^-190 rounds to the
+ * zero of its sign on both (the device's flush keeps the sign). An operand of 2^64 or more can make
+ * the scaled fma infinite or NaN, which sets `hz` needlessly; that costs only the second run.
+ */
+static const char ffmaq_text[] =
+	"uint vy_ffmaq(uint a, uint b, uint c, inout bool hz)\n"
+	"{\n"
+	"\tfloat fa = uintBitsToFloat(a);\n"
+	"\tfloat fb = uintBitsToFloat(b);\n"
+	"\tfloat fc = uintBitsToFloat(c);\n"
+	"\tprecise float r = fma(fa, fb, fc);\n"
+	"\tprecise float s = fma(fa * uintBitsToFloat(0x5F800000u), fb,\n"
+	"\t\tfc * uintBitsToFloat(0x5F800000u));\n"
+	"\thz = any(bvec2(hz, abs(r) < uintBitsToFloat(0x00800000u) && s != 0.0));\n"
+	"\treturn floatBitsToUint(r);\n"
+	"}\n";
+
+const char *vy_vk_codegen_fma_flag(void)
+{
+	return ffmaq_text;
+}
+
 /* The product is exact in double; the sum's rounding error decides the last bit (round to odd),
  * so that the one rounding to float is correct. */
 static const char ffma_f64[] = FFMA_SPECIAL(
@@ -949,6 +977,7 @@ static const struct lib_entry lib[VY__VK_LIB_COUNT] = {
 	[VY__VK_LIB_FMOD] = {D(ROUND_PACK)},
 	[VY__VK_LIB_FSQRT] = {D(CANON) | D(ROUND_PACK)},
 	[VY__VK_LIB_FFMA] = {D(CANON) | D(ISNAN) | D(FMA_EXACT)},
+	[VY__VK_LIB_FFMAQ] = {0},
 	[VY__VK_LIB_FMIN] = {D(ISNAN)},
 	[VY__VK_LIB_FMAX] = {D(ISNAN)},
 	[VY__VK_LIB_FCMP] = {D(ISNAN)},
@@ -1104,6 +1133,9 @@ static void emit_one(struct vy__vk_str *out, enum vy__vk_lib which, const struct
 		} else {
 			vy__vk_str_add(out, math->has_f64 ? ffma_f64 : ffma_bits);
 		}
+		break;
+	case VY__VK_LIB_FFMAQ:
+		vy__vk_str_add(out, ffmaq_text);
 		break;
 	case VY__VK_LIB_FMIN:
 		vy__vk_str_add(out, fmin_text);

@@ -152,8 +152,8 @@ static void describe(struct vy__vk_str *out, const char *c, const struct vy_vulk
 		"%s   constant operands folded exactly: %s; selects between constants exact: %s; "
 		"subnormal sums and products flushed: %s\n",
 		c, yes_no(m->fold_exact), yes_no(m->select_exact), yes_no(m->flushes_subnormals));
-	vy__vk_str_addf(
-		out, "%s   flag of a speculated product sound: %s\n", c, yes_no(m->product_flag));
+	vy__vk_str_addf(out, "%s   flags of speculated products and fmas sound: %s\n", c,
+		yes_no(m->product_flag));
 	vy__vk_str_addf(out, "%s   subgroup operations: %s (%u lanes)\n", c,
 		yes_no(p->cg.subgroups), p->cg.subgroup_size);
 	if (p->cg.loop_passes > 0) {

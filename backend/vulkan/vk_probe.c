@@ -26,7 +26,12 @@
  * generator writes it, over pairs of operands: normal ones whose exact product lies in
  * [2^-126 - 2^-150, 2^-126), where a device that flushes before rounding gives 0 and the exact
  * result is 2^-126 for some (its flag must be set for every one, or no loop is speculated), a zero
- * times a normal number, and products of 2^-125 or more (a flag there is needless).
+ * times a normal number, and products of 2^-125 or more (a flag there is needless). A fourth runs
+ * vy_ffmaq, the fma of that first run, over triples: a product minus its own rounding (an exact
+ * result not 0 but below 2^-126: the flag must be set), a product minus itself where the product
+ * is exact (an exact 0: +0 must come back, or the flag be set), a product below 2^-190 plus 0
+ * (the zero of the product's sign, or the flag) and normal results (a flag there is needless).
+ * A miss of either kernel keeps every loop and run from being speculated.
  */
 #include "vk_probe.h"
 
@@ -146,9 +151,21 @@ static const char flag_main[] =
 	"	dst.v[2u * i] = hz ? 1u : 0u;\n"
 	"}\n";
 
+static const char fma_flag_main[] = "void main() {\n"
+				    "	uint i = gl_GlobalInvocationID.x;\n"
+				    "	if (i >= pc.n) {\n"
+				    "		return;\n"
+				    "	}\n"
+				    "	bool hz = false;\n"
+				    "	dst.v[2u * i + 1u] = vy_ffmaq(src.v[3u * i], src.v[3u * i "
+				    "+ 1u], src.v[3u * i + 2u], hz);\n"
+				    "	dst.v[2u * i] = hz ? 1u : 0u;\n"
+				    "}\n";
+
 /* Pairs of the flag kernel: a quarter each of zero operands and large products, half in the
- * band where the flag must be set. */
-enum { FLAG_SAMPLES = 256 };
+ * band where the flag must be set. Triples of the fma flag kernel: a quarter of each kind
+ * (fma_triple). */
+enum { FLAG_SAMPLES = 256, FMA_FLAG_SAMPLES = 256 };
 
 /* Iterations of the probe's loop: far more than any driver limit seen, few enough to take a
  * millisecond where loops are not limited. */
@@ -458,6 +475,64 @@ static void judge_flag(const uint32_t *res, struct vy_vk_probe *out)
 	}
 }
 
+/* The fma flag kernel's triple i, and the result it must give where the flag is not set (or
+ * UINT32_MAX: the flag must be set; UINT32_MAX - 1: any result, a flag is needless). */
+static uint32_t fma_triple(uint64_t *s, uint32_t i, uint32_t *t)
+{
+	float a, b;
+	double p;
+	switch (i % 4) {
+	case 0: /* an inexact product minus its rounding: below 2^-126, at least 2^-174 */
+		do {
+			a = random_float(s, -60, -50);
+			b = random_float(s, -60, -50);
+			p = (double)a * b;
+		} while ((double)(float)p == p);
+		t[0] = bits_of(a);
+		t[1] = bits_of(b);
+		t[2] = bits_of(-(float)p);
+		return UINT32_MAX;
+	case 1: /* a product of 12-bit significands (exact) minus itself: +0 */
+		a = random_float(s, -30, 30);
+		b = random_float(s, -30, 30);
+		t[0] = bits_of(a) & 0xFFFFF000u;
+		t[1] = bits_of(b) & 0xFFFFF000u;
+		memcpy(&a, &t[0], 4);
+		memcpy(&b, &t[1], 4);
+		t[2] = bits_of(-(a * b));
+		return 0;
+	case 2: /* a product below 2^-190 plus 0: the zero of its sign */
+		t[0] = bits_of(random_float(s, -126, -100));
+		t[1] = bits_of(random_float(s, -126, -100));
+		t[2] = 0;
+		return (t[0] ^ t[1]) & 0x80000000u;
+	default: /* normal results */
+		t[0] = bits_of(random_float(s, -40, 40));
+		t[1] = bits_of(random_float(s, -40, 40));
+		t[2] = bits_of(random_float(s, -40, 40));
+		return UINT32_MAX - 1;
+	}
+}
+
+static void judge_fma_flag(const uint32_t *want, const uint32_t *res, struct vy_vk_probe *out)
+{
+	for (uint32_t i = 0; i < FMA_FLAG_SAMPLES; i++) {
+		bool set = res[2 * i] != 0;
+		if (want[i] == UINT32_MAX - 1) {
+			out->fma_flag_needless += set;
+			continue;
+		}
+		out->fma_flag_tried++;
+		if (want[i] == UINT32_MAX) {
+			out->fma_flag_misses += !set;
+		} else if (set) {
+			out->fma_flag_needless++;
+		} else {
+			out->fma_flag_misses += res[2 * i + 1] != want[i];
+		}
+	}
+}
+
 /*
  * Compile `glsl` (one storage buffer in, one out, a push constant n), through the SPIR-V
  * optimizer when `optimize`, and run it once over n invocations: in_bytes from `in`, out_bytes
@@ -528,31 +603,57 @@ static int run_kernel(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes,
 	return rc;
 }
 
-/* The flag kernel at both optimization levels, as the fold kernel: misses and needless add. */
+/* A flag kernel: its helper `fn` and `main`. */
+static char *flag_kernel(const char *fn, const char *main, struct vy_err *err)
+{
+	size_t len = strlen(flag_head) + strlen(fn) + strlen(main) + 1;
+	char *glsl = malloc(len);
+	if (!glsl) {
+		vy_err_set(err, VY_E_OUT_OF_MEMORY, NULL, "free host memory and retry",
+			"no memory for the float probe");
+		return NULL;
+	}
+	snprintf(glsl, len, "%s%s%s", flag_head, fn, main);
+	return glsl;
+}
+
+/* The flag kernels at both optimization levels, as the fold kernel: misses and needless add. */
 static int probe_flag(struct vy_vk_exec *x, struct vy_vk_pipelines *pipes,
 	struct vy_vk_compiler *cc, struct vy_vk_probe *out, struct vy_err *err)
 {
-	const char *fn = vy_vk_codegen_product_flag();
-	size_t len = strlen(flag_head) + strlen(fn) + strlen(flag_main) + 1;
-	char *glsl = malloc(len);
-	if (!glsl) {
-		return vy_err_set(err, VY_E_OUT_OF_MEMORY, NULL, "free host memory and retry",
-			"no memory for the float probe");
+	char *glsl = flag_kernel(vy_vk_codegen_product_flag(), flag_main, err);
+	char *fma = glsl ? flag_kernel(vy_vk_codegen_fma_flag(), fma_flag_main, err) : NULL;
+	if (!fma) {
+		free(glsl);
+		return VY_E_OUT_OF_MEMORY;
 	}
-	snprintf(glsl, len, "%s%s%s", flag_head, fn, flag_main);
 	uint32_t in[2 * FLAG_SAMPLES];
 	uint32_t res[2 * FLAG_SAMPLES];
+	uint32_t triples[3 * FMA_FLAG_SAMPLES];
+	uint32_t want[FMA_FLAG_SAMPLES];
+	uint32_t fres[2 * FMA_FLAG_SAMPLES];
 	make_flag_pairs(in);
+	uint64_t s = UINT64_C(0x9e3779b97f4a7c15);
+	for (uint32_t i = 0; i < FMA_FLAG_SAMPLES; i++) {
+		want[i] = fma_triple(&s, i, &triples[3 * i]);
+	}
 	out->flag_tried = out->flag_misses = out->flag_needless = 0;
+	out->fma_flag_tried = out->fma_flag_misses = out->fma_flag_needless = 0;
 	int rc = 0;
 	for (int optimize = 0; optimize < 2 && rc == 0; optimize++) {
 		rc = run_kernel(x, pipes, cc, glsl, optimize, in, sizeof(in), res, sizeof(res),
 			FLAG_SAMPLES, err);
 		if (rc == 0) {
 			judge_flag(res, out);
+			rc = run_kernel(x, pipes, cc, fma, optimize, triples, sizeof(triples), fres,
+				sizeof(fres), FMA_FLAG_SAMPLES, err);
+		}
+		if (rc == 0) {
+			judge_fma_flag(want, fres, out);
 		}
 	}
 	free(glsl);
+	free(fma);
 	return rc;
 }
 

@@ -45,6 +45,12 @@ struct vy_vk_probe {
 	uint32_t flag_tried;
 	uint32_t flag_misses;
 	uint32_t flag_needless;
+	/* Triples of vy_ffmaq's probe whose result or flag is prescribed (vk_probe.c), those that
+	 * broke it, and the flags set where the exact result was 0 or normal (needless). Where fma
+	 * is not fused the helper is never used, and its misses are expected. */
+	uint32_t fma_flag_tried;
+	uint32_t fma_flag_misses;
+	uint32_t fma_flag_needless;
 };
 
 /*

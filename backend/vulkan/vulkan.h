@@ -66,6 +66,12 @@ struct vy_vulkan_options {
 	 * twice that many pipelines went into it.
 	 */
 	uint32_t kernel_cache_entries;
+	/*
+	 * Generate the plain code: no loop and no run speculated (docs/architecture.md, "What the
+	 * generator proves"), every product and fma decided where it is. Slower; the code whose
+	 * results the speculated code must equal, for comparing the two (ulp_report --plain).
+	 */
+	bool plain_code;
 };
 
 struct vy_vulkan_device_info {

@@ -29,6 +29,11 @@
  *                                    equal the reference backend's bit for bit
  *   ulp_report --on vulkan ...       measure another backend (through the registry) against
  *                                    libm instead of the reference backend
+ *   ulp_report --on vulkan --compare vulkan --plain ...
+ *                                    the code the Vulkan backend generates against its plain
+ *                                    code (nothing speculated: docs/architecture.md), bit for
+ *                                    bit, with no reference run: what proves on a GPU, in
+ *                                    seconds a function, that speculation changes no result
  *   ulp_report --list-wrong ...      print each input whose result is not the reference's as a
  *                                    C table row {input, reference}: the rows of the tables
  *                                    of exceptions of planner/vmath_cr.c
@@ -634,7 +639,7 @@ static bool selected(const char *only, const char *name)
 static void usage(void)
 {
 	fprintf(stderr, "usage: ulp_report [--exhaustive] [--threads N] [--only OP,OP...] "
-			"[--compare BACKEND] [--on BACKEND] [--list-wrong]\n");
+			"[--compare BACKEND [--plain]] [--on BACKEND] [--list-wrong]\n");
 }
 
 int main(int argc, char **argv)
@@ -645,6 +650,7 @@ int main(int argc, char **argv)
 	const char *compare = NULL;
 	const char *on = NULL;
 	bool list_wrong = false;
+	struct vy_registry_options compared = {0};
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--exhaustive") == 0) {
 			exhaustive = true;
@@ -663,6 +669,8 @@ int main(int argc, char **argv)
 			on = argv[++i];
 		} else if (strcmp(argv[i], "--list-wrong") == 0) {
 			list_wrong = true;
+		} else if (strcmp(argv[i], "--plain") == 0) {
+			compared.plain_code = true;
 		} else {
 			usage();
 			return 2;
@@ -686,18 +694,19 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	struct vy_backend *other = NULL;
-	if (compare && vy_registry_open(compare, NULL, &other, &err)) {
+	if (compare && vy_registry_open(compare, &compared, &other, &err)) {
 		char buf[1024];
 		fprintf(stderr, "ulp_report: --compare %s: %s\n", compare,
 			vy_err_format(&err, buf, sizeof(buf)));
 		vy_backend_destroy(backend);
 		return 2;
 	}
-	printf("ulp_report: %s, %ld thread%s%s%s%s%s\n",
+	printf("ulp_report: %s, %ld thread%s%s%s%s%s%s\n",
 		exhaustive ? "every f32 input (div: its sample)" : "sampled", threads,
 		threads == 1 ? "" : "s", on ? "; run on " : "",
 		on ? vy_backend_version(backend) : "", other ? "; compared bit for bit with " : "",
-		other ? vy_backend_version(other) : "");
+		other ? vy_backend_version(other) : "",
+		other && compared.plain_code ? " (plain code)" : "");
 	printf("%-12s  %-11s  %-10s  %10s  %8s  %4s  %-29s  %-15s  %-15s  %s\n", "op", "domain",
 		"inputs", "measured", "exact", "ulp", "worst input", "result", "reference",
 		"status");
@@ -795,9 +804,10 @@ int main(int argc, char **argv)
 			printf("ulp_report: %s: the sweep missed %u binades\n", op->name, missing);
 		}
 		if (other) {
-			printf("ulp_report: %s: %" PRIu64
-			       " result(s) of %s differ from the reference",
-				op->name, r->differ, compare);
+			printf("ulp_report: %s: %" PRIu64 " result(s) of %s%s differ from %s",
+				op->name, r->differ, compare,
+				compared.plain_code ? "'s plain code" : "",
+				on ? on : "the reference");
 			if (r->differ) {
 				printf(" (the first at 0x%08" PRIX32 ": 0x%08" PRIX32
 				       ", not 0x%08" PRIX32 ")",

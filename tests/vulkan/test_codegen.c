@@ -1453,3 +1453,93 @@ Test(codegen, the_plain_form_skips_the_folding_and_the_stop_word_where_the_launc
 	cr_assert_null(strstr(glsl, "vy_direct"), "%s", glsl);
 	free(glsl);
 }
+
+/* The flags of speculated runs and loops: lines `bool t<n> = false;`. */
+static unsigned hazards(const char *glsl)
+{
+	unsigned n = 0;
+	for (const char *p = strstr(glsl, "bool t"); p; p = strstr(p + 1, "bool t")) {
+		const char *q = p + 6;
+		while (*q >= '0' && *q <= '9') {
+			q++;
+		}
+		n += q > p + 6 && strncmp(q, " = false;", 9) == 0;
+	}
+	return n;
+}
+
+/* x loaded, then y = fma(x, x, 1) * x and z = y * y as lets (`between` after the let of y), z
+ * stored; `outer` is a let before the run. */
+static char *products_run(
+	const char *outer, const char *between, const struct vy_vk_codegen_options *opts)
+{
+	char prog[2048];
+	snprintf(prog, sizeof(prog),
+		"{\"vyre\": 1, \"workgroup_size\": [64, 1, 1], \"buffers\": ["
+		"{\"name\": \"x\", \"binding\": 0, \"access\": \"read_only\", \"type\": \"f32\", "
+		"\"count\": 0},"
+		"{\"name\": \"o\", \"binding\": 1, \"access\": \"read_write\", \"type\": \"f32\", "
+		"\"count\": 0}],"
+		"\"entry\": [[\"let\", \"i\", [\"gid\", 0]]%s,"
+		"[\"let\", \"v\", [\"load\", \"x\", [\"var\", \"i\"]]],"
+		"[\"let\", \"y\", [\"mul\", [\"fma\", [\"var\", \"v\"], [\"var\", \"v\"], "
+		"[\"f32\", 1.0]], [\"var\", \"v\"]]]%s,"
+		"[\"let\", \"z\", [\"mul\", [\"var\", \"y\"], [\"var\", \"y\"]]],"
+		"[\"store\", \"o\", [\"var\", \"i\"], [\"var\", \"z\"]]]}",
+		outer, between);
+	struct vy_vk_shader_layout layout;
+	return glsl_of(prog, opts, &layout);
+}
+
+Test(codegen, a_run_of_lets_runs_twice_only_where_a_result_may_differ)
+{
+	struct vy_vk_codegen_options ftz = profiles[1];
+	ftz.math.flushes_subnormals = true;
+	ftz.math.product_flag = true;
+	/* An if that assigns the run's own let stays in the run; its body is not a run of its own
+	 * in either run. */
+	char *glsl = products_run("",
+		",[\"if\", [\"lt\", [\"var\", \"y\"], [\"f32\", 0.0]], [[\"let\", \"w\", "
+		"[\"fma\", [\"fma\", [\"var\", \"y\"], [\"var\", \"y\"], [\"f32\", 2.0]], "
+		"[\"var\", \"y\"], [\"f32\", 2.0]]], [\"assign\", \"y\", [\"var\", \"w\"]]], []]",
+		&ftz);
+	/* The first run notes what the exact helpers would not keep; the second decides each. */
+	cr_assert_eq(count_of(glsl, "= vy_ffmaq("), 3, "%s", glsl);
+	cr_assert_eq(count_of(glsl, "= vy_fmulq("), 1, "%s", glsl);
+	cr_assert_eq(count_of(glsl, "= vy_ffma("), 3, "%s", glsl);
+	cr_assert_eq(count_of(glsl, "= vy_fmul("), 1, "%s", glsl);
+	cr_assert_eq(hazards(glsl), 1, "%s", glsl);
+	cr_assert(strstr(glsl, "uint vy_ffmaq(uint a, uint b, uint c, inout bool hz)"), "%s", glsl);
+	/* The lets are declared once, before both runs, which assign them. */
+	cr_assert(strstr(glsl, "\tuint v1_v;\n\tuint v2_y;\n\tuint v4_z;\n\tbool t"), "%s", glsl);
+	cr_assert_eq(count_of(glsl, "v4_z = "), 2, "%s", glsl);
+	cr_assert_eq(count_of(glsl, "uint v4_z"), 1, "%s", glsl);
+	struct compiled c;
+	compile(glsl, &c);
+	cr_assert_eq(c.status, shaderc_compilation_status_success, "%s\n%s", c.log, glsl);
+	free(c.words);
+	free(glsl);
+	/* Devices whose results are decided where they are. */
+	struct vy_vk_codegen_options unsound = ftz;
+	unsound.math.product_flag = false;
+	const struct vy_vk_codegen_options *plain[] = {&profiles[0], &profiles[1], &unsound};
+	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
+		glsl = products_run("", "", plain[i]);
+		cr_assert_eq(count_of(glsl, "q("), 0, "%zu\n%s", i, glsl);
+		free(glsl);
+	}
+	/* What ends a run: a store, an i32 division, an assign of a variable from before the run
+	 * (here after a store); the product after it is alone and decided where it is. */
+	const char *const cut[] = {",[\"store\", \"o\", [\"u32\", 0], [\"var\", \"y\"]]",
+		",[\"let\", \"q\", [\"div\", [\"var\", \"n\"], [\"i32\", 3]]]",
+		",[\"assign\", \"n\", [\"i32\", 2]]"};
+	for (size_t i = 0; i < sizeof(cut) / sizeof(cut[0]); i++) {
+		glsl = products_run(",[\"let\", \"n\", [\"i32\", 1]],"
+				    "[\"store\", \"o\", [\"u32\", 1], [\"f32\", 0.0]]",
+			cut[i], &ftz);
+		cr_assert_eq(count_of(glsl, "= vy_fmulq("), 1, "%s\n%s", cut[i], glsl);
+		cr_assert_eq(count_of(glsl, "= vy_ffmaq("), 1, "%s\n%s", cut[i], glsl);
+		cr_assert_eq(count_of(glsl, "= vy_fmul("), 2, "%s\n%s", cut[i], glsl);
+		free(glsl);
+	}
+}
