@@ -889,9 +889,10 @@ struct hoisted {
 	enum vy_type type;
 };
 
-/* A let: its variable declared with its value, or, when `hoisted` is given, assigned the value
- * (declared before a speculated run, which records the variable's identifier and type there). */
-static void let(struct vy__vk_gen *g, const struct vy_node *n, struct hoisted *hoisted)
+/* A let: its variable declared with its value, or, in a speculated run (`in_run`), assigned the
+ * value, the variable being declared before the run; `hoisted`, when given, records its identifier
+ * and type for that declaration. */
+static void let(struct vy__vk_gen *g, const struct vy_node *n, bool in_run, struct hoisted *hoisted)
 {
 	struct vy__vk_val v;
 	vy__vk_expr(g, n->args[0], &v);
@@ -903,6 +904,8 @@ static void let(struct vy__vk_gen *g, const struct vy_node *n, struct hoisted *h
 	ident(text, sizeof(text), 'v', id, n->name);
 	if (hoisted) {
 		*hoisted = (struct hoisted){id, n->name, v.type};
+	}
+	if (in_run) {
 		vy__vk_line(g, "%s = %s;", text, v.text);
 	} else {
 		vy__vk_line(g, "%s %s = %s;", vy__vk_glsl_type(v.type), text, v.text);
@@ -930,7 +933,7 @@ static void node(struct vy__vk_gen *g, const struct vy_node *n)
 	char text[192];
 	switch (n->kind) {
 	case VY_NODE_LET:
-		let(g, n, NULL);
+		let(g, n, false, NULL);
 		return;
 	case VY_NODE_ASSIGN:
 		vy__vk_expr(g, n->args[0], &v);
@@ -1069,10 +1072,17 @@ static bool assigns_within(const struct vy_block *b, const char *const *names, u
 	return true;
 }
 
-/* The end of the speculated run that begins at b->items[from], or `from` where none does. */
-static uint32_t run_end(const struct vy__vk_gen *g, const struct vy_block *b, uint32_t from)
+/*
+ * The end of the speculated run that begins at b->items[from], or `from` where none does. Then
+ * *plain is where the next run may begin: a stretch too poor in products for a run from `from`
+ * holds none from any node inside it either (a later start meets the same nodes, with fewer
+ * names of its own), unless the stretch ended at the cap on lets.
+ */
+static uint32_t run_end(
+	const struct vy__vk_gen *g, const struct vy_block *b, uint32_t from, uint32_t *plain)
 {
 	const struct vy_vk_math *m = &g->opts->math;
+	*plain = b->len; /* no run in this block at all */
 	if (g->speculating || g->rerun || !m->fold_exact || !m->fma_fused ||
 		!m->flushes_subnormals || !m->product_flag) {
 		return from;
@@ -1097,9 +1107,15 @@ static uint32_t run_end(const struct vy__vk_gen *g, const struct vy_block *b, ui
 		}
 		checked += checked_in_block(&one);
 	}
-	return checked >= RUN_MIN_CHECKED ? end : from;
+	if (checked >= RUN_MIN_CHECKED) {
+		*plain = end;
+		return end;
+	}
+	*plain = n == RUN_MAX_LETS ? from + 1 : end > from ? end : from + 1;
+	return from;
 }
 
+/* The nodes of a run, its lets assigned; `hoisted` (the first run) records them. */
 static void run_nodes(struct vy__vk_gen *g, const struct vy_block *b, uint32_t from, uint32_t end,
 	struct hoisted *hoisted)
 {
@@ -1107,7 +1123,7 @@ static void run_nodes(struct vy__vk_gen *g, const struct vy_block *b, uint32_t f
 		const struct vy_node *x = b->items[i];
 		if (x->kind == VY_NODE_LET) {
 			node_begin(g, x);
-			let(g, x, hoisted ? hoisted++ : NULL);
+			let(g, x, true, hoisted ? hoisted++ : NULL);
 		} else {
 			node(g, x);
 		}
@@ -1139,9 +1155,8 @@ static void run(struct vy__vk_gen *g, const struct vy_block *b, uint32_t from, u
 	var_pop_to(g, mark);
 	g->next_var = first_var;
 	g->next_node = first_node;
-	struct hoisted again[RUN_MAX_LETS];
 	g->rerun = true;
-	run_nodes(g, b, from, end, again);
+	run_nodes(g, b, from, end, NULL);
 	g->rerun = false;
 	struct vy__vk_str second = g->body;
 	g->body = outer;
@@ -1165,8 +1180,9 @@ static void run(struct vy__vk_gen *g, const struct vy_block *b, uint32_t from, u
 static void block(struct vy__vk_gen *g, const struct vy_block *b)
 {
 	uint32_t mark = g->n_vars;
+	uint32_t plain = 0; /* below it no run begins (run_end) */
 	for (uint32_t i = 0; i < b->len && !g->rc;) {
-		uint32_t end = run_end(g, b, i);
+		uint32_t end = i < plain ? i : run_end(g, b, i, &plain);
 		if (end > i) {
 			run(g, b, i, end);
 			i = end;

@@ -482,10 +482,11 @@ static uint32_t fma_triple(uint64_t *s, uint32_t i, uint32_t *t)
 	float a, b;
 	double p;
 	switch (i % 4) {
-	case 0: /* an inexact product minus its rounding: below 2^-126, at least 2^-174 */
+	case 0: /* an inexact product below 2^-104 minus its rounding: below 2^-128 (half a unit
+		 * of the product's last place), at least 2^-167 (a unit of the exact product's) */
 		do {
-			a = random_float(s, -60, -50);
-			b = random_float(s, -60, -50);
+			a = random_float(s, -60, -53);
+			b = random_float(s, -60, -53);
 			p = (double)a * b;
 		} while ((double)(float)p == p);
 		t[0] = bits_of(a);

@@ -676,6 +676,13 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (compared.plain_code && !compare) {
+		fprintf(stderr,
+			"ulp_report: --plain applies to the compared backend, and none is "
+			"given\nFix: add --compare vulkan (and --on vulkan to compare the two "
+			"codes of one device)\n");
+		return 2;
+	}
 	if (threads == 0) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 		threads = exhaustive ? (cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : cpus) : 1;

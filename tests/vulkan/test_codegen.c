@@ -1528,6 +1528,15 @@ Test(codegen, a_run_of_lets_runs_twice_only_where_a_result_may_differ)
 		cr_assert_eq(count_of(glsl, "q("), 0, "%zu\n%s", i, glsl);
 		free(glsl);
 	}
+	/* A store between two runs of one block: each is speculated. */
+	glsl = products_run("",
+		",[\"store\", \"o\", [\"u32\", 0], [\"var\", \"y\"]],"
+		"[\"let\", \"w\", [\"mul\", [\"mul\", [\"var\", \"v\"], [\"var\", \"y\"]], "
+		"[\"var\", \"v\"]]]",
+		&ftz);
+	cr_assert_eq(hazards(glsl), 2, "%s", glsl);
+	assert_compiles(glsl);
+	free(glsl);
 	/* What ends a run: a store, an i32 division, an assign of a variable from before the run
 	 * (here after a store); the product after it is alone and decided where it is. */
 	const char *const cut[] = {",[\"store\", \"o\", [\"u32\", 0], [\"var\", \"y\"]]",
