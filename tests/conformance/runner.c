@@ -7,12 +7,14 @@
  * math functions against libm in double precision. A case without subgroup operations also runs
  * on the reference at a second subgroup size, which must not change its results.
  *
- *   conformance [--backend ID]... CORPUS_DIR [FILTER]...
+ *   conformance [--backend ID]... [--shard K/N] CORPUS_DIR [FILTER]...
  *
  * FILTERs select the cases whose name contains one of them. --backend limits the backends
- * compared with the reference to those named (the reference always runs). One line is printed
- * per case and backend, then the ULP table and a summary; the exit status is 0 when every run
- * passed, 1 when any failed (or no case matched), 2 for a usage error.
+ * compared with the reference to those named (the reference always runs). --shard K/N runs the
+ * K-th of N shares of the selected cases, taken in turn in name order (the test suite runs the
+ * corpus as N tests side by side, the costly lowered functions spread over all of them). One line
+ * is printed per case and backend, then the ULP table and a summary; the exit status is 0 when
+ * every run passed, 1 when any failed (or no case matched), 2 for a usage error.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -63,6 +65,8 @@ struct ulp_row {
 };
 
 struct runner {
+	uint32_t shard;    /* 0-based share of the selected cases this run takes */
+	uint32_t n_shards; /* 1: every selected case */
 	size_t n_filters;
 	const char *filters[MAX_FILTERS];
 	size_t n_only;
@@ -505,12 +509,30 @@ static int check_expected_backend(const struct runner *r)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: conformance [--backend ID]... CORPUS_DIR [FILTER]...\n");
+	fprintf(stderr,
+		"usage: conformance [--backend ID]... [--shard K/N] CORPUS_DIR [FILTER]...\n");
+}
+
+/* "K/N" with 1 <= K <= N <= 64. */
+static bool parse_shard(const char *text, struct runner *r)
+{
+	unsigned k = 0, n = 0;
+	char end = 0;
+	if (sscanf(text, "%u/%u%c", &k, &n, &end) != 2 || k < 1 || k > n || n > 64) {
+		fprintf(stderr,
+			"conformance: --shard wants K/N with 1 <= K <= N <= 64, got \"%s\"\n"
+			"Fix: pass for example --shard 2/3 for the second of three shares\n",
+			text);
+		return false;
+	}
+	r->shard = k - 1;
+	r->n_shards = n;
+	return true;
 }
 
 int main(int argc, char **argv)
 {
-	static struct runner r;
+	static struct runner r = {.n_shards = 1};
 	const char *dir = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
@@ -523,6 +545,10 @@ int main(int argc, char **argv)
 				r.only[r.n_only++] = argv[i + 1];
 			}
 			i++;
+		} else if (strcmp(argv[i], "--shard") == 0 && i + 1 < argc) {
+			if (!parse_shard(argv[++i], &r)) {
+				return 2;
+			}
 		} else if (argv[i][0] == '-') {
 			usage();
 			return 2;
@@ -543,10 +569,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	open_others(&r);
+	size_t turn = 0;
 	for (size_t i = 0; i < n_files; i++) {
 		char name[256];
 		snprintf(name, sizeof(name), "%.*s", (int)(strlen(files[i]) - 5), files[i]);
-		if (selected(&r, name)) {
+		if (selected(&r, name) && turn++ % r.n_shards == r.shard) {
 			run_one(&r, dir, files[i]);
 		}
 		free(files[i]);
