@@ -801,6 +801,28 @@ static void pipe_after(uv_work_t *work, int status)
 	vy_server_poke(s);
 }
 
+/* A pending entry, in no table yet, holding no reference. */
+static struct vy_pipe *pipe_new(struct vy_server *s, uint64_t h, struct vy_prog *prog,
+	const struct vy_spec_map *spec, const uint32_t wg[3], struct vy_device *d)
+{
+	struct vy_pipe *p = xcalloc(1, sizeof(*p));
+	p->srv = s;
+	p->link.hash = h;
+	p->prog = prog;
+	prog->refs++;
+	p->dev = d;
+	p->fingerprint = d->fingerprint;
+	vy_spec_map_init_copy(&p->spec, spec);
+	memcpy(p->workgroup_size, wg, sizeof(p->workgroup_size));
+	p->state = VY_ENTRY_PENDING;
+	p->bytes = prog->canonical_len + PIPE_NATIVE_ALLOWANCE;
+	p->created_ns = p->last_use_ns = vy_now_ns();
+	vy_list_init(&p->waiters);
+	vy_list_init(&p->lru);
+	vy_err_list_init(&p->errs);
+	return p;
+}
+
 void vy_pipe_acquire(struct vy_req *req)
 {
 	struct vy_server *s = req->conn->srv;
@@ -832,21 +854,7 @@ void vy_pipe_acquire(struct vy_req *req)
 	}
 	c->misses++;
 	c->spec_misses += spec;
-	p = xcalloc(1, sizeof(*p));
-	p->srv = s;
-	p->link.hash = h;
-	p->prog = req->prog;
-	p->prog->refs++;
-	p->dev = d;
-	p->fingerprint = d->fingerprint;
-	vy_spec_map_init_copy(&p->spec, &req->spec);
-	memcpy(p->workgroup_size, req->workgroup_size, sizeof(p->workgroup_size));
-	p->state = VY_ENTRY_PENDING;
-	p->bytes = req->prog->canonical_len + PIPE_NATIVE_ALLOWANCE;
-	p->created_ns = p->last_use_ns = vy_now_ns();
-	vy_list_init(&p->waiters);
-	vy_list_init(&p->lru);
-	vy_err_list_init(&p->errs);
+	p = pipe_new(s, h, req->prog, &req->spec, req->workgroup_size, d);
 	use_touch(&p->users, req->conn->uid, false);
 	pipe_insert(c, p);
 	p->refs++; /* the work's */
@@ -985,6 +993,90 @@ void vy_caches_restore(struct vy_server *s)
 		"disk cache: restored %zu programs from %s in %" PRIu64 " ms (%" PRIu64
 		" files rejected)",
 		r.loaded, s->programs_dir, (vy_now_ns() - t0) / 1000000, s->progs.disk_rejected);
+}
+
+/*
+ * The pipeline a dispatch that sends `prog` whole asks for on `d` (its own workgroup size, no
+ * spec values), built on this thread as pipe_work builds one for a request, and entered in the
+ * cache as ready. Returns whether the backend built it.
+ */
+static bool warm_pipe(struct vy_server *s, struct vy_prog *prog, struct vy_device *d)
+{
+	struct vy_pcache *c = &s->pipes;
+	struct vy_spec_map none;
+	vy_spec_map_init(&none);
+	const uint32_t *wg = prog->program->workgroup_size;
+	uint64_t h = pipe_hash(&prog->id, &none, wg, d);
+	bool built = pipe_find(c, h, prog, &none, wg, d) != NULL;
+	if (!built) {
+		struct vy_pipe *p = pipe_new(s, h, prog, &none, wg, d);
+		p->refs++; /* this function's */
+		pipe_work(&p->work.work);
+		built = p->rc == 0;
+		if (built) {
+			p->state = VY_ENTRY_READY;
+			vy_hist_add(&c->compile_ns, p->compile_ns);
+			c->disk_hits += strcmp(p->outcome, "disk") == 0;
+			/* Behind the entries requests made: the least recently used. */
+			pipe_insert(c, p);
+			vy_list_remove(&p->lru);
+			vy_list_insert_tail(&c->lru, &p->lru);
+		}
+		vy_pipe_unref(p);
+	}
+	vy_spec_map_finish(&none);
+	return built;
+}
+
+static void pool_start_work(uv_work_t *work)
+{
+	(void)work;
+}
+
+static void pool_start_after(uv_work_t *work, int status)
+{
+	(void)status;
+	struct vy_server *s = work->data;
+	s->works--;
+}
+
+/* How long the start may spend building pipelines of restored programs. */
+#define WARM_BUDGET_NS (UINT64_C(2) * 1000000000u)
+
+void vy_caches_warm(struct vy_server *s)
+{
+	uint64_t t0 = vy_now_ns();
+	size_t built = 0, failed = 0, programs = 0;
+	struct vy_link *l = s->progs.lru.next;
+	for (; l != &s->progs.lru && programs < s->cfg.warm_pipelines &&
+		vy_now_ns() - t0 < WARM_BUDGET_NS;
+		l = l->next) {
+		struct vy_prog *prog = VY_CONTAINER_OF(l, struct vy_prog, lru);
+		if (prog->state != VY_ENTRY_READY) {
+			continue;
+		}
+		programs++;
+		for (uint32_t i = 0; i < s->n_devices; i++) {
+			if (warm_pipe(s, prog, &s->devices[i])) {
+				built++;
+			} else {
+				failed++;
+			}
+		}
+	}
+	trim_pipes(s);
+	uint64_t t1 = vy_now_ns();
+	for (uint32_t i = 0; i < s->n_devices; i++) {
+		vy_device_warm(&s->devices[i]);
+	}
+	/* libuv starts its pool's threads with the first item: here, not in the first request. */
+	s->pool_start.data = s;
+	s->works++;
+	uv_queue_work(&s->loop, &s->pool_start, pool_start_work, pool_start_after);
+	vy_log(VY_LOG_INFO,
+		"warm start: %zu pipelines of %zu programs built in %" PRIu64
+		" ms (%zu failed); a dispatch on each device in %" PRIu64 " ms",
+		built, programs, (t1 - t0) / 1000000, failed, (vy_now_ns() - t1) / 1000000);
 }
 
 void vy_caches_pack_stats(struct vy_server *s, msgpack_packer *pk)

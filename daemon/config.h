@@ -67,6 +67,9 @@
 		"threads that validate and compile programs (the size of libuv's pool)")           \
 	X(compile_per_user, "cache", U64, "2", true,                                               \
 		"validations and compiles of one user running at once; the rest wait their turn")  \
+	X(warm_pipelines, "cache", U64, "32", false,                                               \
+		"pipelines of the most recently used programs on disk built at start, before the " \
+		"daemon reports ready; 0 for none")                                                \
 	X(max_frame, "limits", SIZE, "256M", true, "largest frame a client may send")              \
 	X(max_inflight, "limits", U64, "64", true,                                                 \
 		"requests one connection may have in flight; beyond it: BUSY")                     \

@@ -754,6 +754,79 @@ static uint64_t fingerprint_of(const struct vy_device_profile *p, uint32_t index
 	return h;
 }
 
+/* The daemon's own program of the warm-up dispatch: y[i] = x[i] + 1 over 64 words. */
+static const char warm_program[] =
+	"{\"vyre\": 1, \"name\": \"vyred_warm_up\", \"workgroup_size\": [64, 1, 1],"
+	" \"buffers\": ["
+	"{\"name\": \"x\", \"binding\": 0, \"access\": \"read_only\", \"type\": \"u32\","
+	" \"count\": 64},"
+	" {\"name\": \"y\", \"binding\": 1, \"access\": \"write_only\", \"type\": \"u32\","
+	" \"count\": 64}],"
+	" \"entry\": [[\"let\", \"i\", [\"gid\", 0]], [\"store\", \"y\", [\"var\", \"i\"],"
+	" [\"add\", [\"load\", \"x\", [\"var\", \"i\"]], [\"u32\", 1]]]]}";
+
+#define WARM_WORDS 64u
+
+static int warm_run(struct vy_device *d, struct vy_program *program, struct vy_err *err)
+{
+	struct vy_err_list errs;
+	vy_err_list_init(&errs);
+	int rc = vy_validate(program, &d->caps, &errs);
+	if (rc) {
+		*err = errs.items[0];
+	}
+	vy_err_list_finish(&errs);
+	struct vy_spec_map none;
+	vy_spec_map_init(&none);
+	struct vy_dispatch_config cfg = {.spec = &none};
+	struct vy_pipeline *pl = NULL;
+	if (rc == 0) {
+		rc = vy_backend_compile_native(d->backend, program, &cfg, &pl, err);
+	}
+	uint32_t x[WARM_WORDS];
+	for (uint32_t i = 0; i < WARM_WORDS; i++) {
+		x[i] = i * 0x9E3779B9u;
+	}
+	struct vy_bytes input = {(const uint8_t *)x, sizeof(x)};
+	struct vy_outputs outputs;
+	vy_outputs_init(&outputs);
+	if (rc == 0) {
+		rc = vy_pipeline_dispatch(pl, &input, 1, &cfg, &outputs, err);
+	}
+	for (uint32_t i = 0; rc == 0 && i < WARM_WORDS; i++) {
+		uint32_t y = 0;
+		if (outputs.len == 1 && outputs.items[0].len == sizeof(x)) {
+			memcpy(&y, outputs.items[0].data + 4 * i, 4);
+		}
+		if (y != x[i] + 1) {
+			rc = vy_err_set(err, VY_E_INTERNAL, NULL,
+				"run vyred --check and look for the device's faults",
+				"word %u of the warm-up dispatch is 0x%08" PRIX32
+				", not 0x%08" PRIX32,
+				i, y, x[i] + 1);
+		}
+	}
+	vy_outputs_finish(&outputs);
+	vy_pipeline_destroy(pl);
+	vy_spec_map_finish(&none);
+	return rc;
+}
+
+void vy_device_warm(struct vy_device *d)
+{
+	struct vy_program *program = NULL;
+	struct vy_err err = {0};
+	int rc = vy_program_from_json(warm_program, sizeof(warm_program) - 1, &program, &err);
+	if (rc == 0) {
+		rc = warm_run(d, program, &err);
+	}
+	vy_program_destroy(program);
+	if (rc) {
+		vy_log_err(
+			VY_LOG_WARNING, &err, "device %u: the warm-up dispatch failed", d->index);
+	}
+}
+
 static int add_device(struct vy_server *s, struct vy_backend *b, struct vy_err *err)
 {
 	if (s->n_devices == VY_MAX_DEVICES) {

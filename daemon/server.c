@@ -525,6 +525,7 @@ int vy_server_init(struct vy_server *s, const struct vy_config_args *args, struc
 		return rc;
 	}
 	vy_caches_restore(s);
+	vy_caches_warm(s);
 	uv_signal_init(&s->loop, &s->sig_term);
 	uv_signal_init(&s->loop, &s->sig_int);
 	uv_signal_init(&s->loop, &s->sig_hup);

@@ -650,10 +650,11 @@ struct vy_server {
 	bool resume_again;            /* reply room was freed while it ran */
 	uint64_t next_conn_id;
 	struct vy_stats stats;
-	uint8_t *read_buf;  /* owned, VY_READ_CHUNK bytes shared by every read */
-	uint32_t works;     /* thread-pool work items not yet completed */
-	char *programs_dir; /* owned: <cache_dir>/programs, NULL when the disk cache is off */
-	char *backend_dir;  /* owned: <cache_dir>/vulkan, NULL when the disk cache is off */
+	uint8_t *read_buf;    /* owned, VY_READ_CHUNK bytes shared by every read */
+	uint32_t works;       /* thread-pool work items not yet completed */
+	uv_work_t pool_start; /* the empty item that starts libuv's pool threads at start-up */
+	char *programs_dir;   /* owned: <cache_dir>/programs, NULL when the disk cache is off */
+	char *backend_dir;    /* owned: <cache_dir>/vulkan, NULL when the disk cache is off */
 	/* The disk cache's MAC key (disk.h), when programs_dir is set. */
 	uint8_t disk_key[32];
 	struct vy_disk_budget *disk_budget; /* owned: bounds both folders, NULL when off */
@@ -803,6 +804,10 @@ void vy_caches_drop_device(struct vy_server *s, struct vy_device *d);
 void vy_caches_trim(struct vy_server *s);
 /* Load the programs the disk cache holds (at start-up). */
 void vy_caches_restore(struct vy_server *s);
+/* At start-up, before the daemon reports ready: build on every device the pipelines of the
+ * warm_pipelines most recently used restored programs (for at most two seconds), then run one
+ * dispatch of the daemon's own on each device (vy_device_warm). Failures are only counted. */
+void vy_caches_warm(struct vy_server *s);
 /* The pipeline_cache, spec_cache and program_cache fields of the stats reply. */
 void vy_caches_pack_stats(struct vy_server *s, msgpack_packer *pk);
 /* The pipelines and programs fields of the cache_list reply: every row for an admin, otherwise
@@ -820,6 +825,10 @@ void vy_devices_stop(struct vy_server *s);
 void vy_devices_destroy(struct vy_server *s);
 /* Keep every library loaded so far mapped until exit (see device.c). */
 void vy_devices_pin_libraries(void);
+/* One small dispatch of the daemon's own program on `d`, through the path of a compiled
+ * program's dispatch, so that the first request does not pay for what the backend makes on its
+ * first use. A failure is logged, not fatal: requests will meet it themselves. */
+void vy_device_warm(struct vy_device *d);
 /* The device for a request: config.device, or the least-loaded device of the chosen backend
  * that supports `features`. */
 struct vy_device *vy_device_pick(struct vy_server *s, const struct vy_request_config *c,

@@ -39,38 +39,55 @@ static int dispatch_cache(struct tc *c, const struct vy_program *p, char *cache,
 	return code;
 }
 
-Test(lifecycle, a_restart_serves_known_programs_from_disk)
+/*
+ * Dispatch a program, restart the daemon on the same cache with `config`, and dispatch the
+ * program again (sent whole): the first dispatch after the restart reports `first`; then the
+ * stats count one restored program and one pipeline built from the disk cache.
+ */
+static void restart_dispatch(const char *name, const char *config, const char *first)
 {
-	struct vyd first;
-	t_start(&first, "");
+	struct vyd before;
+	t_start(&before, "");
 	struct tc c;
-	tc_open(&c, first.sock, "before");
-	struct vy_program *p = tc_program_renamed("vector_add", "restart");
+	tc_open(&c, before.sock, "before");
+	struct vy_program *p = tc_program_renamed("vector_add", name);
 	char cache[16] = "";
 	cr_assert_eq(dispatch_cache(&c, p, cache, sizeof(cache)), 0);
 	cr_expect_str_eq(cache, "miss");
 	tc_close(&c);
-	cr_assert_eq(vyd_stop(&first), 0);
+	cr_assert_eq(vyd_stop(&before), 0);
 
-	struct vyd second;
-	struct vyd_opts o = {.cache = first.cache};
-	cr_assert_eq(vyd_start(&second, &o), 0);
-	tc_open(&c, second.sock, "after");
+	struct vyd after;
+	struct vyd_opts o = {.cache = before.cache, .config = config};
+	cr_assert_eq(vyd_start(&after, &o), 0);
+	tc_open(&c, after.sock, "after");
 	cr_assert_eq(dispatch_cache(&c, p, cache, sizeof(cache)), 0);
-	cr_expect_str_eq(cache, "disk", "the first dispatch after a restart comes from disk");
+	cr_expect_str_eq(cache, first, "the first dispatch after a restart");
 	cr_assert_eq(dispatch_cache(&c, p, cache, sizeof(cache)), 0);
 	cr_expect_str_eq(cache, "hit");
 	struct tc_reply r;
 	cr_assert_eq(t_simple(&c, VY_OP_STATS, &r), 0);
 	uint64_t restored = 0;
 	uint64_t disk = 0;
+	uint64_t compiles = 0;
 	cr_expect(tc_u64(&r, "program_cache.restored", &restored) && restored == 1);
 	cr_expect(tc_u64(&r, "pipeline_cache.disk_hits", &disk) && disk == 1);
+	cr_expect(tc_u64(&r, "pipeline_cache.compiles", &compiles) && compiles == 1);
 	tc_reply_free(&r);
 	tc_close(&c);
 	vy_program_destroy(p);
-	t_stop(&second);
-	vyd_cleanup(&first);
+	t_stop(&after);
+	vyd_cleanup(&before);
+}
+
+Test(lifecycle, a_restart_builds_known_pipelines_from_disk_before_it_is_ready)
+{
+	restart_dispatch("warm", "", "hit");
+}
+
+Test(lifecycle, a_restart_without_warm_pipelines_serves_known_programs_from_disk)
+{
+	restart_dispatch("restart", "[cache]\nwarm_pipelines = 0\n", "disk");
 }
 
 Test(lifecycle, systemd_hears_ready_watchdog_and_stopping)
