@@ -841,8 +841,11 @@ void vy_pipe_acquire(struct vy_req *req)
 		vy_list_remove(&p->lru);
 		vy_list_insert_head(&c->lru, &p->lru);
 		req->pipe = p;
-		req->cache = "hit";
-		req->compile_ns = 0;
+		/* The first request that a pipeline built at start serves hears how it was built
+		 * and how long that took, as if it had asked for it: it is the first to use it. */
+		req->cache = p->warm_unserved ? p->outcome : "hit";
+		req->compile_ns = p->warm_unserved ? p->compile_ns : 0;
+		p->warm_unserved = false;
 		vy_ops_on_pipe(req, 0, NULL, NULL);
 		return;
 	}
@@ -1015,6 +1018,7 @@ static bool warm_pipe(struct vy_server *s, struct vy_prog *prog, struct vy_devic
 		built = p->rc == 0;
 		if (built) {
 			p->state = VY_ENTRY_READY;
+			p->warm_unserved = true;
 			vy_hist_add(&c->compile_ns, p->compile_ns);
 			c->disk_hits += strcmp(p->outcome, "disk") == 0;
 			/* Behind the entries requests made: the least recently used. */

@@ -300,6 +300,7 @@ struct vy_pipe {
 	uint32_t refs;
 	bool in_table;
 	const char *outcome; /* "miss" or "disk": how the compile was served */
+	bool warm_unserved;  /* built at start (vy_caches_warm) and not yet used by a request */
 	uint64_t compile_ns;
 	uint64_t bytes;
 	uint64_t hits;

@@ -41,10 +41,12 @@ static int dispatch_cache(struct tc *c, const struct vy_program *p, char *cache,
 
 /*
  * Dispatch a program, restart the daemon on the same cache with `config`, and dispatch the
- * program again (sent whole): the first dispatch after the restart reports `first`; then the
- * stats count one restored program and one pipeline built from the disk cache.
+ * program again (sent whole): its pipeline was built before that dispatch (`warm`: at the
+ * daemon's start) or by it, from the disk cache either way, which the first dispatch after the
+ * restart reports ("disk"); then the stats count one restored program and one pipeline built
+ * from the disk cache.
  */
-static void restart_dispatch(const char *name, const char *config, const char *first)
+static void restart_dispatch(const char *name, const char *config, bool warm)
 {
 	struct vyd before;
 	t_start(&before, "");
@@ -61,11 +63,16 @@ static void restart_dispatch(const char *name, const char *config, const char *f
 	struct vyd_opts o = {.cache = before.cache, .config = config};
 	cr_assert_eq(vyd_start(&after, &o), 0);
 	tc_open(&c, after.sock, "after");
+	struct tc_reply r;
+	cr_assert_eq(t_simple(&c, VY_OP_STATS, &r), 0);
+	uint64_t built = 0;
+	cr_expect(tc_u64(&r, "pipeline_cache.compiles", &built) && built == (warm ? 1 : 0),
+		"%lu pipelines built before the first request", (unsigned long)built);
+	tc_reply_free(&r);
 	cr_assert_eq(dispatch_cache(&c, p, cache, sizeof(cache)), 0);
-	cr_expect_str_eq(cache, first, "the first dispatch after a restart");
+	cr_expect_str_eq(cache, "disk", "the first dispatch after a restart");
 	cr_assert_eq(dispatch_cache(&c, p, cache, sizeof(cache)), 0);
 	cr_expect_str_eq(cache, "hit");
-	struct tc_reply r;
 	cr_assert_eq(t_simple(&c, VY_OP_STATS, &r), 0);
 	uint64_t restored = 0;
 	uint64_t disk = 0;
@@ -82,12 +89,12 @@ static void restart_dispatch(const char *name, const char *config, const char *f
 
 Test(lifecycle, a_restart_builds_known_pipelines_from_disk_before_it_is_ready)
 {
-	restart_dispatch("warm", "", "hit");
+	restart_dispatch("warm", "", true);
 }
 
 Test(lifecycle, a_restart_without_warm_pipelines_serves_known_programs_from_disk)
 {
-	restart_dispatch("restart", "[cache]\nwarm_pipelines = 0\n", "disk");
+	restart_dispatch("restart", "[cache]\nwarm_pipelines = 0\n", false);
 }
 
 Test(lifecycle, systemd_hears_ready_watchdog_and_stopping)

@@ -1069,10 +1069,11 @@ Test(isolation, spirv_rewritten_after_it_was_vetted_is_checked_again)
 		    "iso-vetted-spirv", "SPIR-V rewritten after it was vetted", &p, cache, spirv)) {
 		return;
 	}
-	/* The daemon opens its device on the sound file and vets it; the program is not used yet.
-	 */
+	/* The daemon opens its device on the sound file and vets it; the program is not used yet
+	 * (no pipeline is built at start, which would read the file before it is rewritten). */
 	struct vyd d;
-	struct vyd_opts o = {.cache = cache, .config = open_config};
+	struct vyd_opts o = {.cache = cache,
+		.config = "[daemon]\nsocket_mode = 0666\n[cache]\nwarm_pipelines = 0\n"};
 	cr_assert_eq(vyd_start(&d, &o), 0);
 	struct tc c;
 	tc_open(&c, d.sock, "after");

@@ -419,8 +419,9 @@ Test(faults, damaged_cache_files_are_rejected_and_replaced)
 	snprintf(vulkan, sizeof(vulkan), "%s/vulkan", first.cache);
 	int backend_files = damage_all(vulkan, ".bin") + damage_all(vulkan, ".spv");
 
+	/* No pipeline built at start: each program's first request reads what is left on disk. */
 	struct vyd second;
-	struct vyd_opts o = {.cache = first.cache};
+	struct vyd_opts o = {.cache = first.cache, .config = "[cache]\nwarm_pipelines = 0\n"};
 	cr_assert_eq(vyd_start(&second, &o), 0);
 	struct rel_crowd *crowd = rel_crowd_start(second.sock, 4, NULL);
 	tc_open(&c, second.sock, "reader");
