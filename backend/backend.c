@@ -668,16 +668,23 @@ int vy_backend_dispatch_async(struct vy_backend *b, const struct vy_program *pro
 		}
 		return rc;
 	}
+	struct vy_outputs outputs;
+	vy_outputs_init(&outputs);
+	int rc = vy_backend_dispatch(b, program, inputs, n_inputs, config, &outputs, err);
+	if (rc == 0) {
+		*out = vy_pending_done(&outputs);
+	}
+	vy_outputs_finish(&outputs);
+	return rc;
+}
+
+struct vy_pending *vy_pending_done(struct vy_outputs *outputs)
+{
 	struct ready_pending *r = xrealloc(NULL, 1, sizeof(*r));
 	r->base = (struct vy_pending){&ready_ops, NULL};
 	vy_outputs_init(&r->outputs);
-	int rc = vy_backend_dispatch(b, program, inputs, n_inputs, config, &r->outputs, err);
-	if (rc) {
-		ready_destroy(&r->base);
-		return rc;
-	}
-	*out = &r->base;
-	return 0;
+	vy_outputs_move(&r->outputs, outputs);
+	return &r->base;
 }
 
 bool vy_pending_is_ready(struct vy_pending *p)

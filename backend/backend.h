@@ -14,6 +14,7 @@
  *   inject_fault, host_import       UNSUPPORTED_FEATURE naming the feature and the backend id
  *   graph_run, graph_forget         the graph's steps as resident dispatches, one by one
  *                                   (graph_run.h); nothing to forget
+ *   graph_start                     runs the graph now (graph_run) and returns a ready handle
  *   host_release                    does nothing
  *   capability queries, device_lost false
  *   limits                          workgroup size [1,1,1], one workgroup per dimension,
@@ -338,6 +339,12 @@ struct vy_backend_ops {
 		struct vy_outputs *outputs, uint64_t *step_ns, struct vy_graph_recording **rec,
 		struct vy_err *err);
 	void (*graph_forget)(struct vy_backend *b, struct vy_graph_recording *rec);
+	/* As graph_run without step times, returning once the run is on the device: its outputs
+	 * and errors come from the handle stored in *out (see vy_backend_graph_start). */
+	int (*graph_start)(struct vy_backend *b, const struct vy_graph_plan *plan,
+		const struct vy_graph_step_run *steps, const struct vy_bytes *inputs,
+		const struct vy_resource *residents, uint32_t timeout_ms,
+		struct vy_graph_recording **rec, struct vy_pending **out, struct vy_err *err);
 
 	/* Stores a native pipeline in *out (see struct vy_pipeline), or leaves *out NULL for "no
 	 * native pipeline", in which case the wrapper makes a passthrough one. */
@@ -565,6 +572,9 @@ struct vy_pending {
 int vy_backend_dispatch_async(struct vy_backend *b, const struct vy_program *program,
 	const struct vy_bytes *inputs, size_t n_inputs, const struct vy_dispatch_config *config,
 	struct vy_pending **out, struct vy_err *err);
+/* A handle whose work is done: vy_pending_wait gives `outputs`, which it takes over (left
+ * empty). */
+struct vy_pending *vy_pending_done(struct vy_outputs *outputs);
 /* Whether vy_pending_wait would return without blocking. */
 bool vy_pending_is_ready(struct vy_pending *p);
 /*

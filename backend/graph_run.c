@@ -155,6 +155,27 @@ int vy_backend_graph_replay(struct vy_backend *b, const struct vy_graph_plan *pl
 	return rc;
 }
 
+int vy_backend_graph_start(struct vy_backend *b, const struct vy_graph_plan *plan,
+	const struct vy_graph_step_run *steps, const struct vy_bytes *inputs,
+	const struct vy_resource *residents, uint32_t timeout_ms, struct vy_graph_recording **rec,
+	struct vy_pending **out, struct vy_err *err)
+{
+	*out = NULL;
+	if (b->ops->graph_start) {
+		return b->ops->graph_start(
+			b, plan, steps, inputs, residents, timeout_ms, rec, out, err);
+	}
+	struct vy_outputs outputs;
+	vy_outputs_init(&outputs);
+	int rc = vy_backend_graph_replay(
+		b, plan, steps, inputs, residents, timeout_ms, &outputs, NULL, rec, err);
+	if (rc == 0) {
+		*out = vy_pending_done(&outputs);
+	}
+	vy_outputs_finish(&outputs);
+	return rc;
+}
+
 void vy_backend_graph_forget(struct vy_backend *b, struct vy_graph_recording *rec)
 {
 	if (rec && b->ops->graph_forget) {

@@ -52,6 +52,19 @@ int vy_backend_graph_replay(struct vy_backend *b, const struct vy_graph_plan *pl
 	const struct vy_resource *residents, uint32_t timeout_ms, struct vy_outputs *outputs,
 	uint64_t *step_ns, struct vy_graph_recording **rec, struct vy_err *err);
 
+/*
+ * As vy_backend_graph_replay without step times, returning once the run is on the device, so
+ * that the caller may start more work behind it: stores a handle in *out whose vy_pending_wait
+ * gives the outputs or the run's error, or leaves *out NULL and returns an error that ended the
+ * run before it started. The recording in *rec is the run's until the handle is waited for or
+ * destroyed; a second run of the same recording meanwhile records one of its own. A backend
+ * without graph_start runs the graph before returning and hands back a handle already done.
+ */
+int vy_backend_graph_start(struct vy_backend *b, const struct vy_graph_plan *plan,
+	const struct vy_graph_step_run *steps, const struct vy_bytes *inputs,
+	const struct vy_resource *residents, uint32_t timeout_ms, struct vy_graph_recording **rec,
+	struct vy_pending **out, struct vy_err *err);
+
 /* Drop a recording of vy_backend_graph_replay. NULL is accepted. */
 void vy_backend_graph_forget(struct vy_backend *b, struct vy_graph_recording *rec);
 

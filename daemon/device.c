@@ -21,10 +21,12 @@
  * batch_cost_us (its first job runs alone).
  *
  * Plain dispatches of a batch are started together with vy_backend_dispatch_async (the Vulkan
- * backend records them into shared submits) and then awaited; a lone dispatch runs through its
- * compiled pipeline. Each job goes back to the loop (the done list and the device's uv_async) as
- * soon as it ends, never held for the rest of its batch. The batch's wall time is divided among
- * its jobs in the order they end: each is charged the time since the previous one ended.
+ * backend records them into shared submits), and so are its graph runs that bind no resident
+ * buffer (vy_backend_graph_start: each run's recording queued behind the one before), and then
+ * awaited; a lone dispatch runs through its compiled pipeline. Each job goes back to the loop (the
+ * done list and the device's uv_async) as soon as it ends, never held for the rest of its batch.
+ * The batch's wall time is divided among its jobs in the order they end: each is charged the time
+ * since the previous one ended.
  *
  * Jobs of one connection on one device run in the order they arrived, so an upload followed by
  * a dispatch that reads the buffer sees the upload.
@@ -365,48 +367,83 @@ static void recover(struct vy_device *d)
 	uv_async_send(&d->async);
 }
 
-static void run_batch(struct vy_device *d, struct vy_job **batch, uint32_t n)
+/* A started job of the batch: its result taken from its handle (NULL: it failed to start). */
+static void collect(struct vy_device *d, struct run *r, struct vy_job *j, struct vy_pending *p)
+{
+	if (p) {
+		j->rc = vy_pending_wait(p, &j->outputs, &j->err);
+	}
+	j->t_end = vy_now_ns();
+	job_ended(d, r, j);
+}
+
+/* Whether job `i` of the batch is a graph run already started before it in the batch. */
+static bool graph_started_before(
+	struct vy_job **batch, const bool *started, uint32_t i, const struct vy_graph *g)
+{
+	for (uint32_t k = 0; k < i; k++) {
+		if (started[k] && batch[k]->kind == VY_JOB_GRAPH && batch[k]->graph == g) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Run a batch; returns how many of its jobs were started together. */
+static uint32_t run_batch(struct vy_device *d, struct vy_job **batch, uint32_t n)
 {
 	struct run r = {.mark = vy_now_ns()};
-	uint32_t plain = 0;
+	/* Plain dispatches, and graph runs that bind no resident buffer, never touch resident
+	 * buffers, so they may run beside the resident operations of the same batch in any order:
+	 * they are started together, queued on the device one behind the other, and their
+	 * results taken as they end. A graph's second run in the batch waits for its first,
+	 * whose recording it replays. */
+	bool startable[MAX_BATCH] = {0};
+	uint32_t n_startable = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		batch[i]->t_start = r.mark;
-		plain += batch[i]->kind == VY_JOB_DISPATCH && !batch[i]->cfg.timing;
+		struct vy_job *j = batch[i];
+		j->t_start = r.mark;
+		startable[i] = (j->kind == VY_JOB_DISPATCH && !j->cfg.timing) ||
+			       (j->kind == VY_JOB_GRAPH && vy_graph_job_startable(j));
+		n_startable += startable[i];
 	}
-	/* Plain dispatches of one batch never touch resident buffers, so they may run beside the
-	 * resident operations of the same batch in any order. */
 	struct vy_pending *pend[MAX_BATCH] = {0};
 	bool started[MAX_BATCH] = {0}; /* started together, not run one by one */
 	bool waited[MAX_BATCH] = {0};  /* started, and its result taken */
 	uint32_t waiting = 0;
-	if (plain >= 2) {
-		for (uint32_t i = 0; i < n; i++) {
-			struct vy_job *j = batch[i];
-			if (j->kind == VY_JOB_DISPATCH && !j->cfg.timing) {
-				j->timing.device_ns = VY_TIMING_NONE;
-				j->rc = vy_backend_dispatch_async(d->backend, j->program, j->inputs,
-					j->n_inputs, &j->cfg, &pend[i], &j->err);
-				started[i] = true;
-				waiting++;
-			}
+	for (uint32_t i = 0; n_startable >= 2 && i < n; i++) {
+		struct vy_job *j = batch[i];
+		if (!startable[i]) {
+			continue;
 		}
+		if (j->kind == VY_JOB_DISPATCH) {
+			j->timing.device_ns = VY_TIMING_NONE;
+			j->rc = vy_backend_dispatch_async(d->backend, j->program, j->inputs,
+				j->n_inputs, &j->cfg, &pend[i], &j->err);
+		} else if (graph_started_before(batch, started, i, j->graph)) {
+			continue;
+		} else {
+			j->rc = vy_graph_job_start(j, &pend[i]);
+		}
+		started[i] = true;
+		waiting++;
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		if (started[i]) {
 			continue;
 		}
-		/* Started dispatches that ended meanwhile go back before this job runs. */
+		/* Started jobs that ended meanwhile go back before this job runs, and so do the
+		 * runs of this job's graph. */
+		const struct vy_graph *g = batch[i]->kind == VY_JOB_GRAPH ? batch[i]->graph : NULL;
 		for (uint32_t k = 0; k < n && waiting; k++) {
-			if (started[k] && !waited[k] &&
-				(!pend[k] || vy_pending_is_ready(pend[k]))) {
-				if (pend[k]) {
-					batch[k]->rc = vy_pending_wait(
-						pend[k], &batch[k]->outputs, &batch[k]->err);
-				}
-				batch[k]->t_end = vy_now_ns();
+			if (!started[k] || waited[k]) {
+				continue; /* a job handed back may be gone already */
+			}
+			bool same = g && batch[k]->kind == VY_JOB_GRAPH && batch[k]->graph == g;
+			if (same || !pend[k] || vy_pending_is_ready(pend[k])) {
+				collect(d, &r, batch[k], pend[k]);
 				waited[k] = true;
 				waiting--;
-				job_ended(d, &r, batch[k]);
 			}
 		}
 		run_one(d, batch[i]);
@@ -414,12 +451,7 @@ static void run_batch(struct vy_device *d, struct vy_job **batch, uint32_t n)
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		if (started[i] && !waited[i]) {
-			if (pend[i]) {
-				batch[i]->rc = vy_pending_wait(
-					pend[i], &batch[i]->outputs, &batch[i]->err);
-			}
-			batch[i]->t_end = vy_now_ns();
-			job_ended(d, &r, batch[i]);
+			collect(d, &r, batch[i], pend[i]);
 		}
 	}
 	if (r.lost || vy_backend_device_lost(d->backend)) {
@@ -428,6 +460,11 @@ static void run_batch(struct vy_device *d, struct vy_job **batch, uint32_t n)
 	for (uint32_t i = 0; i < r.n_held; i++) {
 		hand_over(d, r.held[i], r.took[i]);
 	}
+	uint32_t together = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		together += started[i];
+	}
+	return together;
 }
 
 /* How long a GPU's submit thread polls an empty queue before it sleeps. */
@@ -472,9 +509,10 @@ static void *submit_thread(void *arg)
 		}
 		pthread_mutex_unlock(&d->lock);
 		uint64_t t0 = vy_now_ns();
-		run_batch(d, batch, n);
+		uint32_t together = run_batch(d, batch, n);
 		uint64_t t1 = vy_now_ns();
 		pthread_mutex_lock(&d->lock);
+		d->started_together += together;
 		assert(d->running == 0);
 		d->batches++;
 		d->busy_ns += t1 - t0;
@@ -1146,7 +1184,7 @@ void vy_devices_pack(struct vy_server *s, msgpack_packer *pk, bool brief)
 				used += p.heaps[h].used_bytes;
 			}
 		}
-		msgpack_pack_map(pk, brief ? 17 : 29);
+		msgpack_pack_map(pk, brief ? 17 : 30);
 		pack_u64(pk, "index", d->index);
 		vy_pack_cstr(pk, "backend");
 		vy_pack_cstr(pk, d->backend->id);
@@ -1197,6 +1235,7 @@ void vy_devices_pack(struct vy_server *s, msgpack_packer *pk, bool brief)
 		uint64_t batches = d->batches;
 		uint64_t jobs = d->jobs_done;
 		uint32_t largest = d->largest_batch;
+		uint64_t together = d->started_together;
 		uint64_t lost = d->lost_count;
 		uint64_t timeouts = d->timeouts;
 		uint32_t depth = d->depth;
@@ -1207,6 +1246,7 @@ void vy_devices_pack(struct vy_server *s, msgpack_packer *pk, bool brief)
 		pack_u64(pk, "batches", batches);
 		pack_u64(pk, "jobs", jobs);
 		pack_u64(pk, "largest_batch", largest);
+		pack_u64(pk, "started_together", together);
 		pack_u64(pk, "queue_depth", depth);
 		pack_u64(pk, "running", running);
 		pack_u64(pk, "lost", lost);

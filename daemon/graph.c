@@ -574,6 +574,24 @@ int vy_graph_job_run(struct vy_job *j)
 		j->cfg.timeout_ms, &j->outputs, j->step_ns, &g->rec, &j->err);
 }
 
+bool vy_graph_job_startable(const struct vy_job *j)
+{
+	const struct vy_graph_plan *plan = j->graph->plan;
+	for (uint32_t s = 0; s < plan->n_slots; s++) {
+		if (plan->slots[s].kind == VY_GRAPH_RESIDENT) {
+			return false;
+		}
+	}
+	return j->step_ns == NULL;
+}
+
+int vy_graph_job_start(struct vy_job *j, struct vy_pending **out)
+{
+	struct vy_graph *g = j->graph;
+	return vy_backend_graph_start(j->dev->backend, g->plan, g->runs, j->inputs, j->graph_res,
+		j->cfg.timeout_ms, &g->rec, out, &j->err);
+}
+
 void vy_graph_on_job(struct vy_req *req)
 {
 	struct vy_server *s = req->conn->srv;

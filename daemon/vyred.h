@@ -130,6 +130,7 @@ struct vy_device {
 	uint64_t batches;
 	uint64_t jobs_done;
 	uint32_t largest_batch;
+	uint64_t started_together; /* jobs started beside others of their batch (run_batch) */
 	uint64_t lost_count;
 	uint64_t timeouts; /* dispatches ended by their timeout (and stopped on the device) */
 };
@@ -859,6 +860,14 @@ void vy_graph_on_prog(
 	struct vy_req *req, int rc, const struct vy_err *err, const struct vy_err_list *errs);
 /* Run a graph run's job on its device (the submit thread); its result code. */
 int vy_graph_job_run(struct vy_job *j);
+/*
+ * Whether the graph run `j` may start beside other jobs of its batch (vy_graph_job_start): it
+ * binds no resident buffer, whose other users of the batch it would have to wait for, and asks
+ * for no step times.
+ */
+bool vy_graph_job_startable(const struct vy_job *j);
+/* Start the graph run `j` on the device (graph_run.h, vy_backend_graph_start). */
+int vy_graph_job_start(struct vy_job *j, struct vy_pending **out);
 /* A graph run's job ended: answer it. */
 void vy_graph_on_job(struct vy_req *req);
 /* Release what a request holds of graphs (from its free). */

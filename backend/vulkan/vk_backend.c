@@ -1095,6 +1095,7 @@ static const struct vy_backend_ops vk_ops = {
 	.resident_dispatch = vk_resident_dispatch,
 	.graph_run = vy__vk_graph_run,
 	.graph_forget = vy__vk_graph_forget,
+	.graph_start = vy__vk_graph_start,
 	.compile_native = vk_compile_native,
 	.dispatch_async = vk_dispatch_async,
 	.pipeline_cache_stats = vk_pipeline_cache_stats,

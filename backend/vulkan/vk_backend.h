@@ -391,15 +391,19 @@ int vy__vk_decode_sidecar(struct vy__vk_backend *b, const struct vy__vk_kernel *
 	const uint8_t *side, uint32_t stride, struct vy_err *err);
 
 /*
- * Recorded graphs (vk_graph.c): the backend's graph_run and graph_forget entries, and, before the
- * device closes (`life` held for writing), the end of every recording's Vulkan objects: a
- * recording whose device went away is recorded anew on its next run.
+ * Recorded graphs (vk_graph.c): the backend's graph_run, graph_start and graph_forget entries, and,
+ * before the device closes (`life` held for writing), the end of every recording's Vulkan objects:
+ * a recording whose device went away is recorded anew on its next run.
  */
 int vy__vk_graph_run(struct vy_backend *base, const struct vy_graph_plan *plan,
 	const struct vy_graph_step_run *steps, const struct vy_bytes *inputs,
 	const struct vy_resource *residents, uint32_t timeout_ms, struct vy_outputs *outputs,
 	uint64_t *step_ns, struct vy_graph_recording **rec, struct vy_err *err);
 void vy__vk_graph_forget(struct vy_backend *base, struct vy_graph_recording *rec);
+int vy__vk_graph_start(struct vy_backend *base, const struct vy_graph_plan *plan,
+	const struct vy_graph_step_run *steps, const struct vy_bytes *inputs,
+	const struct vy_resource *residents, uint32_t timeout_ms, struct vy_graph_recording **rec,
+	struct vy_pending **out, struct vy_err *err);
 void vy__vk_graphs_drop_device(struct vy__vk_backend *b);
 
 /* Test hooks. */

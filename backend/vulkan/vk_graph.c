@@ -624,21 +624,32 @@ static int read_outputs(
 	return 0;
 }
 
-/* Submit `r` once and wait for it; on a timeout its context is abandoned (r->ctx NULL). */
-static int run_once(struct vy_graph_recording *r, uint32_t timeout_ms, struct vy_outputs *outputs,
-	uint64_t *step_ns, struct vy_err *err)
+/* Queue `r` once (its timestamps reset first), at the front of the device's queue. */
+static int run_queue(struct vy_graph_recording *r, struct vy_err *err)
 {
-	struct vy_vk_exec *x = &r->b->exec;
 	if (r->stamps) {
 		/* From the host, so that a run that times out before its command buffer starts
 		 * finds no timestamp of an earlier run. */
 		r->b->dev.vk.vkResetQueryPool(r->b->dev.dev, r->stamps->pool, 0, r->stamps->count);
 	}
-	int rc = vy__vk_ctx_queue(x, r->ctx, true, err);
-	if (rc == 0) {
-		uint64_t timeout_ns = timeout_ms ? (uint64_t)timeout_ms * 1000000 : UINT64_MAX;
-		rc = vy__vk_ctx_wait(x, r->ctx, timeout_ns, err);
+	return vy__vk_ctx_queue(&r->b->exec, r->ctx, true, err);
+}
+
+/*
+ * Wait for the queued `r` until `timeout_ms` after `queued_ns` and read its results; on a
+ * timeout its context is abandoned (r->ctx NULL).
+ */
+static int run_wait(struct vy_graph_recording *r, uint32_t timeout_ms, uint64_t queued_ns,
+	struct vy_outputs *outputs, uint64_t *step_ns, struct vy_err *err)
+{
+	struct vy_vk_exec *x = &r->b->exec;
+	uint64_t timeout_ns = UINT64_MAX;
+	if (timeout_ms) {
+		uint64_t spent = now_ns() - queued_ns;
+		uint64_t limit = (uint64_t)timeout_ms * 1000000;
+		timeout_ns = spent < limit ? limit - spent : 0;
 	}
+	int rc = vy__vk_ctx_wait(x, r->ctx, timeout_ns, err);
 	if (rc == VY_E_TIMEOUT) {
 		/* Stopped before its timestamps are read: a driver may wait for the work in flight
 		 * to read them (lavapipe does). */
@@ -721,22 +732,39 @@ static struct vy_graph_recording *take_kept(struct vy__vk_backend *b,
 	return r;
 }
 
-int vy__vk_graph_run(struct vy_backend *base, const struct vy_graph_plan *plan,
-	const struct vy_graph_step_run *steps, const struct vy_bytes *inputs,
-	const struct vy_resource *residents, uint32_t timeout_ms, struct vy_outputs *outputs,
-	uint64_t *step_ns, struct vy_graph_recording **rec, struct vy_err *err)
+/*
+ * One run of a graph from its start to its end. `life` is held for reading from run_begin to
+ * run_end, so that the device cannot close under the recording, whichever thread waits.
+ */
+struct vk_graph_run {
+	struct vy__vk_backend *b;
+	const struct vy_graph_plan *plan;
+	struct vy_graph_recording **rec; /* the caller's kept recording */
+	size_t *lens;                    /* owned */
+	struct vy__vk_resident **res;    /* owned: a reference each */
+	struct vy_graph_recording *r;    /* the recording this run queued, or NULL */
+	bool one_shot;                   /* r is the run's own: the kept one was busy */
+	uint32_t timeout_ms;             /* what is left of the run's time once queued */
+	uint64_t queued_ns;
+};
+
+/* Check, record or refill, and queue the run; whatever happens, run_end ends it. */
+static int run_begin(struct vk_graph_run *run, struct vy__vk_backend *b,
+	const struct vy_graph_plan *plan, const struct vy_graph_step_run *steps,
+	const struct vy_bytes *inputs, const struct vy_resource *residents, uint32_t timeout_ms,
+	bool timed, struct vy_graph_recording **rec, struct vy_err *err)
 {
-	struct vy__vk_backend *b = vy__vk_from(base);
 	uint64_t start = now_ns();
-	size_t *lens = xcalloc(plan->n_slots, sizeof(*lens));
-	struct vy__vk_resident **res = xcalloc(plan->n_slots, sizeof(*res));
+	*run = (struct vk_graph_run){.b = b, .plan = plan, .rec = rec};
+	run->lens = xcalloc(plan->n_slots, sizeof(*run->lens));
+	run->res = xcalloc(plan->n_slots, sizeof(*run->res));
 	pthread_rwlock_rdlock(&b->life);
 	int rc = vy__vk_usable(b, err);
 	if (rc == 0) {
-		rc = vy_graph_plan_run_lengths(plan, inputs, plan->n_inputs, lens, err);
+		rc = vy_graph_plan_run_lengths(plan, inputs, plan->n_inputs, run->lens, err);
 	}
 	if (rc == 0) {
-		rc = hold_residents(b, plan, residents, res, err);
+		rc = hold_residents(b, plan, residents, run->res, err);
 	}
 	if (rc == 0 && vy__vk_fault_take(b, VY_FAULT_OUT_OF_MEMORY, err)) {
 		rc = VY_E_OUT_OF_MEMORY;
@@ -744,15 +772,13 @@ int vy__vk_graph_run(struct vy_backend *base, const struct vy_graph_plan *plan,
 	if (rc == 0 && vy__vk_fault_take(b, VY_FAULT_DISPATCH, err)) {
 		rc = VY_E_DISPATCH_FAILED;
 	}
-	bool one_shot = false;
-	struct vy_graph_recording *r = NULL;
 	if (rc == 0) {
-		r = take_kept(b, rec, lens, res, step_ns != NULL, &one_shot);
-		if (r) {
-			refill(r, inputs);
+		run->r = take_kept(b, rec, run->lens, run->res, timed, &run->one_shot);
+		if (run->r) {
+			refill(run->r, inputs);
 		} else {
 			rc = record_new(
-				b, plan, steps, inputs, lens, res, step_ns != NULL, &r, err);
+				b, plan, steps, inputs, run->lens, run->res, timed, &run->r, err);
 		}
 	}
 	if (rc == 0 && timeout_ms) {
@@ -760,20 +786,33 @@ int vy__vk_graph_run(struct vy_backend *base, const struct vy_graph_plan *plan,
 		uint64_t spent_ms = (now_ns() - start) / 1000000;
 		timeout_ms = spent_ms >= timeout_ms ? 1 : timeout_ms - (uint32_t)spent_ms;
 	}
+	run->timeout_ms = timeout_ms;
 	if (rc == 0) {
-		rc = run_once(r, timeout_ms, outputs, step_ns, err);
+		rc = run_queue(run->r, err);
 	}
+	run->queued_ns = now_ns();
+	return rc;
+}
+
+/* Keep the recording for the next run or free it, release the run's holds; returns rc. */
+static int run_end(struct vk_graph_run *run, int rc)
+{
+	struct vy__vk_backend *b = run->b;
+	struct vy_graph_recording *r = run->r;
 	if (r) {
 		pthread_mutex_lock(&b->graph_lock);
 		r->busy = false;
-		bool keep = !one_shot && r->ctx && rc != VY_E_DEVICE_LOST;
+		/* A run started while another one recorded the graph anew keeps only the first
+		 * recording kept. */
+		bool keep = !run->one_shot && r->ctx && rc != VY_E_DEVICE_LOST &&
+			    (!*run->rec || *run->rec == r);
 		if (keep && !r->linked) {
 			link_locked(b, r);
-			*rec = r;
+			*run->rec = r;
 		} else if (!keep) {
 			unlink_locked(b, r);
-			if (*rec == r) {
-				*rec = NULL;
+			if (*run->rec == r) {
+				*run->rec = NULL;
 			}
 		}
 		pthread_mutex_unlock(&b->graph_lock);
@@ -781,15 +820,88 @@ int vy__vk_graph_run(struct vy_backend *base, const struct vy_graph_plan *plan,
 			recording_free(r);
 		}
 	}
-	for (uint32_t s = 0; s < plan->n_slots; s++) {
-		if (res[s]) {
-			vy__vk_resident_release(res[s]);
+	for (uint32_t s = 0; s < run->plan->n_slots; s++) {
+		if (run->res[s]) {
+			vy__vk_resident_release(run->res[s]);
 		}
 	}
 	pthread_rwlock_unlock(&b->life);
-	free(lens);
-	free(res);
+	free(run->lens);
+	free(run->res);
 	return vy__vk_note(b, rc);
+}
+
+int vy__vk_graph_run(struct vy_backend *base, const struct vy_graph_plan *plan,
+	const struct vy_graph_step_run *steps, const struct vy_bytes *inputs,
+	const struct vy_resource *residents, uint32_t timeout_ms, struct vy_outputs *outputs,
+	uint64_t *step_ns, struct vy_graph_recording **rec, struct vy_err *err)
+{
+	struct vk_graph_run run;
+	int rc = run_begin(&run, vy__vk_from(base), plan, steps, inputs, residents, timeout_ms,
+		step_ns != NULL, rec, err);
+	if (rc == 0) {
+		rc = run_wait(run.r, run.timeout_ms, run.queued_ns, outputs, step_ns, err);
+	}
+	return run_end(&run, rc);
+}
+
+/* A run started by vy__vk_graph_start. */
+struct vk_graph_pending {
+	struct vy_pending base;
+	struct vk_graph_run run;
+};
+
+static bool graph_pending_is_ready(struct vy_pending *base)
+{
+	struct vk_graph_pending *p = base->impl;
+	return vy__vk_ctx_ready(&p->run.b->exec, p->run.r->ctx);
+}
+
+static int graph_pending_wait(
+	struct vy_pending *base, struct vy_outputs *outputs, struct vy_err *err)
+{
+	struct vk_graph_pending *p = base->impl;
+	struct vk_graph_run *run = &p->run;
+	int rc = run_wait(run->r, run->timeout_ms, run->queued_ns, outputs, NULL, err);
+	rc = run_end(run, rc);
+	free(p);
+	return rc;
+}
+
+/* Abandoned as a run that timed out is: stopped, and its recording not kept. */
+static void graph_pending_destroy(struct vy_pending *base)
+{
+	struct vk_graph_pending *p = base->impl;
+	struct vy_graph_recording *r = p->run.r;
+	vy__vk_ctx_stop(&p->run.b->exec, r->ctx);
+	vy__vk_ctx_abandon(&p->run.b->exec, r->ctx);
+	r->ctx = NULL;
+	(void)run_end(&p->run, VY_E_TIMEOUT);
+	free(p);
+}
+
+static const struct vy_pending_ops graph_pending_ops = {
+	.is_ready = graph_pending_is_ready,
+	.wait = graph_pending_wait,
+	.destroy = graph_pending_destroy,
+};
+
+int vy__vk_graph_start(struct vy_backend *base, const struct vy_graph_plan *plan,
+	const struct vy_graph_step_run *steps, const struct vy_bytes *inputs,
+	const struct vy_resource *residents, uint32_t timeout_ms, struct vy_graph_recording **rec,
+	struct vy_pending **out, struct vy_err *err)
+{
+	struct vk_graph_pending *p = xcalloc(1, sizeof(*p));
+	p->base = (struct vy_pending){&graph_pending_ops, p};
+	int rc = run_begin(&p->run, vy__vk_from(base), plan, steps, inputs, residents, timeout_ms,
+		false, rec, err);
+	if (rc) {
+		rc = run_end(&p->run, rc);
+		free(p);
+		return rc;
+	}
+	*out = &p->base;
+	return 0;
 }
 
 void vy__vk_graph_forget(struct vy_backend *base, struct vy_graph_recording *rec)

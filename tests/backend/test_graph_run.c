@@ -5,7 +5,9 @@
  * gives the bytes of the same 10 dispatches, run after run; a graph with a grid_sync step, a
  * read_write temp and a resident buffer gives the values computed here by hand, also when the
  * next run binds another resident buffer; a trap in step 7 of 10 is named by step and node while
- * the steps after it still run; a step that outlasts the run's timeout is named.
+ * the steps after it still run; a step that outlasts the run's timeout is named; runs started
+ * together (vy_backend_graph_start), two of one graph among them, give the bytes of runs one by
+ * one, and a started run given up leaves its graph to run again.
  */
 #include <criterion/criterion.h>
 
@@ -462,4 +464,87 @@ static void timeout_in_step_three(struct vy_backend *b, struct mode *m)
 Test(graph_run, a_step_that_outlasts_the_timeout_is_named)
 {
 	each_backend(timeout_in_step_three);
+}
+
+/* The bytes one run of chain `c` gives for input `x`, step by step. */
+static void expected_run(struct vy_backend *b, struct chain *c, const uint32_t *x, uint8_t *want)
+{
+	struct vy_outputs got;
+	vy_outputs_init(&got);
+	struct vy_err err = {0};
+	struct vy_bytes in = {(const uint8_t *)x, N * 4};
+	cr_assert_eq(vy_backend_graph_run(b, c->g, c->run, &in, NULL, 0, &got, NULL, &err), 0, "%s",
+		err.message);
+	cr_assert_eq(got.len, 1);
+	memcpy(want, got.items[0].data, N * 4);
+	vy_outputs_finish(&got);
+}
+
+static void started_together(struct vy_backend *b, struct mode *m)
+{
+	if (!m->replay) {
+		return; /* a started run replays a recording; one mode is enough */
+	}
+	const char *id = m->id;
+	struct chain c[2];
+	affine_chain(&c[0], 10, 2);
+	affine_chain(&c[1], 7, 5);
+	struct vy_graph_recording *rec[2] = {NULL, NULL};
+	struct vy_err err = {0};
+	/* Four runs started before any is waited for: each graph once, then the first graph
+	 * again while its first run still holds its recording, then the second graph again;
+	 * each gives the bytes of its graph run step by step. */
+	enum { RUNS = 4 };
+	static const uint32_t which[RUNS] = {0, 1, 0, 1};
+	uint32_t x[RUNS][N];
+	struct vy_pending *p[RUNS];
+	for (uint32_t r = 0; r < RUNS; r++) {
+		for (uint32_t i = 0; i < N; i++) {
+			x[r][i] = 0x85EBCA6Bu * (i + 1) ^ (r + 1) * 0x27D4EB2Fu;
+		}
+		struct vy_bytes in = {(const uint8_t *)x[r], sizeof(x[r])};
+		struct chain *g = &c[which[r]];
+		cr_assert_eq(vy_backend_graph_start(
+				     b, g->g, g->run, &in, NULL, 0, &rec[which[r]], &p[r], &err),
+			0, "%s start %u: %s", id, r, err.message);
+	}
+	for (uint32_t r = 0; r < RUNS; r++) {
+		struct vy_outputs got;
+		vy_outputs_init(&got);
+		cr_assert_eq(vy_pending_wait(p[r], &got, &err), 0, "%s run %u: %s: %s", id, r,
+			err.at, err.message);
+		uint8_t want[N * 4];
+		expected_run(b, &c[which[r]], x[r], want);
+		cr_assert_eq(got.len, 1);
+		cr_assert_arr_eq(got.items[0].data, want, sizeof(want),
+			"%s run %u: started together, the graph gave other bytes", id, r);
+		vy_outputs_finish(&got);
+	}
+	/* A started run given up without its results leaves the graph to run again. */
+	struct vy_bytes in = {(const uint8_t *)x[0], sizeof(x[0])};
+	struct vy_pending *q = NULL;
+	cr_assert_eq(vy_backend_graph_start(b, c[0].g, c[0].run, &in, NULL, 0, &rec[0], &q, &err),
+		0, "%s: %s", id, err.message);
+	vy_pending_destroy(q);
+	cr_assert_eq(vy_backend_graph_start(b, c[0].g, c[0].run, &in, NULL, 0, &rec[0], &q, &err),
+		0, "%s: %s", id, err.message);
+	struct vy_outputs got;
+	vy_outputs_init(&got);
+	cr_assert_eq(vy_pending_wait(q, &got, &err), 0, "%s: %s", id, err.message);
+	uint8_t want[N * 4];
+	expected_run(b, &c[0], x[0], want);
+	cr_assert_arr_eq(got.items[0].data, want, sizeof(want), "%s: after a run given up", id);
+	bool records = strncmp(id, "vulkan", 6) == 0;
+	cr_assert_eq(rec[0] != NULL && rec[1] != NULL, records, "%s: recordings kept", id);
+	printf("graph_run: %s: %u runs of two graphs started together, one given up\n", id, RUNS);
+	vy_outputs_finish(&got);
+	for (int k = 0; k < 2; k++) {
+		vy_backend_graph_forget(b, rec[k]);
+		finish(&got, c[k].g, c[k].steps, k ? 7 : 10);
+	}
+}
+
+Test(graph_run, runs_started_together_give_the_bytes_of_runs_one_by_one)
+{
+	each_backend(started_together);
 }

@@ -1,8 +1,8 @@
 /*
  * Graphs through the daemon (graph_create, graph_run, graph_free, graphs; docs/graphs.md): a
  * 10-step chain gives the bytes of 10 dispatches, steps named by program_id, a graph over a
- * resident buffer with a grid_sync step, a trap named by step and node, and the refusals of
- * hostile or mistaken requests, after which the daemon serves on.
+ * resident buffer with a grid_sync step, a trap named by step and node, the refusals of
+ * hostile or mistaken requests, after which the daemon serves on, and runs queued together.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -416,4 +416,100 @@ Test(graphs, graphs_are_listed_counted_limited_and_freed_with_their_connection)
 	tc_reply_free(&r);
 	vy_program_destroy(p);
 	tc_close(&b);
+}
+
+/* --- runs queued together --------------------------------------------------------------- */
+
+#define TOGETHER_RUNS 8
+
+/*
+ * Graph runs sent without waiting for their replies, by a daemon whose batches may hold several
+ * (batch_cost_us of a second): the device starts them together, queued one behind the other,
+ * and each gives the bytes of the same run sent alone; so do a graph's runs that follow each
+ * other in one batch, the later waiting for the earlier's recording.
+ */
+Test(graphs, runs_queued_together_give_the_bytes_of_runs_sent_alone)
+{
+	struct vyd d;
+	struct vyd_opts o = {.config = "[devices]\nbatch_cost_us = 1000000\n"};
+	cr_assert_eq(vyd_start(&d, &o), 0);
+	struct tc c;
+	tc_open(&c, d.sock, "graph-together");
+	struct gstep steps[10];
+	struct vy_program *progs[10];
+	chain(steps, progs);
+	uint64_t g[2] = {0, 0};
+	struct tc_reply r;
+	cr_assert_eq(create(&c, steps, 10, &g[0], &r), 0, "%s", r.r.error.message);
+	tc_reply_free(&r);
+	struct gstep three[3];
+	memcpy(three, steps, sizeof(three));
+	three[2].binds[1] = (struct gbind){"y", "output", 0, NULL};
+	cr_assert_eq(create(&c, three, 3, &g[1], &r), 0, "%s", r.r.error.message);
+	tc_reply_free(&r);
+	/* The same graph twice in a row (runs 0 and 1), then the two in turn. */
+	static const int which[TOGETHER_RUNS] = {0, 0, 1, 0, 1, 0, 1, 1};
+	uint32_t x[TOGETHER_RUNS][N];
+	uint8_t want[TOGETHER_RUNS][N * 4];
+	for (int k = 0; k < TOGETHER_RUNS; k++) {
+		for (uint32_t i = 0; i < N; i++) {
+			x[k][i] = 0x27D4EB2Fu * (i + 1) + (uint32_t)k * 0x165667B1u;
+		}
+		cr_assert_eq(
+			run(&c, g[which[k]], x[k], sizeof(x[k]), &r), 0, "%s", r.r.error.message);
+		const uint8_t *data[1];
+		size_t lens[1];
+		bool nil[1];
+		cr_assert_eq(tc_outputs(&r, data, lens, nil, 1), 1);
+		cr_assert_eq(lens[0], sizeof(want[k]));
+		memcpy(want[k], data[0], sizeof(want[k]));
+		tc_reply_free(&r);
+	}
+	for (int round = 0; round < 3; round++) {
+		uint64_t ids[TOGETHER_RUNS];
+		for (int k = 0; k < TOGETHER_RUNS; k++) {
+			struct tc_msg m;
+			tc_begin(&c, &m, VY_OP_GRAPH_RUN, 2);
+			ids[k] = m.id;
+			kv_u64(&m.pk, "graph", g[which[k]]);
+			vy_pack_cstr(&m.pk, "inputs");
+			msgpack_pack_array(&m.pk, 1);
+			msgpack_pack_bin(&m.pk, sizeof(x[k]));
+			msgpack_pack_bin_body(&m.pk, x[k], sizeof(x[k]));
+			cr_assert_eq(tc_send(&c, &m, -1), 0);
+		}
+		for (int n = 0; n < TOGETHER_RUNS; n++) {
+			cr_assert_eq(tc_recv(&c, &r, 60000), 0);
+			int k = 0;
+			while (k < TOGETHER_RUNS && ids[k] != r.r.id) {
+				k++;
+			}
+			cr_assert_lt(k, TOGETHER_RUNS, "a reply to no run (id %llu)",
+				(unsigned long long)r.r.id);
+			cr_assert_eq(tc_code(&r), 0, "run %d: %s", k, r.r.error.message);
+			const uint8_t *data[1];
+			size_t lens[1];
+			bool nil[1];
+			cr_assert_eq(tc_outputs(&r, data, lens, nil, 1), 1);
+			cr_assert_eq(lens[0], sizeof(want[k]));
+			cr_assert_arr_eq(data[0], want[k], sizeof(want[k]),
+				"round %d, run %d: queued together, the graph gave other bytes",
+				round, k);
+			tc_reply_free(&r);
+		}
+	}
+	cr_assert_eq(t_simple(&c, VY_OP_STATS, &r), 0);
+	uint64_t together = 0;
+	cr_assert(tc_row_u64(&r, "devices", "index", 0, "started_together", &together));
+	cr_expect_geq(together, 2, "no two graph runs were started together");
+	printf("graphs: %d rounds of %d runs of two graphs queued together: the bytes of runs "
+	       "sent alone; %llu jobs started together\n",
+		3, TOGETHER_RUNS, (unsigned long long)together);
+	tc_reply_free(&r);
+	tc_close(&c);
+	for (uint32_t i = 0; i < 10; i++) {
+		vy_program_destroy(progs[i]);
+	}
+	cr_assert_eq(vyd_stop(&d), 0);
+	vyd_cleanup(&d);
 }
