@@ -508,11 +508,19 @@ static void started_together(struct vy_backend *b, struct mode *m)
 				     b, g->g, g->run, &in, NULL, 0, &rec[which[r]], &p[r], &err),
 			0, "%s start %u: %s", id, r, err.message);
 	}
+	struct vy_graph_recording *kept[2] = {NULL, NULL};
 	for (uint32_t r = 0; r < RUNS; r++) {
 		struct vy_outputs got;
 		vy_outputs_init(&got);
 		cr_assert_eq(vy_pending_wait(p[r], &got, &err), 0, "%s run %u: %s: %s", id, r,
 			err.at, err.message);
+		/* The first recording kept stays the graph's: a later run that recorded its
+		 * own copy meanwhile does not replace it. */
+		if (!kept[which[r]]) {
+			kept[which[r]] = rec[which[r]];
+		}
+		cr_assert_eq(rec[which[r]], kept[which[r]], "%s run %u: the recording was replaced",
+			id, r);
 		uint8_t want[N * 4];
 		expected_run(b, &c[which[r]], x[r], want);
 		cr_assert_eq(got.len, 1);

@@ -421,12 +421,52 @@ Test(graphs, graphs_are_listed_counted_limited_and_freed_with_their_connection)
 /* --- runs queued together --------------------------------------------------------------- */
 
 #define TOGETHER_RUNS 8
+#define TOGETHER_UPLOADS 4
+#define TOGETHER_SENT (TOGETHER_RUNS + 2 * TOGETHER_UPLOADS)
+
+/* A graph_run of `graph` on input `x`, or on no input where x is NULL. */
+static void pack_run(struct tc_msg *m, uint64_t graph, const uint32_t *x)
+{
+	kv_u64(&m->pk, "graph", graph);
+	vy_pack_cstr(&m->pk, "inputs");
+	msgpack_pack_array(&m->pk, x ? 1 : 0);
+	if (x) {
+		msgpack_pack_bin(&m->pk, N * 4);
+		msgpack_pack_bin_body(&m->pk, x, N * 4);
+	}
+}
+
+static void send_upload(struct tc *c, uint64_t handle, const uint32_t *data, uint64_t *id)
+{
+	struct tc_msg m;
+	tc_begin(c, &m, VY_OP_UPLOAD, 3);
+	*id = m.id;
+	kv_u64(&m.pk, "handle", handle);
+	kv_u64(&m.pk, "offset", 0);
+	vy_pack_cstr(&m.pk, "data");
+	msgpack_pack_bin(&m.pk, N * 4);
+	msgpack_pack_bin_body(&m.pk, data, N * 4);
+	cr_assert_eq(tc_send(c, &m, -1), 0);
+}
+
+/* The single output of a run's reply, N u32, copied into `out`. */
+static void output_of(const struct tc_reply *r, uint8_t *out)
+{
+	const uint8_t *data[1];
+	size_t lens[1];
+	bool nil[1];
+	cr_assert_eq(tc_outputs(r, data, lens, nil, 1), 1);
+	cr_assert_eq(lens[0], N * 4);
+	memcpy(out, data[0], N * 4);
+}
 
 /*
  * Graph runs sent without waiting for their replies, by a daemon whose batches may hold several
- * (batch_cost_us of a second): the device starts them together, queued one behind the other,
- * and each gives the bytes of the same run sent alone; so do a graph's runs that follow each
- * other in one batch, the later waiting for the earlier's recording.
+ * (batch_cost_us of a second): the device starts the runs of graphs without resident buffers
+ * together, queued one behind the other, and each gives the bytes of the same run sent alone;
+ * so do a graph's runs that follow each other in one batch, the later waiting for the earlier's
+ * recording. A graph over a resident buffer, each of its runs sent right after an upload into
+ * that buffer, runs after the upload and reads what it wrote.
  */
 Test(graphs, runs_queued_together_give_the_bytes_of_runs_sent_alone)
 {
@@ -438,7 +478,9 @@ Test(graphs, runs_queued_together_give_the_bytes_of_runs_sent_alone)
 	struct gstep steps[10];
 	struct vy_program *progs[10];
 	chain(steps, progs);
-	uint64_t g[2] = {0, 0};
+	struct vy_program *res_prog = vy_test_graph_affine(9);
+	uint64_t h = alloc(&c, N * 4);
+	uint64_t g[3] = {0, 0, 0};
 	struct tc_reply r;
 	cr_assert_eq(create(&c, steps, 10, &g[0], &r), 0, "%s", r.r.error.message);
 	tc_reply_free(&r);
@@ -447,54 +489,83 @@ Test(graphs, runs_queued_together_give_the_bytes_of_runs_sent_alone)
 	three[2].binds[1] = (struct gbind){"y", "output", 0, NULL};
 	cr_assert_eq(create(&c, three, 3, &g[1], &r), 0, "%s", r.r.error.message);
 	tc_reply_free(&r);
+	struct gstep over_resident = {
+		res_prog, NULL, 2, {{"x", "resident", h, NULL}, {"y", "output", 0, NULL}}};
+	cr_assert_eq(create(&c, &over_resident, 1, &g[2], &r), 0, "%s", r.r.error.message);
+	tc_reply_free(&r);
 	/* The same graph twice in a row (runs 0 and 1), then the two in turn. */
 	static const int which[TOGETHER_RUNS] = {0, 0, 1, 0, 1, 0, 1, 1};
 	uint32_t x[TOGETHER_RUNS][N];
 	uint8_t want[TOGETHER_RUNS][N * 4];
+	uint32_t u[TOGETHER_UPLOADS][N];
+	uint8_t want_res[TOGETHER_UPLOADS][N * 4];
+	uint64_t ignored;
 	for (int k = 0; k < TOGETHER_RUNS; k++) {
 		for (uint32_t i = 0; i < N; i++) {
 			x[k][i] = 0x27D4EB2Fu * (i + 1) + (uint32_t)k * 0x165667B1u;
 		}
 		cr_assert_eq(
 			run(&c, g[which[k]], x[k], sizeof(x[k]), &r), 0, "%s", r.r.error.message);
-		const uint8_t *data[1];
-		size_t lens[1];
-		bool nil[1];
-		cr_assert_eq(tc_outputs(&r, data, lens, nil, 1), 1);
-		cr_assert_eq(lens[0], sizeof(want[k]));
-		memcpy(want[k], data[0], sizeof(want[k]));
+		output_of(&r, want[k]);
+		tc_reply_free(&r);
+	}
+	for (int j = 0; j < TOGETHER_UPLOADS; j++) {
+		for (uint32_t i = 0; i < N; i++) {
+			u[j][i] = 0xC2B2AE3Du * (i + 7) ^ (uint32_t)(j + 1) * 0x85EBCA77u;
+		}
+		send_upload(&c, h, u[j], &ignored);
+		cr_assert_eq(tc_recv(&c, &r, 60000), 0);
+		cr_assert_eq(tc_code(&r), 0, "%s", r.r.error.message);
+		tc_reply_free(&r);
+		struct tc_msg m;
+		tc_begin(&c, &m, VY_OP_GRAPH_RUN, 2);
+		pack_run(&m, g[2], NULL);
+		cr_assert_eq(tc_call(&c, &m, &r), 0);
+		cr_assert_eq(tc_code(&r), 0, "%s", r.r.error.message);
+		output_of(&r, want_res[j]);
 		tc_reply_free(&r);
 	}
 	for (int round = 0; round < 3; round++) {
-		uint64_t ids[TOGETHER_RUNS];
+		/* What each request's reply must hold: a run's bytes, or nothing (an upload). */
+		uint64_t ids[TOGETHER_SENT];
+		const uint8_t *expect[TOGETHER_SENT];
+		int sent = 0;
 		for (int k = 0; k < TOGETHER_RUNS; k++) {
+			if (k % 2 == 0) {
+				int j = k / 2;
+				send_upload(&c, h, u[j], &ids[sent]);
+				expect[sent++] = NULL;
+				struct tc_msg m;
+				tc_begin(&c, &m, VY_OP_GRAPH_RUN, 2);
+				ids[sent] = m.id;
+				expect[sent++] = want_res[j];
+				pack_run(&m, g[2], NULL);
+				cr_assert_eq(tc_send(&c, &m, -1), 0);
+			}
 			struct tc_msg m;
 			tc_begin(&c, &m, VY_OP_GRAPH_RUN, 2);
-			ids[k] = m.id;
-			kv_u64(&m.pk, "graph", g[which[k]]);
-			vy_pack_cstr(&m.pk, "inputs");
-			msgpack_pack_array(&m.pk, 1);
-			msgpack_pack_bin(&m.pk, sizeof(x[k]));
-			msgpack_pack_bin_body(&m.pk, x[k], sizeof(x[k]));
+			ids[sent] = m.id;
+			expect[sent++] = want[k];
+			pack_run(&m, g[which[k]], x[k]);
 			cr_assert_eq(tc_send(&c, &m, -1), 0);
 		}
-		for (int n = 0; n < TOGETHER_RUNS; n++) {
+		for (int n = 0; n < sent; n++) {
 			cr_assert_eq(tc_recv(&c, &r, 60000), 0);
 			int k = 0;
-			while (k < TOGETHER_RUNS && ids[k] != r.r.id) {
+			while (k < sent && ids[k] != r.r.id) {
 				k++;
 			}
-			cr_assert_lt(k, TOGETHER_RUNS, "a reply to no run (id %llu)",
+			cr_assert_lt(k, sent, "a reply to no request (id %llu)",
 				(unsigned long long)r.r.id);
-			cr_assert_eq(tc_code(&r), 0, "run %d: %s", k, r.r.error.message);
-			const uint8_t *data[1];
-			size_t lens[1];
-			bool nil[1];
-			cr_assert_eq(tc_outputs(&r, data, lens, nil, 1), 1);
-			cr_assert_eq(lens[0], sizeof(want[k]));
-			cr_assert_arr_eq(data[0], want[k], sizeof(want[k]),
-				"round %d, run %d: queued together, the graph gave other bytes",
-				round, k);
+			cr_assert_eq(tc_code(&r), 0, "request %d: %s", k, r.r.error.message);
+			if (expect[k]) {
+				uint8_t got[N * 4];
+				output_of(&r, got);
+				cr_assert_arr_eq(got, expect[k], sizeof(got),
+					"round %d, request %d: queued together, the graph gave "
+					"other bytes",
+					round, k);
+			}
 			tc_reply_free(&r);
 		}
 	}
@@ -502,14 +573,16 @@ Test(graphs, runs_queued_together_give_the_bytes_of_runs_sent_alone)
 	uint64_t together = 0;
 	cr_assert(tc_row_u64(&r, "devices", "index", 0, "started_together", &together));
 	cr_expect_geq(together, 2, "no two graph runs were started together");
-	printf("graphs: %d rounds of %d runs of two graphs queued together: the bytes of runs "
-	       "sent alone; %llu jobs started together\n",
-		3, TOGETHER_RUNS, (unsigned long long)together);
+	printf("graphs: %d rounds of %d runs of two graphs and %d uploads each followed by a run "
+	       "over the buffer, queued together: the bytes of runs sent alone; %llu jobs "
+	       "started together\n",
+		3, TOGETHER_RUNS, TOGETHER_UPLOADS, (unsigned long long)together);
 	tc_reply_free(&r);
 	tc_close(&c);
 	for (uint32_t i = 0; i < 10; i++) {
 		vy_program_destroy(progs[i]);
 	}
+	vy_program_destroy(res_prog);
 	cr_assert_eq(vyd_stop(&d), 0);
 	vyd_cleanup(&d);
 }
