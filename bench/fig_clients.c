@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "inproc.h"
 #include "programs.h"
 #include "raw_vulkan.h"
 #include "report.h"
@@ -23,6 +24,8 @@
 #define N VY_BENCH_TINY_N
 #define WARMUP_NS 200000000u
 #define RAW_RATE_NS 500000000u
+/* The daemon's batch_max by default. */
+#define BACKEND_BATCH 64u
 
 struct worker {
 	struct vy_client *c;
@@ -202,6 +205,41 @@ static int raw_rate(struct vy_raw_vk *raw, double *per_s, struct vy_err *err)
 	return rc;
 }
 
+/*
+ * The backend's own rate in the bench's process, the dispatch_rate_16 of the same run as the
+ * anchor: batches of BACKEND_BATCH tiny dispatches started together, one batch at a time (what
+ * a submit thread that waits for each batch gets) and two in flight.
+ */
+static int backend_rates(struct vy_bench_ctx *ctx, double rate16, struct vy_err *err)
+{
+	if (!ctx->inproc) {
+		return 0;
+	}
+	static const struct {
+		uint32_t depth;
+		const char *key, *name;
+	} runs[] = {
+		{1, "backend_rate", "tiny/s, backend in-process, one batch at a time"},
+		{2, "backend_rate_overlapped", "tiny/s, backend in-process, two batches in flight"},
+	};
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		struct vy_bench_inproc_rate got;
+		int rc = vy_bench_inproc_rate(ctx->inproc, N, BACKEND_BATCH, runs[i].depth,
+			ctx->sizes.clients_seconds, &got, err);
+		if (rc) {
+			return rc;
+		}
+		struct vy_bench_figure *f = vy_bench_report_add(ctx->report, runs[i].key,
+			runs[i].name, "k/s", got.per_s / 1e3, "dispatch_rate_16", rate16 / 1e3,
+			VY_BENCH_GOAL_NONE, 0, NULL);
+		vy_bench_figure_note(f,
+			"batches of %u started with vy_backend_dispatch_async; a dispatch's host "
+			"time to start %.2f us, to collect %.2f us",
+			BACKEND_BATCH, got.start_ns / 1e3, got.collect_ns / 1e3);
+	}
+	return 0;
+}
+
 int vy_bench_throughput_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 {
 	static const uint32_t counts[] = {1, 4, 16, 64};
@@ -249,7 +287,8 @@ int vy_bench_throughput_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 				WARMUP_NS / 1e9);
 		}
 	}
-	for (size_t i = 1; i < 4; i++) {
+	rc = backend_rates(ctx, rates[2].per_s, err);
+	for (size_t i = 1; rc == 0 && i < 4; i++) {
 		char key[48], name[64];
 		snprintf(key, sizeof(key), "fairness_%u", counts[i]);
 		snprintf(name, sizeof(name), "fairness (Jain), %u clients", counts[i]);
@@ -258,7 +297,7 @@ int vy_bench_throughput_run(struct vy_bench_ctx *ctx, struct vy_err *err)
 		vy_bench_figure_note(f, "per-client dispatches %llu to %llu",
 			(unsigned long long)rates[i].min, (unsigned long long)rates[i].max);
 	}
-	return 0;
+	return rc;
 }
 
 int vy_bench_clients_run(struct vy_bench_ctx *ctx, struct vy_err *err)

@@ -139,6 +139,143 @@ int vy_bench_inproc_tiny(struct vy_bench_inproc *ip, uint32_t n, uint32_t warmup
 	return rc;
 }
 
+/* Batches of a rate run: each dispatch's input, handle and outputs. */
+struct rate_batch {
+	uint32_t *in; /* batch * n words */
+	struct vy_bytes *views;
+	struct vy_pending **pend;
+	uint32_t first; /* the tag of its first dispatch */
+};
+
+/* Collect a batch's results and check each: y = x + 1. */
+static int rate_collect(struct rate_batch *rb, uint32_t batch, uint32_t n, struct vy_outputs *outs,
+	struct vy_err *err)
+{
+	int rc = 0;
+	for (uint32_t k = 0; k < batch; k++) {
+		int wrc = vy_pending_wait(rb->pend[k], outs, err);
+		rb->pend[k] = NULL;
+		if (rc == 0 && wrc) {
+			rc = wrc;
+		}
+		if (rc) {
+			continue;
+		}
+		const uint32_t *x = rb->in + (size_t)k * n;
+		const uint32_t *y = outs->len == 1 ? (const uint32_t *)outs->items[0].data : NULL;
+		for (uint32_t i = 0; i < n && rc == 0; i++) {
+			if (!y || y[i] != x[i] + 1) {
+				rc = vy_bench_wrong(err, "backend tiny rate",
+					"dispatch %u of a batch: y[%u]", k, i);
+			}
+		}
+	}
+	return rc;
+}
+
+/* Fill and start a batch of `batch` tiny dispatches. */
+static int rate_start(struct vy_backend *b, const struct vy_program *p, struct rate_batch *rb,
+	uint32_t batch, uint32_t n, uint32_t tag, struct vy_err *err)
+{
+	rb->first = tag;
+	for (uint32_t k = 0; k < batch; k++) {
+		uint32_t *x = rb->in + (size_t)k * n;
+		for (uint32_t i = 0; i < n; i++) {
+			x[i] = vy_bench_hash(((uint64_t)tag + k) * n + i);
+		}
+		rb->views[k] = (struct vy_bytes){(const uint8_t *)x, (size_t)n * 4};
+		int rc = vy_backend_dispatch_async(b, p, &rb->views[k], 1, NULL, &rb->pend[k], err);
+		if (rc) {
+			for (uint32_t j = 0; j < k; j++) {
+				vy_pending_destroy(rb->pend[j]);
+				rb->pend[j] = NULL;
+			}
+			return rc;
+		}
+	}
+	/* Polling the last handle puts the batch on the queue without waiting for it. */
+	(void)vy_pending_is_ready(rb->pend[batch - 1]);
+	return 0;
+}
+
+int vy_bench_inproc_rate(struct vy_bench_inproc *ip, uint32_t n, uint32_t batch, uint32_t depth,
+	double seconds, struct vy_bench_inproc_rate *out, struct vy_err *err)
+{
+	*out = (struct vy_bench_inproc_rate){0};
+	if (n == 0 || n > 1024 || batch == 0 || batch > 256 || depth == 0 || depth > 4) {
+		return vy_err_set(err, VY_E_BAD_REQUEST, "rate",
+			"use 1 to 1024 elements, batches of 1 to 256, 1 to 4 in flight",
+			"%u elements, batches of %u, %u in flight asked for", n, batch, depth);
+	}
+	struct vy_program *p = tiny_program(n);
+	struct rate_batch rb[4] = {{0}};
+	int rc = 0;
+	for (uint32_t d = 0; d < depth && rc == 0; d++) {
+		rb[d].in = calloc((size_t)batch * n, sizeof(uint32_t));
+		rb[d].views = calloc(batch, sizeof(*rb[d].views));
+		rb[d].pend = calloc(batch, sizeof(*rb[d].pend));
+		if (!rb[d].in || !rb[d].views || !rb[d].pend) {
+			rc = vy_err_set(err, VY_E_OUT_OF_MEMORY, NULL, "free some memory",
+				"no memory for a batch of %u dispatches", batch);
+		}
+	}
+	struct vy_pipeline *pl = NULL;
+	if (rc == 0) {
+		rc = vy_validate_first(p, NULL, err);
+	}
+	if (rc == 0) { /* builds the kernel that the dispatches below find */
+		rc = vy_backend_compile_native(ip->backend, p, NULL, &pl, err);
+	}
+	struct vy_outputs outs;
+	vy_outputs_init(&outs);
+	uint64_t t0 = 0;
+	uint64_t done = 0;
+	uint32_t tag = 0;
+	uint32_t started = 0; /* batches started, in ring order */
+	uint64_t limit = (uint64_t)(seconds * 1e9);
+	uint64_t start_ns = 0, collect_ns = 0; /* of the batches timed */
+	bool warm = false;
+	for (; rc == 0; started++) {
+		struct rate_batch *cur = &rb[started % depth];
+		if (started >= depth) { /* the ring's oldest batch goes back before it is reused */
+			uint64_t c0 = vy_bench_now_ns();
+			rc = rate_collect(cur, batch, n, &outs, err);
+			collect_ns += warm ? vy_bench_now_ns() - c0 : 0;
+			done += warm ? batch : 0;
+			if (!warm && started >= 2 * depth) {
+				warm = true;
+				t0 = vy_bench_now_ns();
+			}
+			if (rc || (warm && vy_bench_now_ns() - t0 >= limit)) {
+				break;
+			}
+		}
+		uint64_t s0 = vy_bench_now_ns();
+		rc = rate_start(ip->backend, p, cur, batch, n, tag, err);
+		start_ns += warm ? vy_bench_now_ns() - s0 : 0;
+		tag += batch;
+	}
+	uint64_t dt = vy_bench_now_ns() - t0;
+	for (uint32_t d = 0; d < depth; d++) {
+		for (uint32_t k = 0; k < batch && rb[d].pend; k++) {
+			vy_pending_destroy(rb[d].pend[k]);
+		}
+		free(rb[d].in);
+		free(rb[d].views);
+		free(rb[d].pend);
+	}
+	if (rc == 0 && dt > 0 && done > 0) {
+		out->per_s = (double)done * 1e9 / (double)dt;
+		/* As many batches were started as collected after the warm-up. */
+		out->start_ns = (double)start_ns / (double)done;
+		out->collect_ns = (double)collect_ns / (double)done;
+	}
+	vy_outputs_finish(&outs);
+	vy_pipeline_destroy(pl);
+	vy_program_destroy(p);
+	return rc;
+}
+
 static int stream_fill(struct vy_backend *b, struct vy_resource *res, uint64_t n, float value,
 	float *host, struct vy_err *err)
 {

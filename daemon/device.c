@@ -22,20 +22,22 @@
  *
  * Plain dispatches of a batch are started together with vy_backend_dispatch_async (the Vulkan
  * backend records them into shared submits), and so are its graph runs that bind no resident
- * buffer (vy_backend_graph_start: each run's recording queued behind the one before), and then
- * awaited; a lone dispatch runs through its compiled pipeline. Each job goes back to the loop (the
- * done list and the device's uv_async) as soon as it ends, never held for the rest of its batch.
- * The batch's wall time is divided among its jobs in the order they end: each is charged the time
- * since the previous one ended.
+ * buffer (vy_backend_graph_start: each run's recording queued behind the one before); a lone
+ * dispatch with nothing in flight runs through its compiled pipeline. Started jobs stay in
+ * flight while the thread takes the next batch and starts it behind them, and are taken back
+ * before that batch's successor is taken: the device has the next batch queued while the thread
+ * answers the one before. Each job goes back to the loop (the done list and the device's
+ * uv_async) as soon as it is taken back. The thread's busy time is divided among the jobs in
+ * the order they end: each is charged the time since the previous one ended.
  *
  * Jobs of one connection on one device run in the order they arrived, so an upload followed by
  * a dispatch that reads the buffer sees the upload.
  *
- * Device loss: when a batch reports DEVICE_LOST, every job that failed with it is answered
- * DEVICE_LOST naming its own request, the thread calls vy_backend_try_recover and carries on;
- * the loop then drops the device's pipelines and marks its resident buffers lost. The jobs of
- * the batch that end after the loss are handed to the loop only after the recovery, so that the
- * loop drops those caches before it answers them.
+ * Device loss: when a job reports DEVICE_LOST, the thread starts nothing new, takes back what
+ * is in flight, calls vy_backend_try_recover and carries on; every job that failed with it is
+ * answered DEVICE_LOST naming its own request, and the loop drops the device's pipelines and
+ * marks its resident buffers lost. The jobs that end after the loss are handed to the loop only
+ * after the recovery, so that the loop drops those caches before it answers them.
  */
 #include <assert.h>
 #include <ctype.h>
@@ -318,20 +320,28 @@ static void hand_over(struct vy_device *d, struct vy_job *j, uint64_t took)
 	uv_async_send(&d->async);
 }
 
-/* A batch being run. */
+/* Jobs started and not yet taken back, oldest first: at most two batches'. */
+#define MAX_FLIGHT (2 * MAX_BATCH)
+
+/* What the submit thread carries from one batch to the next. */
 struct run {
-	uint64_t mark; /* when the previous job ended (or the batch began) */
-	bool lost;     /* a job failed with DEVICE_LOST */
+	uint64_t mark; /* when the previous job ended (or the thread began waiting for work) */
+	bool lost;     /* a job failed with DEVICE_LOST: held jobs wait for the recovery */
 	uint32_t n_held;
-	struct vy_job *held[MAX_BATCH];
-	uint64_t took[MAX_BATCH];
+	struct vy_job *held[MAX_FLIGHT];
+	uint64_t took[MAX_FLIGHT];
+	/* Started jobs in flight, in the order they were started, and the batch of each. */
+	uint32_t n_flight;
+	struct vy_job *flight[MAX_FLIGHT];
+	struct vy_pending *pend[MAX_FLIGHT];
+	uint64_t serial[MAX_FLIGHT];
 };
 
 /*
- * A job of the batch ended: it goes to the loop at once, charged the batch's time since the
- * previous job ended, so the jobs of a batch share its wall time in the order they end. Once
- * the device is lost, jobs are held until it is recovered: the loop then drops the device's
- * caches before it answers them, so no client retries against stale pipelines.
+ * A job ended: it goes to the loop at once, charged the wall time since the previous job ended,
+ * so the jobs share the thread's busy time in the order they end. Once the device is lost,
+ * jobs are held until it is recovered: the loop then drops the device's caches before it answers
+ * them, so no client retries against stale pipelines.
  */
 static void job_ended(struct vy_device *d, struct run *r, struct vy_job *j)
 {
@@ -367,104 +377,124 @@ static void recover(struct vy_device *d)
 	uv_async_send(&d->async);
 }
 
-/* A started job of the batch: its result taken from its handle (NULL: it failed to start). */
-static void collect(struct vy_device *d, struct run *r, struct vy_job *j, struct vy_pending *p)
+/* Take back in-flight job `k` (its handle NULL: it failed to start) and drop it from the list. */
+static void collect(struct vy_device *d, struct run *r, uint32_t k)
 {
-	if (p) {
-		j->rc = vy_pending_wait(p, &j->outputs, &j->err);
+	struct vy_job *j = r->flight[k];
+	if (r->pend[k]) {
+		j->rc = vy_pending_wait(r->pend[k], &j->outputs, &j->err);
 	}
 	j->t_end = vy_now_ns();
+	r->n_flight--;
+	memmove(&r->flight[k], &r->flight[k + 1], (r->n_flight - k) * sizeof(r->flight[0]));
+	memmove(&r->pend[k], &r->pend[k + 1], (r->n_flight - k) * sizeof(r->pend[0]));
+	memmove(&r->serial[k], &r->serial[k + 1], (r->n_flight - k) * sizeof(r->serial[0]));
 	job_ended(d, r, j);
 }
 
-/* Whether job `i` of the batch is a graph run already started before it in the batch. */
-static bool graph_started_before(
-	struct vy_job **batch, const bool *started, uint32_t i, const struct vy_graph *g)
+/* Take back, oldest first, the jobs in flight that came in a batch before `serial`. */
+static void collect_before(struct vy_device *d, struct run *r, uint64_t serial)
 {
-	for (uint32_t k = 0; k < i; k++) {
-		if (started[k] && batch[k]->kind == VY_JOB_GRAPH && batch[k]->graph == g) {
+	while (r->n_flight && r->serial[0] < serial) {
+		collect(d, r, 0);
+	}
+}
+
+/* Whether a run of graph `g` is in flight. */
+static bool graph_in_flight(const struct run *r, const struct vy_graph *g)
+{
+	for (uint32_t k = 0; k < r->n_flight; k++) {
+		if (r->flight[k]->kind == VY_JOB_GRAPH && r->flight[k]->graph == g) {
 			return true;
 		}
 	}
 	return false;
 }
 
-/* Run a batch; returns how many of its jobs were started together. */
-static uint32_t run_batch(struct vy_device *d, struct vy_job **batch, uint32_t n)
+/*
+ * Run batch `serial`; returns how many of its jobs were started and left in flight.
+ *
+ * Plain dispatches, and graph runs that bind no resident buffer, never touch resident buffers,
+ * so they may run beside resident operations in any order: they are started (queued on the
+ * device one behind the other) and left in flight, to be taken back as they end, while the
+ * batch's other jobs run one by one. A lone startable job with nothing in flight runs alone, the
+ * shortest path for one waiting client. A graph with a run in flight waits for that run, whose
+ * recording it replays.
+ */
+static uint32_t run_batch(
+	struct vy_device *d, struct run *r, struct vy_job **batch, uint32_t n, uint64_t serial)
 {
-	struct run r = {.mark = vy_now_ns()};
-	/* Plain dispatches, and graph runs that bind no resident buffer, never touch resident
-	 * buffers, so they may run beside the resident operations of the same batch in any order:
-	 * they are started together, queued on the device one behind the other, and their
-	 * results taken as they end. A graph's second run in the batch waits for its first,
-	 * whose recording it replays. */
 	bool startable[MAX_BATCH] = {0};
 	uint32_t n_startable = 0;
+	uint64_t now = vy_now_ns();
 	for (uint32_t i = 0; i < n; i++) {
 		struct vy_job *j = batch[i];
-		j->t_start = r.mark;
+		j->t_start = now;
 		startable[i] = (j->kind == VY_JOB_DISPATCH && !j->cfg.timing) ||
 			       (j->kind == VY_JOB_GRAPH && vy_graph_job_startable(j));
 		n_startable += startable[i];
 	}
-	struct vy_pending *pend[MAX_BATCH] = {0};
-	bool started[MAX_BATCH] = {0}; /* started together, not run one by one */
-	bool waited[MAX_BATCH] = {0};  /* started, and its result taken */
-	uint32_t waiting = 0;
-	for (uint32_t i = 0; n_startable >= 2 && i < n; i++) {
+	bool start = n_startable >= 2 || r->n_flight > 0;
+	uint32_t started = 0;
+	for (uint32_t i = 0; start && i < n; i++) {
 		struct vy_job *j = batch[i];
+		struct vy_pending *p = NULL;
 		if (!startable[i]) {
 			continue;
 		}
 		if (j->kind == VY_JOB_DISPATCH) {
 			j->timing.device_ns = VY_TIMING_NONE;
 			j->rc = vy_backend_dispatch_async(d->backend, j->program, j->inputs,
-				j->n_inputs, &j->cfg, &pend[i], &j->err);
-		} else if (graph_started_before(batch, started, i, j->graph)) {
+				j->n_inputs, &j->cfg, &p, &j->err);
+		} else if (graph_in_flight(r, j->graph)) {
+			startable[i] = false;
 			continue;
 		} else {
-			j->rc = vy_graph_job_start(j, &pend[i]);
+			j->rc = vy_graph_job_start(j, &p);
 		}
-		started[i] = true;
-		waiting++;
+		r->flight[r->n_flight] = j;
+		r->pend[r->n_flight] = p;
+		r->serial[r->n_flight++] = serial;
+		started++;
+	}
+	if (started && r->pend[r->n_flight - 1]) {
+		/* Polling the newest handle puts everything started on the queue. */
+		(void)vy_pending_is_ready(r->pend[r->n_flight - 1]);
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		if (started[i]) {
+		if (start && startable[i]) {
 			continue;
 		}
 		/* Started jobs that ended meanwhile go back before this job runs, and so do the
 		 * runs of this job's graph. */
 		const struct vy_graph *g = batch[i]->kind == VY_JOB_GRAPH ? batch[i]->graph : NULL;
-		for (uint32_t k = 0; k < n && waiting; k++) {
-			if (!started[k] || waited[k]) {
-				continue; /* a job handed back may be gone already */
-			}
-			bool same = g && batch[k]->kind == VY_JOB_GRAPH && batch[k]->graph == g;
-			if (same || !pend[k] || vy_pending_is_ready(pend[k])) {
-				collect(d, &r, batch[k], pend[k]);
-				waited[k] = true;
-				waiting--;
+		for (uint32_t k = 0; k < r->n_flight;) {
+			struct vy_job *f = r->flight[k];
+			bool same = g && f->kind == VY_JOB_GRAPH && f->graph == g;
+			if (same || !r->pend[k] || vy_pending_is_ready(r->pend[k])) {
+				collect(d, r, k);
+			} else {
+				k++;
 			}
 		}
 		run_one(d, batch[i]);
-		job_ended(d, &r, batch[i]);
+		job_ended(d, r, batch[i]);
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		if (started[i] && !waited[i]) {
-			collect(d, &r, batch[i], pend[i]);
-		}
+	return started;
+}
+
+/* After a loss, once nothing is in flight: recover, then answer the jobs held meanwhile. */
+static void settle_loss(struct vy_device *d, struct run *r)
+{
+	if (r->n_flight || !(r->lost || vy_backend_device_lost(d->backend))) {
+		return;
 	}
-	if (r.lost || vy_backend_device_lost(d->backend)) {
-		recover(d);
+	recover(d);
+	for (uint32_t i = 0; i < r->n_held; i++) {
+		hand_over(d, r->held[i], r->took[i]);
 	}
-	for (uint32_t i = 0; i < r.n_held; i++) {
-		hand_over(d, r.held[i], r.took[i]);
-	}
-	uint32_t together = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		together += started[i];
-	}
-	return together;
+	r->n_held = 0;
+	r->lost = false;
 }
 
 /* How long a GPU's submit thread polls an empty queue before it sleeps. */
@@ -484,6 +514,12 @@ static bool spin_for_work(struct vy_device *d)
 	return more;
 }
 
+/*
+ * The submit thread. While a batch is in flight the next one is taken and started behind it
+ * before the first is taken back, so the device runs one batch while the thread answers the
+ * one before and records the one after. With nothing queued it takes back what is in flight;
+ * with nothing in flight either it polls a GPU's queue briefly, then sleeps.
+ */
 static void *submit_thread(void *arg)
 {
 	struct vy_device *d = arg;
@@ -491,33 +527,55 @@ static void *submit_thread(void *arg)
 	snprintf(name, sizeof(name), "vyred-dev%u", d->index);
 	pthread_setname_np(pthread_self(), name);
 	struct vy_job *batch[MAX_BATCH];
+	struct run *r = calloc(1, sizeof(*r));
+	if (!r) {
+		fprintf(stderr, "vyred: out of memory for device %u's submit thread\n", d->index);
+		abort();
+	}
+	uint64_t serial = 0;
 	pthread_mutex_lock(&d->lock);
 	for (;;) {
-		if (d->spin && !d->stop && vy_list_empty(&d->active)) {
-			spin_for_work(d);
+		if (r->n_flight == 0) {
+			if (d->spin && !d->stop && vy_list_empty(&d->active)) {
+				spin_for_work(d);
+			}
+			while (!d->stop && vy_list_empty(&d->active)) {
+				pthread_cond_wait(&d->cond, &d->lock);
+			}
+			if (d->stop) {
+				break;
+			}
+			r->mark = vy_now_ns();
 		}
-		while (!d->stop && vy_list_empty(&d->active)) {
-			pthread_cond_wait(&d->cond, &d->lock);
-		}
-		if (d->stop) {
-			break;
-		}
-		uint32_t n = take_batch(d, batch, d->batch_max);
-		d->running = n;
+		/* After a loss nothing new starts until what is in flight is back. */
+		bool take = !d->stop && !r->lost && !vy_list_empty(&d->active);
+		uint32_t n = take ? take_batch(d, batch, d->batch_max) : 0;
+		d->running += n;
 		if (n > d->largest_batch) {
 			d->largest_batch = n;
 		}
+		bool overlapped = n && r->n_flight;
 		pthread_mutex_unlock(&d->lock);
 		uint64_t t0 = vy_now_ns();
-		uint32_t together = run_batch(d, batch, n);
+		uint32_t together = 0;
+		if (n) {
+			together = run_batch(d, r, batch, n, ++serial);
+			collect_before(d, r, serial);
+		} else {
+			collect_before(d, r, serial + 1);
+		}
+		settle_loss(d, r);
 		uint64_t t1 = vy_now_ns();
 		pthread_mutex_lock(&d->lock);
 		d->started_together += together;
-		assert(d->running == 0);
-		d->batches++;
+		d->batches += n > 0;
+		d->batches_overlapped += overlapped;
 		d->busy_ns += t1 - t0;
+		assert(r->n_flight || r->n_held || d->running == 0);
 	}
 	pthread_mutex_unlock(&d->lock);
+	assert(r->n_flight == 0 && r->n_held == 0);
+	free(r);
 	return NULL;
 }
 
@@ -1184,7 +1242,7 @@ void vy_devices_pack(struct vy_server *s, msgpack_packer *pk, bool brief)
 				used += p.heaps[h].used_bytes;
 			}
 		}
-		msgpack_pack_map(pk, brief ? 17 : 30);
+		msgpack_pack_map(pk, brief ? 17 : 31);
 		pack_u64(pk, "index", d->index);
 		vy_pack_cstr(pk, "backend");
 		vy_pack_cstr(pk, d->backend->id);
@@ -1236,6 +1294,7 @@ void vy_devices_pack(struct vy_server *s, msgpack_packer *pk, bool brief)
 		uint64_t jobs = d->jobs_done;
 		uint32_t largest = d->largest_batch;
 		uint64_t together = d->started_together;
+		uint64_t overlapped = d->batches_overlapped;
 		uint64_t lost = d->lost_count;
 		uint64_t timeouts = d->timeouts;
 		uint32_t depth = d->depth;
@@ -1247,6 +1306,7 @@ void vy_devices_pack(struct vy_server *s, msgpack_packer *pk, bool brief)
 		pack_u64(pk, "jobs", jobs);
 		pack_u64(pk, "largest_batch", largest);
 		pack_u64(pk, "started_together", together);
+		pack_u64(pk, "batches_overlapped", overlapped);
 		pack_u64(pk, "queue_depth", depth);
 		pack_u64(pk, "running", running);
 		pack_u64(pk, "lost", lost);

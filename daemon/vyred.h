@@ -130,7 +130,8 @@ struct vy_device {
 	uint64_t batches;
 	uint64_t jobs_done;
 	uint32_t largest_batch;
-	uint64_t started_together; /* jobs started beside others of their batch (run_batch) */
+	uint64_t started_together;   /* jobs started and left in flight (run_batch) */
+	uint64_t batches_overlapped; /* batches started while an earlier one was in flight */
 	uint64_t lost_count;
 	uint64_t timeouts; /* dispatches ended by their timeout (and stopped on the device) */
 };

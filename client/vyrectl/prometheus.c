@@ -136,8 +136,9 @@ static const struct rule rules[] = {
 	C("devices.*.jobs", "device_jobs_total", "Jobs the device finished."),
 	G("devices.*.largest_batch", "device_largest_batch", "Most jobs submitted in one batch."),
 	C("devices.*.started_together", "device_started_together_total",
-		"Jobs started beside others of their batch, queued on the device one behind the "
-		"other."),
+		"Jobs started beside others, queued on the device one behind the other."),
+	C("devices.*.batches_overlapped", "device_batches_overlapped_total",
+		"Batches started while the batch before them was still running on the device."),
 	G("devices.*.queue_depth", "device_queue_depth", "Jobs waiting for the device."),
 	G("devices.*.running", "device_running_jobs", "Jobs running on the device."),
 	C("devices.*.lost", "device_lost_total", "Times the device was lost and recreated."),
