@@ -429,7 +429,7 @@ static int record_job(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, str
 	if (job->resident) {
 		vy__vk_entry_barrier(d, cmd);
 	}
-	vy__vk_xfer_record_in(x, cmd, &job->pack, job->bufs, job->n_bufs);
+	vy__vk_xfer_record_in(x, cmd, ra->tail ? ctx : NULL, &job->pack, job->bufs, job->n_bufs);
 	vy__vk_ctx_stamp(x, ctx, 0);
 	int rc = vy__vk_record_launches(b, ctx, cmd, job, ra->loop_limit, err);
 	if (rc) {

@@ -150,6 +150,7 @@ static void ctx_release_locked(struct vy_vk_exec *x, struct vy_vk_ctx *ctx)
 	ctx->parts = NULL;
 	ctx->n_parts = 0;
 	ctx->n_tail = 0;
+	ctx->n_head = 0;
 	ctx->value = 0;
 	ctx->timed = false;
 	ctx->submitted = false;
@@ -172,6 +173,7 @@ static void ctx_destroy(struct vy_vk_exec *x, struct vy_vk_ctx *ctx)
 	free(ctx->holds);
 	free(ctx->slices);
 	free(ctx->tail);
+	free(ctx->head);
 	vy__vk_slice_free(x->mem, &ctx->pack.slice);
 	free_packs(x, ctx->scrubbing, ctx->n_scrubbing);
 	free(ctx->scrubbing);
@@ -443,6 +445,16 @@ void vy__vk_ctx_defer_copy(
 	ctx->tail[ctx->n_tail++] = (struct vy_vk_copy){src, dst, *region};
 }
 
+void vy__vk_ctx_defer_in(
+	struct vy_vk_ctx *ctx, VkBuffer src, VkBuffer dst, const VkBufferCopy *region)
+{
+	if (ctx->n_head == ctx->cap_head) {
+		ctx->cap_head = ctx->cap_head ? ctx->cap_head * 2 : 8;
+		ctx->head = xrealloc(ctx->head, ctx->cap_head, sizeof(*ctx->head));
+	}
+	ctx->head[ctx->n_head++] = (struct vy_vk_copy){src, dst, *region};
+}
+
 /* A tail command buffer the device is done with, or a new one (x->lock held). */
 static int tail_take_locked(struct vy_vk_exec *x, struct vy_vk_tail **out, struct vy_err *err)
 {
@@ -530,6 +542,60 @@ error:
 	return rc;
 }
 
+/*
+ * Record the batch's head (x->lock held): the uploads and fills that its jobs left to it, and
+ * one barrier that makes them visible to every dispatch after it. NULL in *out when no job of
+ * the batch left one.
+ */
+static int head_record_locked(struct vy_vk_exec *x, struct vy_vk_tail **out, struct vy_err *err)
+{
+	struct vy_vk_device *d = x->dev;
+	*out = NULL;
+	size_t ops = 0;
+	for (size_t i = 0; i < x->n_batch; i++) {
+		ops += x->batch[i]->n_head;
+	}
+	if (ops == 0) {
+		return 0;
+	}
+	struct vy_vk_tail *t = NULL;
+	int rc = tail_take_locked(x, &t, err);
+	if (rc) {
+		return rc;
+	}
+	VkCommandBufferBeginInfo begin = {
+		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+		.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+	};
+	VY_VK(d->vk.vkBeginCommandBuffer(t->cmd, &begin));
+	for (size_t i = 0; i < x->n_batch; i++) {
+		struct vy_vk_ctx *ctx = x->batch[i];
+		for (size_t k = 0; k < ctx->n_head; k++) {
+			const struct vy_vk_copy *c = &ctx->head[k];
+			if (c->src) {
+				d->vk.vkCmdCopyBuffer(t->cmd, c->src, c->dst, 1, &c->region);
+			} else {
+				d->vk.vkCmdFillBuffer(
+					t->cmd, c->dst, c->region.dstOffset, c->region.size, 0);
+			}
+		}
+	}
+	VkMemoryBarrier after = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+	};
+	d->vk.vkCmdPipelineBarrier(t->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+		VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &after, 0, NULL, 0, NULL);
+	VY_VK(d->vk.vkEndCommandBuffer(t->cmd));
+	t->value = x->batch[x->n_batch - 1]->value;
+	*out = t;
+	return 0;
+error:
+	reset_recording(d, t->cmd);
+	return rc;
+}
+
 static int submit_batch_locked(struct vy_vk_exec *x, struct vy_err *err)
 {
 	if (x->n_batch == 0) {
@@ -538,49 +604,86 @@ static int submit_batch_locked(struct vy_vk_exec *x, struct vy_err *err)
 	struct vy_vk_device *d = x->dev;
 	VkSubmitInfo infos[BATCH_LIMIT + 1];
 	VkTimelineSemaphoreSubmitInfo timelines[BATCH_LIMIT + 1];
+	VkCommandBuffer cmds[BATCH_LIMIT + 2];
 	assert(x->n_batch <= BATCH_LIMIT);
 	const VkPipelineStageFlags wait_stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
-	struct vy_vk_tail *tail = NULL;
-	int rc = tail_record_locked(x, &tail, err);
+	/* Indexes into x->tails, which taking the tail may move. */
+	size_t head_at = SIZE_MAX;
+	size_t tail_at = SIZE_MAX;
+	struct vy_vk_tail *t = NULL;
+	int rc = head_record_locked(x, &t, err);
+	if (rc == 0 && t) {
+		head_at = (size_t)(t - x->tails);
+		cmds[0] = t->cmd;
+	}
+	if (rc == 0) {
+		rc = tail_record_locked(x, &t, err);
+	}
 	if (rc) {
 		goto error;
 	}
-	/* With a tail, it alone signals: the batch's last value, once every job's copies are in. */
-	uint32_t n = (uint32_t)x->n_batch;
-	for (size_t i = 0; i < x->n_batch; i++) {
-		struct vy_vk_ctx *ctx = x->batch[i];
-		timelines[i] = (VkTimelineSemaphoreSubmitInfo){
-			.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
-			.signalSemaphoreValueCount = tail ? 0 : 1,
-			.pSignalSemaphoreValues = tail ? NULL : &ctx->value,
-		};
-		infos[i] = (VkSubmitInfo){
-			.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-			.pNext = &timelines[i],
-			.commandBufferCount = 1,
-			.pCommandBuffers = &ctx->cmd,
-			.signalSemaphoreCount = tail ? 0 : 1,
-			.pSignalSemaphores = tail ? NULL : &x->timeline,
-		};
-		ctx->n_tail = 0;
+	if (t) {
+		tail_at = (size_t)(t - x->tails);
 	}
-	if (tail) {
+	/* With a tail, the batch is one submission (the head, every job's command buffer, the
+	 * tail) that signals the batch's last value once every job's copies are in. Without one,
+	 * each job signals its own value, after the head's submission if there is a head. */
+	uint32_t n = 0;
+	uint32_t n_cmds = head_at != SIZE_MAX;
+	if (head_at != SIZE_MAX && tail_at == SIZE_MAX) {
 		timelines[n] = (VkTimelineSemaphoreSubmitInfo){
 			.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
-			.signalSemaphoreValueCount = 1,
-			.pSignalSemaphoreValues = &x->batch[n - 1]->value,
 		};
 		infos[n] = (VkSubmitInfo){
 			.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
 			.pNext = &timelines[n],
 			.commandBufferCount = 1,
-			.pCommandBuffers = &tail->cmd,
+			.pCommandBuffers = &cmds[0],
+		};
+		n++;
+	}
+	for (size_t i = 0; i < x->n_batch; i++) {
+		struct vy_vk_ctx *ctx = x->batch[i];
+		cmds[n_cmds++] = ctx->cmd;
+		ctx->n_tail = 0;
+		ctx->n_head = 0;
+		if (tail_at != SIZE_MAX) {
+			continue;
+		}
+		timelines[n] = (VkTimelineSemaphoreSubmitInfo){
+			.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+			.signalSemaphoreValueCount = 1,
+			.pSignalSemaphoreValues = &ctx->value,
+		};
+		infos[n] = (VkSubmitInfo){
+			.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+			.pNext = &timelines[n],
+			.commandBufferCount = 1,
+			.pCommandBuffers = &ctx->cmd,
 			.signalSemaphoreCount = 1,
 			.pSignalSemaphores = &x->timeline,
 		};
 		n++;
+	}
+	if (tail_at != SIZE_MAX) {
+		cmds[n_cmds++] = x->tails[tail_at].cmd;
+		timelines[0] = (VkTimelineSemaphoreSubmitInfo){
+			.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+			.signalSemaphoreValueCount = 1,
+			.pSignalSemaphoreValues = &x->batch[x->n_batch - 1]->value,
+		};
+		infos[0] = (VkSubmitInfo){
+			.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+			.pNext = &timelines[0],
+			.commandBufferCount = n_cmds,
+			.pCommandBuffers = cmds,
+			.signalSemaphoreCount = 1,
+			.pSignalSemaphores = &x->timeline,
+		};
+		n = 1;
 		x->tail_batches++;
 	}
+	x->head_batches += head_at != SIZE_MAX;
 	if (x->gate_closed) {
 		timelines[0].waitSemaphoreValueCount = 1;
 		timelines[0].pWaitSemaphoreValues = &x->gate_value;
@@ -601,8 +704,12 @@ error:
 	if (rc == VY_E_DEVICE_LOST) {
 		x->lost = true;
 	}
-	if (tail) {
-		tail->value = 0; /* never submitted: free for the next batch */
+	/* Never submitted: free for the next batch. */
+	if (head_at != SIZE_MAX) {
+		x->tails[head_at].value = 0;
+	}
+	if (tail_at != SIZE_MAX) {
+		x->tails[tail_at].value = 0;
 	}
 	for (size_t i = 0; i < x->n_batch; i++) {
 		x->batch[i]->failed = rc;

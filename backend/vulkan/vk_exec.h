@@ -7,9 +7,12 @@
  * One timeline semaphore orders everything: a job's context gets the next value when it is
  * recorded and signals it when done. Recorded jobs wait in a batch and go to the queue together,
  * several per vkQueueSubmit: when a job asks to be submitted at once, when the batch is full, and
- * whenever somebody waits on or polls a job still in the batch. Waiting spins briefly on the
- * semaphore's counter (a tiny dispatch finishes within microseconds on a GPU) and then sleeps in
- * vkWaitSemaphores, up to the job's timeout.
+ * whenever somebody waits on or polls a job still in the batch. Jobs that leave their uploads
+ * and fills to the batch's head and their copies back to its tail (vy__vk_ctx_defer_in,
+ * vy__vk_ctx_defer_copy) go as one submission, head first and tail last, which signals the
+ * batch's last value: the batch then has one barrier before its dispatches and one after them.
+ * Waiting spins briefly on the semaphore's counter (a tiny dispatch finishes within
+ * microseconds on a GPU) and then sleeps in vkWaitSemaphores, up to the job's timeout.
  *
  * Life of a context: acquire -> attach slices and fill staging (no lock held) -> submit (records
  * under the queue lock) -> wait -> read results -> release. A waiter that gives up (timeout)
@@ -47,7 +50,9 @@ struct vy_vk_hold {
 	void *arg;
 };
 
-/* A copy back that a job leaves to the tail of its batch (vy__vk_ctx_defer_copy). */
+/* A copy back that a job leaves to the tail of its batch (vy__vk_ctx_defer_copy), or an upload
+ * or fill it leaves to the head (vy__vk_ctx_defer_in): `src` VK_NULL_HANDLE fills region.size
+ * bytes of `dst` at region.dstOffset with zeros. */
 struct vy_vk_copy {
 	VkBuffer src;
 	VkBuffer dst;
@@ -99,6 +104,10 @@ struct vy_vk_ctx {
 	struct vy_vk_copy *tail; /* owned */
 	size_t n_tail;
 	size_t cap_tail;
+	/* Uploads and fills recorded at the head of the job's batch instead of in `cmd`. */
+	struct vy_vk_copy *head; /* owned */
+	size_t n_head;
+	size_t cap_head;
 };
 
 struct vy_vk_exec {
@@ -153,6 +162,7 @@ struct vy_vk_exec {
 	struct vy_vk_tail *tails; /* owned */
 	size_t n_tails;
 	uint64_t tail_batches; /* batches submitted with a tail, for tests and stats */
+	uint64_t head_batches; /* batches submitted with a head, for tests and stats */
 	uint64_t tail_copies;  /* copies recorded in tails */
 };
 
@@ -254,6 +264,14 @@ uint64_t vy__vk_ctx_device_ns(struct vy_vk_exec *x, struct vy_vk_ctx *ctx);
  * after every dispatch of the batch and before the host reads `dst`.
  */
 void vy__vk_ctx_defer_copy(
+	struct vy_vk_ctx *ctx, VkBuffer src, VkBuffer dst, const VkBufferCopy *region);
+/*
+ * Leave an upload (or, with `src` VK_NULL_HANDLE, a zero fill) of the job in `ctx` to the head
+ * of its batch: one command buffer before the batch's jobs records every job's uploads and
+ * fills and one barrier that makes them visible to the shaders. Only for a job that also
+ * leaves its copies back to the tail.
+ */
+void vy__vk_ctx_defer_in(
 	struct vy_vk_ctx *ctx, VkBuffer src, VkBuffer dst, const VkBufferCopy *region);
 
 int vy__vk_ctx_parts(struct vy_vk_exec *x, struct vy_vk_ctx *ctx, uint32_t n,

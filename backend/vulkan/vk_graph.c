@@ -421,7 +421,7 @@ static int record_graph(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, s
 	vy__vk_entry_barrier(d, cmd);
 	struct vy_vk_xfer *set = xcalloc(r->n_slots + 1, sizeof(*set));
 	uint32_t n = transfer_set(r, false, set);
-	vy__vk_xfer_record_in(x, cmd, NULL, set, n);
+	vy__vk_xfer_record_in(x, cmd, NULL, NULL, set, n);
 	if (r->stamps) {
 		d->vk.vkCmdWriteTimestamp(
 			cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, r->stamps->pool, 0);

@@ -274,7 +274,7 @@ static int record_probe(struct vy_vk_ctx *ctx, VkCommandBuffer cmd, void *arg, s
 {
 	struct probe_job *j = arg;
 	struct vy_vk_device *d = j->x->dev;
-	vy__vk_xfer_record_in(j->x, cmd, NULL, j->bufs, 2);
+	vy__vk_xfer_record_in(j->x, cmd, NULL, NULL, j->bufs, 2);
 	d->vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, j->pipeline);
 	uint32_t bindings[2] = {0, 1};
 	VkDescriptorBufferInfo infos[2] = {

@@ -199,19 +199,32 @@ static void barrier(struct vy_vk_exec *x, VkCommandBuffer cmd, VkPipelineStageFl
 	x->dev->vk.vkCmdPipelineBarrier(cmd, src, dst, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
-void vy__vk_xfer_record_in(struct vy_vk_exec *x, VkCommandBuffer cmd, const struct vy_vk_pack *pack,
-	const struct vy_vk_xfer *bufs, size_t n)
+/* Record one upload or fill of record_in, or leave it to the batch's head. */
+static void record_in_one(struct vy_vk_exec *x, VkCommandBuffer cmd, struct vy_vk_ctx *head,
+	VkBuffer src, VkBuffer dst, const VkBufferCopy *region)
 {
 	struct vy_vk_device *d = x->dev;
+	if (head) {
+		vy__vk_ctx_defer_in(head, src, dst, region);
+	} else if (src) {
+		d->vk.vkCmdCopyBuffer(cmd, src, dst, 1, region);
+	} else {
+		d->vk.vkCmdFillBuffer(cmd, dst, region->dstOffset, region->size, 0);
+	}
+}
+
+void vy__vk_xfer_record_in(struct vy_vk_exec *x, VkCommandBuffer cmd, struct vy_vk_ctx *head,
+	const struct vy_vk_pack *pack, const struct vy_vk_xfer *bufs, size_t n)
+{
 	bool any = false;
 	if (pack && pack->up_len) {
 		VkBufferCopy region = {pack->up.offset, pack->dev.offset, pack->up_len};
-		d->vk.vkCmdCopyBuffer(cmd, pack->up.buffer, pack->dev.buffer, 1, &region);
+		record_in_one(x, cmd, head, pack->up.buffer, pack->dev.buffer, &region);
 		any = true;
 	}
 	if (pack && pack->fill_len) {
-		d->vk.vkCmdFillBuffer(
-			cmd, pack->dev.buffer, pack->dev.offset + pack->fill_at, pack->fill_len, 0);
+		VkBufferCopy region = {0, pack->dev.offset + pack->fill_at, pack->fill_len};
+		record_in_one(x, cmd, head, VK_NULL_HANDLE, pack->dev.buffer, &region);
 		any = true;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -221,21 +234,23 @@ void vy__vk_xfer_record_in(struct vy_vk_exec *x, VkCommandBuffer cmd, const stru
 		}
 		if (b->src) {
 			VkBufferCopy region = {b->src_offset, b->dev.offset, b->len};
-			d->vk.vkCmdCopyBuffer(cmd, b->src, b->dev.buffer, 1, &region);
+			record_in_one(x, cmd, head, b->src, b->dev.buffer, &region);
 			any = true;
 		} else if (b->up.buffer) {
 			VkBufferCopy region = {b->up.offset, b->dev.offset, b->len};
-			d->vk.vkCmdCopyBuffer(cmd, b->up.buffer, b->dev.buffer, 1, &region);
+			record_in_one(x, cmd, head, b->up.buffer, b->dev.buffer, &region);
 			any = true;
 		} else if (b->fill_zero) {
-			d->vk.vkCmdFillBuffer(cmd, b->dev.buffer, b->dev.offset, b->len, 0);
+			VkBufferCopy region = {0, b->dev.offset, b->len};
+			record_in_one(x, cmd, head, VK_NULL_HANDLE, b->dev.buffer, &region);
 			any = true;
 		} else if (b->len == 0 && x->dummy.buffer) {
-			d->vk.vkCmdFillBuffer(cmd, x->dummy.buffer, x->dummy.offset, 4, 0);
+			VkBufferCopy region = {0, x->dummy.offset, 4};
+			record_in_one(x, cmd, head, VK_NULL_HANDLE, x->dummy.buffer, &region);
 			any = true;
 		}
 	}
-	if (any) {
+	if (any && !head) {
 		barrier(x, cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
 			VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
 			VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);

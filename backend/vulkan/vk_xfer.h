@@ -102,9 +102,11 @@ void vy__vk_xfer_wrap(
 	const struct vy_vk_slice *dev, uint64_t len, bool zero, struct vy_vk_xfer *out);
 
 /* Record the uploads and fills of `n` buffers and of `pack` (or NULL) and the barrier that makes
- * them visible to compute shaders. */
-void vy__vk_xfer_record_in(struct vy_vk_exec *x, VkCommandBuffer cmd, const struct vy_vk_pack *pack,
-	const struct vy_vk_xfer *bufs, size_t n);
+ * them visible to compute shaders. With `head` (the job's context, or NULL), they are left to
+ * the head of its batch instead (vy__vk_ctx_defer_in), which records the barrier once for the
+ * batch. */
+void vy__vk_xfer_record_in(struct vy_vk_exec *x, VkCommandBuffer cmd, struct vy_vk_ctx *head,
+	const struct vy_vk_pack *pack, const struct vy_vk_xfer *bufs, size_t n);
 
 /* Record the barrier after the dispatches and the readback copies of `n` buffers and of `pack`
  * (or NULL). With `tail` (the job's context, or NULL), copies are left to the tail of its batch

@@ -707,15 +707,17 @@ Test(vulkan, pack_slices_are_zeroed_behind_their_jobs_and_reused_without_a_fill)
 
 Test(vulkan, queued_jobs_copy_back_in_their_batch_tail)
 {
-	/* Jobs queued together (not submitted at once) on a discrete GPU leave their copies back
-	 * to one command buffer after the batch: each job's y must come back whole, its own third
-	 * written and the rest zero, over pack slices reused and scrubbed between rounds; a job
-	 * submitted at once keeps its copies in its own command buffer. */
+	/* Jobs queued together (not submitted at once) on a discrete GPU leave their uploads and
+	 * fills to one command buffer before the batch (its head) and their copies back to one
+	 * after it (its tail): each job's y must come back whole, its own third written and the
+	 * rest zero, over pack slices reused and scrubbed between rounds; a job submitted at once
+	 * keeps its copies in its own command buffer. */
 	enum { N = 64, JOBS = 6, ROUNDS = 4 };
 	struct vy_backend *be2 = open_with(NULL, VY__VK_TEST_STAGING);
 	struct vy__vk_backend *b = vy__vk_from(be2);
 	struct vy_program *p = every_third(N);
 	struct vy_err err = {0};
+	uint64_t heads_before = b->exec.head_batches;
 	for (uint32_t round = 0; round < ROUNDS; round++) {
 		uint64_t batches = b->exec.tail_batches, copies = b->exec.tail_copies;
 		uint32_t x[JOBS][N], k[JOBS];
@@ -746,8 +748,13 @@ Test(vulkan, queued_jobs_copy_back_in_their_batch_tail)
 		/* One tail for the batch, with each job's pack copy back in it. */
 		cr_assert_eq(b->exec.tail_batches, batches + 1, "round %u", round);
 		cr_assert_geq(b->exec.tail_copies, copies + JOBS, "round %u", round);
+		/* A head when some job had an upload or a fill: the first round's fresh packs
+		 * are zeroed there; clean packs reused later may need none. */
+		cr_assert_leq(b->exec.head_batches, heads_before + round + 1, "round %u", round);
 	}
+	cr_assert_geq(b->exec.head_batches, heads_before + 1, "no batch had a head");
 	uint64_t batches = b->exec.tail_batches;
+	uint64_t heads = b->exec.head_batches;
 	uint32_t x[N], k = 1;
 	for (uint32_t i = 0; i < N; i++) {
 		x[i] = i;
@@ -758,6 +765,49 @@ Test(vulkan, queued_jobs_copy_back_in_their_batch_tail)
 	dispatch_ok(be2, p, in, 2, NULL, &outs);
 	cr_assert_eq(((const uint32_t *)(const void *)outs.items[0].data)[1], 2);
 	cr_assert_eq(b->exec.tail_batches, batches, "a dispatch submitted at once has no tail");
+	cr_assert_eq(b->exec.head_batches, heads, "a dispatch submitted at once has no head");
+	vy_outputs_finish(&outs);
+	vy_program_destroy(p);
+	vy_backend_destroy(be2);
+	done();
+}
+
+Test(vulkan, queued_jobs_upload_large_inputs_in_their_batch_head)
+{
+	/* Inputs above the size a discrete GPU reads in host memory are uploaded into device
+	 * memory; for jobs queued together that upload is in the batch's head, ahead of every
+	 * dispatch of the batch. Each job's y must show its own x. */
+	enum { N = 20000, JOBS = 3 };
+	struct vy_backend *be2 = open_with(NULL, VY__VK_TEST_STAGING);
+	struct vy__vk_backend *b = vy__vk_from(be2);
+	struct vy_program *p = every_third(N);
+	struct vy_err err = {0};
+	uint64_t heads = b->exec.head_batches;
+	static uint32_t x[JOBS][N];
+	uint32_t k[JOBS];
+	struct vy_pending *pend[JOBS];
+	for (uint32_t j = 0; j < JOBS; j++) {
+		k[j] = j;
+		for (uint32_t i = 0; i < N; i++) {
+			x[j][i] = i * 5 + j * 100000;
+		}
+		struct vy_bytes in[2] = {{(uint8_t *)x[j], sizeof(x[j])}, {(uint8_t *)&k[j], 4}};
+		cr_assert_eq(vy_backend_dispatch_async(be2, p, in, 2, NULL, &pend[j], &err), 0,
+			"%s", err.message);
+	}
+	struct vy_outputs outs;
+	vy_outputs_init(&outs);
+	/* The last job first: its value is the one the batch signals (the validation layer
+	 * stalls on a wait for a value the queue skipped over). */
+	for (int j = JOBS - 1; j >= 0; j--) {
+		cr_assert_eq(vy_pending_wait(pend[j], &outs, &err), 0, "%s", err.message);
+		const uint32_t *y = (const uint32_t *)(const void *)outs.items[0].data;
+		for (uint32_t i = 0; i < N; i++) {
+			uint32_t want = i % 3 == k[j] ? x[j][i] + 1 : 0;
+			cr_assert_eq(y[i], want, "job %d: y[%u] = %u, want %u", j, i, y[i], want);
+		}
+	}
+	cr_assert_eq(b->exec.head_batches, heads + 1, "the batch had no head");
 	vy_outputs_finish(&outs);
 	vy_program_destroy(p);
 	vy_backend_destroy(be2);
