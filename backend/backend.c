@@ -615,6 +615,36 @@ int vy_pipeline_dispatch(struct vy_pipeline *pl, const struct vy_bytes *inputs, 
 	return rc;
 }
 
+/* A dispatch run at once, its outputs in a ready handle: the asynchronous entries' default. */
+static int run_now(int rc, struct vy_outputs *outputs, struct vy_pending **out)
+{
+	if (rc == 0) {
+		*out = vy_pending_done(outputs);
+	}
+	vy_outputs_finish(outputs);
+	return rc;
+}
+
+int vy_pipeline_dispatch_async(struct vy_pipeline *pl, const struct vy_bytes *inputs,
+	size_t n_inputs, const struct vy_dispatch_config *config, struct vy_pending **out,
+	struct vy_err *err)
+{
+	*out = NULL;
+	if (pl->ops->dispatch_async) {
+		int rc = pl->ops->dispatch_async(
+			pl, inputs, n_inputs, config_or_default(config), out, err);
+		if (rc) {
+			vy_pending_destroy(*out);
+			*out = NULL;
+		}
+		return rc;
+	}
+	struct vy_outputs outputs;
+	vy_outputs_init(&outputs);
+	return run_now(
+		vy_pipeline_dispatch(pl, inputs, n_inputs, config, &outputs, err), &outputs, out);
+}
+
 void vy_pipeline_destroy(struct vy_pipeline *pl)
 {
 	if (pl) {
@@ -670,12 +700,8 @@ int vy_backend_dispatch_async(struct vy_backend *b, const struct vy_program *pro
 	}
 	struct vy_outputs outputs;
 	vy_outputs_init(&outputs);
-	int rc = vy_backend_dispatch(b, program, inputs, n_inputs, config, &outputs, err);
-	if (rc == 0) {
-		*out = vy_pending_done(&outputs);
-	}
-	vy_outputs_finish(&outputs);
-	return rc;
+	return run_now(vy_backend_dispatch(b, program, inputs, n_inputs, config, &outputs, err),
+		&outputs, out);
 }
 
 struct vy_pending *vy_pending_done(struct vy_outputs *outputs)

@@ -513,6 +513,12 @@ struct vy_pipeline_ops {
 	int (*dispatch)(struct vy_pipeline *pl, const struct vy_bytes *inputs, size_t n_inputs,
 		const struct vy_dispatch_config *config, struct vy_outputs *outputs,
 		struct vy_err *err);
+	/* Optional: start a dispatch as vy_backend_dispatch_async does, with the work of
+	 * finding the program's kernel already done. NULL: the dispatch runs at once and the
+	 * handle comes back ready. */
+	int (*dispatch_async)(struct vy_pipeline *pl, const struct vy_bytes *inputs,
+		size_t n_inputs, const struct vy_dispatch_config *config, struct vy_pending **out,
+		struct vy_err *err);
 	void (*destroy)(struct vy_pipeline *pl);
 };
 
@@ -548,6 +554,10 @@ int vy_backend_compile_native(struct vy_backend *b, const struct vy_program *pro
 /* Dispatch a compiled pipeline; `outputs` as for vy_backend_dispatch. */
 int vy_pipeline_dispatch(struct vy_pipeline *pl, const struct vy_bytes *inputs, size_t n_inputs,
 	const struct vy_dispatch_config *config, struct vy_outputs *outputs, struct vy_err *err);
+/* Start a dispatch of a compiled pipeline; the handle as for vy_backend_dispatch_async. */
+int vy_pipeline_dispatch_async(struct vy_pipeline *pl, const struct vy_bytes *inputs,
+	size_t n_inputs, const struct vy_dispatch_config *config, struct vy_pending **out,
+	struct vy_err *err);
 /* NULL is accepted. */
 void vy_pipeline_destroy(struct vy_pipeline *pl);
 

@@ -233,7 +233,7 @@ static int backend_rates(struct vy_bench_ctx *ctx, double rate16, struct vy_err 
 			runs[i].name, "k/s", got.per_s / 1e3, "dispatch_rate_16", rate16 / 1e3,
 			VY_BENCH_GOAL_NONE, 0, NULL);
 		vy_bench_figure_note(f,
-			"batches of %u started with vy_backend_dispatch_async; a dispatch's host "
+			"batches of %u started with vy_pipeline_dispatch_async; a dispatch's host "
 			"time to start %.2f us, to collect %.2f us",
 			BACKEND_BATCH, got.start_ns / 1e3, got.collect_ns / 1e3);
 	}

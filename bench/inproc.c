@@ -174,8 +174,8 @@ static int rate_collect(struct rate_batch *rb, uint32_t batch, uint32_t n, struc
 }
 
 /* Fill and start a batch of `batch` tiny dispatches. */
-static int rate_start(struct vy_backend *b, const struct vy_program *p, struct rate_batch *rb,
-	uint32_t batch, uint32_t n, uint32_t tag, struct vy_err *err)
+static int rate_start(struct vy_pipeline *pl, struct rate_batch *rb, uint32_t batch, uint32_t n,
+	uint32_t tag, struct vy_err *err)
 {
 	rb->first = tag;
 	for (uint32_t k = 0; k < batch; k++) {
@@ -184,7 +184,7 @@ static int rate_start(struct vy_backend *b, const struct vy_program *p, struct r
 			x[i] = vy_bench_hash(((uint64_t)tag + k) * n + i);
 		}
 		rb->views[k] = (struct vy_bytes){(const uint8_t *)x, (size_t)n * 4};
-		int rc = vy_backend_dispatch_async(b, p, &rb->views[k], 1, NULL, &rb->pend[k], err);
+		int rc = vy_pipeline_dispatch_async(pl, &rb->views[k], 1, NULL, &rb->pend[k], err);
 		if (rc) {
 			for (uint32_t j = 0; j < k; j++) {
 				vy_pending_destroy(rb->pend[j]);
@@ -223,7 +223,7 @@ int vy_bench_inproc_rate(struct vy_bench_inproc *ip, uint32_t n, uint32_t batch,
 	if (rc == 0) {
 		rc = vy_validate_first(p, NULL, err);
 	}
-	if (rc == 0) { /* builds the kernel that the dispatches below find */
+	if (rc == 0) {
 		rc = vy_backend_compile_native(ip->backend, p, NULL, &pl, err);
 	}
 	struct vy_outputs outs;
@@ -251,7 +251,7 @@ int vy_bench_inproc_rate(struct vy_bench_inproc *ip, uint32_t n, uint32_t batch,
 			}
 		}
 		uint64_t s0 = vy_bench_now_ns();
-		rc = rate_start(ip->backend, p, cur, batch, n, tag, err);
+		rc = rate_start(pl, cur, batch, n, tag, err);
 		start_ns += warm ? vy_bench_now_ns() - s0 : 0;
 		tag += batch;
 	}

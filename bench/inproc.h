@@ -37,14 +37,14 @@ void vy_bench_inproc_destroy(struct vy_bench_inproc *ip);
 int vy_bench_inproc_tiny(struct vy_bench_inproc *ip, uint32_t n, uint32_t warmup,
 	uint32_t iterations, uint64_t *samples, struct vy_err *err);
 /*
- * Tiny dispatches of `n` u32 elements through vy_backend_dispatch_async for about `seconds`, in
+ * Tiny dispatches of `n` u32 elements through vy_pipeline_dispatch_async for about `seconds`, in
  * batches of `batch` (1 to 256) started together, `depth` (1 to 4) batches in flight: a batch
  * is collected just before its slot is started again. Depth 1 is what a submit thread that
  * waits for each batch gets. Every result is checked; *out receives the rate and its split.
  */
 struct vy_bench_inproc_rate {
 	double per_s;      /* dispatches per second */
-	double start_ns;   /* host time a dispatch took to start (vy_backend_dispatch_async) */
+	double start_ns;   /* host time a dispatch took to start (vy_pipeline_dispatch_async) */
 	double collect_ns; /* time a dispatch took to collect (vy_pending_wait, the device's
 			    * time the host waited for included) and check */
 };

@@ -20,7 +20,7 @@
  * is believed slowly). A new connection starts from its user's estimate, a new user from
  * batch_cost_us (its first job runs alone).
  *
- * Plain dispatches of a batch are started together with vy_backend_dispatch_async (the Vulkan
+ * Plain dispatches of a batch are started together with vy_pipeline_dispatch_async (the Vulkan
  * backend records them into shared submits), and so are its graph runs that bind no resident
  * buffer (vy_backend_graph_start: each run's recording queued behind the one before); a lone
  * dispatch with nothing in flight runs through its compiled pipeline. Started jobs stay in
@@ -444,8 +444,8 @@ static uint32_t run_batch(
 		}
 		if (j->kind == VY_JOB_DISPATCH) {
 			j->timing.device_ns = VY_TIMING_NONE;
-			j->rc = vy_backend_dispatch_async(d->backend, j->program, j->inputs,
-				j->n_inputs, &j->cfg, &p, &j->err);
+			j->rc = vy_pipeline_dispatch_async(
+				j->pl, j->inputs, j->n_inputs, &j->cfg, &p, &j->err);
 		} else if (graph_in_flight(r, j->graph)) {
 			startable[i] = false;
 			continue;

@@ -354,11 +354,14 @@ static int vk_dispatch_timed(struct vy_backend *base, const struct vy_program *p
 	return dispatch_common(base, program, inputs, n_inputs, config, outputs, timing, err);
 }
 
-static int vk_dispatch_async(struct vy_backend *base, const struct vy_program *program,
+/*
+ * Start a dispatch of kernel `k`, whose reference the job takes over, into a new handle. The
+ * caller holds b->life; returns 0 or the failure (the reference then dropped).
+ */
+static int start_async(struct vy__vk_backend *b, struct vy__vk_kernel *k,
 	const struct vy_bytes *inputs, size_t n_inputs, const struct vy_dispatch_config *config,
 	struct vy_pending **out, struct vy_err *err)
 {
-	struct vy__vk_backend *b = vy__vk_from(base);
 	struct vy__vk_pending *p = calloc(1, sizeof(*p));
 	if (!p) {
 		fprintf(stderr, "vyred: out of memory for a pending dispatch\n");
@@ -366,33 +369,40 @@ static int vk_dispatch_async(struct vy_backend *base, const struct vy_program *p
 	}
 	p->base = (struct vy_pending){&pending_ops, p};
 	p->b = b;
-	pthread_rwlock_rdlock(&b->life);
-	struct vy__vk_kernel *k = NULL;
-	int rc = usable_kernel(b, program, &k, err);
 	struct vy__vk_request req = {
 		.inputs = inputs,
 		.n_inputs = n_inputs,
 		.config = config,
 	};
-	if (rc == 0) {
-		rc = vy__vk_job_start(b, k, &req, false, &p->job, err);
-	}
-	if (rc == 0) {
-		pthread_mutex_lock(&b->pending_lock);
-		p->next = b->pendings;
-		if (b->pendings) {
-			b->pendings->prev = p;
-		}
-		b->pendings = p;
-		pthread_mutex_unlock(&b->pending_lock);
-	}
-	pthread_rwlock_unlock(&b->life);
+	int rc = vy__vk_job_start(b, k, &req, false, &p->job, err);
 	if (rc) {
 		free(p);
-		return vy__vk_note(b, rc);
+		return rc;
 	}
+	pthread_mutex_lock(&b->pending_lock);
+	p->next = b->pendings;
+	if (b->pendings) {
+		b->pendings->prev = p;
+	}
+	b->pendings = p;
+	pthread_mutex_unlock(&b->pending_lock);
 	*out = &p->base;
 	return 0;
+}
+
+static int vk_dispatch_async(struct vy_backend *base, const struct vy_program *program,
+	const struct vy_bytes *inputs, size_t n_inputs, const struct vy_dispatch_config *config,
+	struct vy_pending **out, struct vy_err *err)
+{
+	struct vy__vk_backend *b = vy__vk_from(base);
+	pthread_rwlock_rdlock(&b->life);
+	struct vy__vk_kernel *k = NULL;
+	int rc = usable_kernel(b, program, &k, err);
+	if (rc == 0) {
+		rc = start_async(b, k, inputs, n_inputs, config, out, err);
+	}
+	pthread_rwlock_unlock(&b->life);
+	return vy__vk_note(b, rc);
 }
 
 /* Compiled pipelines. */
@@ -444,6 +454,25 @@ static int compiled_dispatch(struct vy_pipeline *pl, const struct vy_bytes *inpu
 	return vy__vk_note(b, rc);
 }
 
+static int compiled_dispatch_async(struct vy_pipeline *pl, const struct vy_bytes *inputs,
+	size_t n_inputs, const struct vy_dispatch_config *config, struct vy_pending **out,
+	struct vy_err *err)
+{
+	struct vk_compiled *c = pl->impl;
+	struct vy__vk_backend *b = vy__vk_from(pl->backend);
+	pthread_rwlock_rdlock(&b->life);
+	struct vy__vk_kernel *k = NULL;
+	int rc = vy__vk_usable(b, err);
+	if (rc == 0) {
+		rc = compiled_kernel(b, c, &k, err);
+	}
+	if (rc == 0) {
+		rc = start_async(b, k, inputs, n_inputs, config, out, err);
+	}
+	pthread_rwlock_unlock(&b->life);
+	return vy__vk_note(b, rc);
+}
+
 static void compiled_destroy(struct vy_pipeline *pl)
 {
 	struct vk_compiled *c = pl->impl;
@@ -457,6 +486,7 @@ static void compiled_destroy(struct vy_pipeline *pl)
 
 static const struct vy_pipeline_ops compiled_ops = {
 	.dispatch = compiled_dispatch,
+	.dispatch_async = compiled_dispatch_async,
 	.destroy = compiled_destroy,
 };
 

@@ -226,10 +226,20 @@ Test(backend, compile_native_defaults_to_a_passthrough_pipeline)
 		cr_assert_eq(
 			mk.calls, round, "each pipeline dispatch calls the backend's dispatch");
 	}
+	/* Without an asynchronous entry, a pipeline's dispatch runs at once into a ready handle. */
+	struct vy_pending *pending = NULL;
+	cr_assert_eq(vy_pipeline_dispatch_async(pl, two_inputs, 2, NULL, &pending, NULL), 0);
+	cr_assert_eq(mk.calls, 3, "the default runs the dispatch at once");
+	cr_assert(vy_pending_is_ready(pending));
+	cr_assert_eq(vy_pending_wait(pending, &outs, NULL), 0);
+	assert_plus_one(&outs);
 	mk.fail = true;
 	cr_assert_eq(
 		vy_pipeline_dispatch(pl, two_inputs, 2, NULL, &outs, NULL), VY_E_DISPATCH_FAILED);
 	cr_assert_eq(outs.len, 0);
+	cr_assert_eq(vy_pipeline_dispatch_async(pl, two_inputs, 2, NULL, &pending, NULL),
+		VY_E_DISPATCH_FAILED);
+	cr_assert_null(pending);
 	vy_outputs_finish(&outs);
 	vy_pipeline_destroy(pl);
 	vy_pipeline_destroy(NULL);

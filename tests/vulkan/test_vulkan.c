@@ -1197,20 +1197,31 @@ Test(vulkan, output_buffers_start_zeroed_and_count_zero_buffers_take_their_input
 
 Test(vulkan, async_dispatches_batch_into_few_submits)
 {
+	/* Odd jobs start through a compiled pipeline, which finds no kernel by the program's
+	 * bytes; even ones by the program. */
 	enum { N = 64, JOBS = 8 };
 	struct vy_program *p = vector_add(N);
 	static float a[JOBS][N], b[JOBS][N];
 	struct vy_pending *pend[JOBS];
 	struct vy_vulkan_stats before, after;
-	vy_vulkan_stats(be, &before);
 	struct vy_err err;
+	struct vy_pipeline *pl = NULL;
+	cr_assert_eq(vy_backend_compile_native(be, p, NULL, &pl, &err), 0, "%s", err.message);
+	struct vy_pipeline_cache_stats kernels_before, kernels_after;
+	cr_assert(vy_backend_pipeline_cache_stats(be, &kernels_before));
+	vy_vulkan_stats(be, &before);
 	for (int j = 0; j < JOBS; j++) {
 		fill_inputs(a[j], b[j], N, (float)j);
 		struct vy_bytes in[2] = {
 			{(uint8_t *)a[j], sizeof(a[j])}, {(uint8_t *)b[j], sizeof(b[j])}};
-		cr_assert_eq(vy_backend_dispatch_async(be, p, in, 2, NULL, &pend[j], &err), 0, "%s",
-			err.message);
+		int rc = j % 2 ? vy_pipeline_dispatch_async(pl, in, 2, NULL, &pend[j], &err)
+			       : vy_backend_dispatch_async(be, p, in, 2, NULL, &pend[j], &err);
+		cr_assert_eq(rc, 0, "%s", err.message);
 	}
+	cr_assert(vy_backend_pipeline_cache_stats(be, &kernels_after));
+	cr_assert_eq(kernels_after.hits - kernels_before.hits, JOBS / 2,
+		"%llu kernel lookups for %d jobs started by program",
+		(unsigned long long)(kernels_after.hits - kernels_before.hits), JOBS / 2);
 	/* The inputs were copied at dispatch time: changing them now changes nothing. */
 	memset(a, 0, sizeof(a));
 	struct vy_outputs outs;
@@ -1232,6 +1243,7 @@ Test(vulkan, async_dispatches_batch_into_few_submits)
 	vy_pending_destroy(dropped);
 	cr_assert_eq(vy_backend_flush(be, &err), 0, "%s", err.message);
 	vy_outputs_finish(&outs);
+	vy_pipeline_destroy(pl);
 	vy_program_destroy(p);
 	done();
 }
