@@ -436,17 +436,26 @@ static int compiled_kernel(struct vy__vk_backend *b, struct vk_compiled *c,
 	return rc;
 }
 
+/*
+ * Take b->life for reading and the pipeline's kernel (a reference) for a dispatch of `pl`; the
+ * caller releases the lock, whatever the result.
+ */
+static int compiled_enter(struct vy_pipeline *pl, struct vy__vk_backend **bp,
+	struct vy__vk_kernel **k, struct vy_err *err)
+{
+	struct vy__vk_backend *b = vy__vk_from(pl->backend);
+	*bp = b;
+	pthread_rwlock_rdlock(&b->life);
+	int rc = vy__vk_usable(b, err);
+	return rc ? rc : compiled_kernel(b, pl->impl, k, err);
+}
+
 static int compiled_dispatch(struct vy_pipeline *pl, const struct vy_bytes *inputs, size_t n_inputs,
 	const struct vy_dispatch_config *config, struct vy_outputs *outputs, struct vy_err *err)
 {
-	struct vk_compiled *c = pl->impl;
-	struct vy__vk_backend *b = vy__vk_from(pl->backend);
-	pthread_rwlock_rdlock(&b->life);
+	struct vy__vk_backend *b;
 	struct vy__vk_kernel *k = NULL;
-	int rc = vy__vk_usable(b, err);
-	if (rc == 0) {
-		rc = compiled_kernel(b, c, &k, err);
-	}
+	int rc = compiled_enter(pl, &b, &k, err);
 	if (rc == 0) {
 		rc = run_host(b, k, inputs, n_inputs, config, outputs, NULL, err);
 	}
@@ -458,14 +467,9 @@ static int compiled_dispatch_async(struct vy_pipeline *pl, const struct vy_bytes
 	size_t n_inputs, const struct vy_dispatch_config *config, struct vy_pending **out,
 	struct vy_err *err)
 {
-	struct vk_compiled *c = pl->impl;
-	struct vy__vk_backend *b = vy__vk_from(pl->backend);
-	pthread_rwlock_rdlock(&b->life);
+	struct vy__vk_backend *b;
 	struct vy__vk_kernel *k = NULL;
-	int rc = vy__vk_usable(b, err);
-	if (rc == 0) {
-		rc = compiled_kernel(b, c, &k, err);
-	}
+	int rc = compiled_enter(pl, &b, &k, err);
 	if (rc == 0) {
 		rc = start_async(b, k, inputs, n_inputs, config, out, err);
 	}

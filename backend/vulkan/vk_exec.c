@@ -483,6 +483,38 @@ error:
 	return rc;
 }
 
+/* Take a free command buffer for the head or tail of a batch and begin it (x->lock held). */
+static int side_begin_locked(struct vy_vk_exec *x, struct vy_vk_tail **out, struct vy_err *err)
+{
+	int rc = tail_take_locked(x, out, err);
+	if (rc) {
+		return rc;
+	}
+	VkCommandBufferBeginInfo begin = {
+		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+		.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+	};
+	VY_VK(x->dev->vk.vkBeginCommandBuffer((*out)->cmd, &begin));
+	return 0;
+error:
+	*out = NULL; /* its value is still 0: free for the next batch */
+	return rc;
+}
+
+/* End the head or tail `t` of the batch into *out; it is free again once the batch is done. */
+static int side_end_locked(
+	struct vy_vk_exec *x, struct vy_vk_tail *t, struct vy_vk_tail **out, struct vy_err *err)
+{
+	int rc = 0;
+	VY_VK(x->dev->vk.vkEndCommandBuffer(t->cmd));
+	t->value = x->batch[x->n_batch - 1]->value;
+	*out = t;
+	return 0;
+error:
+	reset_recording(x->dev, t->cmd);
+	return rc;
+}
+
 /*
  * Record the batch's tail (x->lock held): one barrier after every dispatch and fill before it,
  * the copies back of every job in the batch, and one barrier that makes them visible to the
@@ -500,15 +532,10 @@ static int tail_record_locked(struct vy_vk_exec *x, struct vy_vk_tail **out, str
 		return 0;
 	}
 	struct vy_vk_tail *t = NULL;
-	int rc = tail_take_locked(x, &t, err);
+	int rc = side_begin_locked(x, &t, err);
 	if (rc) {
 		return rc;
 	}
-	VkCommandBufferBeginInfo begin = {
-		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-		.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
-	};
-	VY_VK(d->vk.vkBeginCommandBuffer(t->cmd, &begin));
 	VkMemoryBarrier before = {
 		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
 		.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
@@ -532,14 +559,8 @@ static int tail_record_locked(struct vy_vk_exec *x, struct vy_vk_tail **out, str
 	};
 	d->vk.vkCmdPipelineBarrier(t->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
 		VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &after, 0, NULL, 0, NULL);
-	VY_VK(d->vk.vkEndCommandBuffer(t->cmd));
-	t->value = x->batch[x->n_batch - 1]->value;
 	x->tail_copies += copies;
-	*out = t;
-	return 0;
-error:
-	reset_recording(d, t->cmd);
-	return rc;
+	return side_end_locked(x, t, out, err);
 }
 
 /*
@@ -559,15 +580,10 @@ static int head_record_locked(struct vy_vk_exec *x, struct vy_vk_tail **out, str
 		return 0;
 	}
 	struct vy_vk_tail *t = NULL;
-	int rc = tail_take_locked(x, &t, err);
+	int rc = side_begin_locked(x, &t, err);
 	if (rc) {
 		return rc;
 	}
-	VkCommandBufferBeginInfo begin = {
-		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-		.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
-	};
-	VY_VK(d->vk.vkBeginCommandBuffer(t->cmd, &begin));
 	for (size_t i = 0; i < x->n_batch; i++) {
 		struct vy_vk_ctx *ctx = x->batch[i];
 		for (size_t k = 0; k < ctx->n_head; k++) {
@@ -587,13 +603,7 @@ static int head_record_locked(struct vy_vk_exec *x, struct vy_vk_tail **out, str
 	};
 	d->vk.vkCmdPipelineBarrier(t->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
 		VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &after, 0, NULL, 0, NULL);
-	VY_VK(d->vk.vkEndCommandBuffer(t->cmd));
-	t->value = x->batch[x->n_batch - 1]->value;
-	*out = t;
-	return 0;
-error:
-	reset_recording(d, t->cmd);
-	return rc;
+	return side_end_locked(x, t, out, err);
 }
 
 static int submit_batch_locked(struct vy_vk_exec *x, struct vy_err *err)
